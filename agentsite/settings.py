@@ -1,0 +1,192 @@
+"""Settings for agentsite: one file, driven by environment variables.
+
+Every value has an embedded default so the site runs with no configuration (SQLite, the embedded Redis
+server, the built-in model stand-in). A malformed value stops start-up with a message naming the variable.
+"""
+
+import json
+import os
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_int(name: str, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float, minimum: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_decimal(name: str, default: str) -> Decimal:
+    raw = os.environ.get(name) or default
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise ImproperlyConfigured(f"{name} must be a decimal amount, got {raw!r}") from None
+    if not value.is_finite() or value < 0:
+        raise ImproperlyConfigured(f"{name} must be a positive amount, got {raw!r}")
+    return value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+
+
+def env_prices(name: str) -> dict[str, tuple[float, float]]:
+    """MODEL_PRICES: {"model": [usd per 1M input tokens, usd per 1M output tokens], ...}."""
+    raw = os.environ.get(name)
+    if not raw:
+        return {}
+    try:
+        table = json.loads(raw)
+        return {str(m): (float(p[0]), float(p[1])) for m, p in table.items()}
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        raise ImproperlyConfigured(
+            f'{name} must be JSON like {{"model": [input_usd_per_1m, output_usd_per_1m]}}, got {raw!r}'
+        ) from None
+
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me-in-production")
+if not DEBUG and SECRET_KEY.startswith("dev-only"):
+    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
+ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "support",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agentsite.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "agentsite.wsgi.application"
+ASGI_APPLICATION = "agentsite.asgi.application"
+
+# Database: DATABASE_URL, e.g. postgres://app:app@127.0.0.1:5432/app; SQLite file by default.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"), conn_max_age=0
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Runs and the web process write concurrently: wait for the lock rather than fail at once.
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# Redis: Celery's broker and the Channels layer. Default: the embedded server started by `./dev serve`.
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6390/0")
+
+# The model. With MODEL_BASE_URL unset the built-in stand-in serves it (see standin/).
+MODEL_BASE_URL = env_str("MODEL_BASE_URL", "")
+MODEL_API_KEY = env_str("MODEL_API_KEY", "standin-no-key-needed")
+MODEL_NAME = env_str("MODEL_NAME", "sundry-standin-1")
+MODEL_PRICES = {"sundry-standin-1": (0.15, 0.60), **env_prices("MODEL_PRICES")}
+MODEL_CONNECT_TIMEOUT = env_float("MODEL_CONNECT_TIMEOUT", 5.0, minimum=0.1)
+MODEL_READ_TIMEOUT = env_float("MODEL_READ_TIMEOUT", 30.0, minimum=0.1)
+MODEL_MAX_RETRIES = env_int("MODEL_MAX_RETRIES", 3)
+MODEL_MAX_RETRY_WAIT = env_float("MODEL_MAX_RETRY_WAIT", 20.0)
+
+# Limits of one run of the agent loop.
+AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12, minimum=1)
+AGENT_MAX_TOKENS = env_int("AGENT_MAX_TOKENS", 200_000, minimum=1)
+AGENT_MAX_COST_USD = env_float("AGENT_MAX_COST_USD", 0.50)
+AGENT_MAX_SECONDS = env_float("AGENT_MAX_SECONDS", 300.0, minimum=1.0)
+AGENT_SPIN_MAX_REPEATS = env_int("AGENT_SPIN_MAX_REPEATS", 2, minimum=1)
+TOOL_OUTPUT_MAX_CHARS = env_int("TOOL_OUTPUT_MAX_CHARS", 4000, minimum=100)
+
+# The shop's rules, enforced in code.
+REFUND_CEILING = env_decimal("REFUND_CEILING", "150.00")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "support": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    },
+}

@@ -1,0 +1,57 @@
+"""What a tool is to the loop: a name, a schema, a description for the model, and a function.
+
+Tools that touch the shop live in support/tools/; they build these values. The loop only sees this type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jsonschema
+
+
+class ToolError(Exception):
+    """An expected failure the model should read and recover from ("no order SU-1 for this customer")."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who a tool acts for. Built by the caller of the loop; the loop fills in the call it answers."""
+
+    customer_id: int | None = None
+    conversation_id: str | None = None
+    run_id: str | None = None
+    call_id: str = ""
+    # Derived from run and call id: a tool that reaches outside the database sends it along.
+    idempotency_key: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str  # written for the model: what it does, when to use it, what it returns
+    parameters: dict  # JSON schema of the arguments object
+    fn: Callable[..., Any]  # fn(ctx: ToolContext, **arguments) -> JSON-serialisable value or str
+    gated: bool = False  # a person approves each call before it runs
+    terminal: bool = False  # once it has run, the run ends
+    label: str = ""  # what a customer is shown while it runs, e.g. "Looking up your order"
+
+    def spec(self) -> dict:
+        """The entry for the request's `tools` list."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def validation_error(self, arguments: Any) -> str | None:
+        """None when the arguments match the schema, else a sentence the model can act on."""
+        if not isinstance(arguments, dict):
+            return f"arguments must be a JSON object, got {type(arguments).__name__}"
+        try:
+            jsonschema.validate(arguments, self.parameters)
+        except jsonschema.ValidationError as e:
+            where = "/".join(str(p) for p in e.absolute_path) or "arguments"
+            return f"invalid arguments for {self.name} at {where}: {e.message}"
+        return None

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class SupportConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "support"
+    verbose_name = "Support desk"
