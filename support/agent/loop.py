@@ -1,0 +1,308 @@
+"""The agent loop: call the model, branch on the finish reason, run the tools it asked for, repeat.
+
+Everything a run does passes through here; persistence, publishing and approval storage belong to the
+caller, reached through the Observer hooks and the values this module returns.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Sequence
+
+from .summary import handoff_summary
+from .tools import Tool, ToolContext, ToolError
+from .types import (
+    ANSWERED, AWAITING_APPROVAL, ESCALATED, HANDED_TO_PERSON, MODEL_ERROR, OUTCOMES, OVER_BUDGET,
+    SPINNING, STOPPED, TURN_LIMIT, UNSTATED, Decision, Limits, Model, ModelError, Observer,
+    PendingCall, RunResult, Spent, Step, ToolCall, Transcript, parse_arguments,
+)
+
+OUTCOME_TOOL = Tool(
+    name="record_outcome",
+    description=(
+        "Record what this conversation turn achieved, just before your final answer to the customer "
+        "(in the same reply or the one before it). outcome: 'resolved' when the customer's request is "
+        "fully handled; 'waiting_on_customer' when you asked them for something; 'not_resolved' when "
+        "you could not help; 'handed_to_person' when a person must take over. summary: one sentence "
+        "for the support team."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "outcome": {"type": "string", "enum": list(OUTCOMES)},
+            "summary": {"type": "string", "maxLength": 500},
+        },
+        "required": ["outcome", "summary"],
+        "additionalProperties": False,
+    },
+    fn=lambda ctx, outcome, summary: {"recorded": outcome},
+    label="Wrapping up",
+)
+
+SPIN_WARNING = (
+    "ERROR: not run. You already called {name} with the same arguments {count} times and it gave "
+    "the same result. Do not call it again with the same arguments; try something different or "
+    "answer the customer with what you know."
+)
+
+
+def needs_approval_by_default(tool: Tool, arguments: dict) -> bool:
+    return tool.gated
+
+
+@dataclass
+class _Run:
+    """The working state of one invocation of the loop."""
+
+    transcript: Transcript
+    tools: dict[str, Tool]
+    ctx: ToolContext
+    limits: Limits
+    observer: Observer
+    spent: Spent
+    needs_approval: Callable[[Tool, dict], bool]
+    outcome: str | None = None
+    outcome_summary: str = ""
+    seen: dict[str, int] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)
+
+    def append(self, message: dict) -> None:
+        # Save before acting: the observer persists the message before any tool runs on it.
+        self.transcript.append(message)
+        self.observer.message(message)
+
+    def result(self, call: ToolCall, content: str) -> None:
+        self.append({"role": "tool", "tool_call_id": call.id, "content": content})
+
+
+def run_loop(
+    transcript: Transcript,
+    *,
+    model: Model,
+    tools: Sequence[Tool],
+    ctx: ToolContext,
+    limits: Limits = Limits(),
+    observer: Observer | None = None,
+    spent: Spent | None = None,
+    decisions: Mapping[str, Decision] | None = None,
+    needs_approval: Callable[[Tool, dict], bool] = needs_approval_by_default,
+) -> RunResult:
+    """Drive one run to a stop or a pause. Never raises for anything the model or a tool does."""
+    run = _Run(
+        transcript=transcript, tools={t.name: t for t in [*tools, OUTCOME_TOOL]}, ctx=ctx, limits=limits,
+        observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
+    )
+    _count_previous_calls(run)
+    started = time.monotonic()
+
+    # Resume: a history that ends in calls without results is answered first (approved calls run,
+    # rejected ones return the reason); a crash between a call and its result is repaired the same way.
+    paused = _answer_open_calls(run, decisions or {})
+    if paused is not None:
+        return paused
+
+    while True:
+        if run.spent.turns >= limits.max_steps:
+            return _stop(run, TURN_LIMIT, f"turn limit of {limits.max_steps} model calls reached")
+        over = run.spent.over(limits)
+        if over:
+            return _stop(run, OVER_BUDGET, over)
+        if time.monotonic() - started > limits.max_seconds:
+            return _stop(run, OVER_BUDGET, f"wall time of {limits.max_seconds:.0f} s reached")
+
+        run.spent.turns += 1
+        step = Step(kind="model", turn=run.spent.turns, label="Thinking")
+        run.observer.step_started(step)
+        t0 = time.monotonic()
+        try:
+            reply = model.complete(transcript, [t.spec() for t in run.tools.values()], run.observer)
+        except ModelError as e:
+            step.duration_ms, step.error, step.attempts = _ms(t0), str(e), e.attempts
+            run.observer.step(step)
+            return _stop(run, MODEL_ERROR, f"model call failed: {e}")
+        cost = model.cost(reply)
+        run.spent.prompt_tokens += reply.prompt_tokens
+        run.spent.completion_tokens += reply.completion_tokens
+        run.spent.cost_usd += cost
+        step.duration_ms, step.model, step.attempts = _ms(t0), reply.model, reply.attempts
+        step.prompt_tokens, step.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+        step.cost_usd, step.finish_reason = cost, reply.finish_reason
+        run.observer.step(step)
+        run.append(reply.message)  # verbatim, tool_calls included: a tool result needs its call
+
+        calls = reply.tool_calls
+        # The one branch, on the finish reason. Some compatible servers say "stop" while still
+        # returning calls; those calls are answered too, or the next request would be rejected.
+        if reply.finish_reason == "tool_calls" or (reply.finish_reason == "stop" and calls):
+            if not calls:
+                return _stop(run, MODEL_ERROR, "finish reason tool_calls without any tool call")
+            over = run.spent.over(limits)
+            if over:
+                _close_calls(run, calls, "not run: the run's budget was used up")
+                return _stop(run, OVER_BUDGET, over)
+            stopped = _run_calls(run, calls, {})
+            if stopped is not None:
+                return stopped
+            continue
+        if reply.finish_reason == "stop":
+            return _answered(run, reply.content)
+        # "length", "content_filter" or anything unknown: the text is not a finished answer.
+        return _stop(run, MODEL_ERROR, f"the model stopped with finish reason {reply.finish_reason!r}")
+
+
+def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decision]) -> RunResult | None:
+    """Answer every call of one assistant message, in order. Returns a result when the run must end."""
+    pending: list[PendingCall] = []
+    for i, call in enumerate(calls):
+        tool = run.tools.get(call.name)
+        if tool is None:
+            run.result(call, f'ERROR: tool "{call.name}" does not exist. Available tools: '
+                             f'{", ".join(sorted(run.tools))}.')
+            _trace_tool(run, call, 0.0, "", "unknown tool")
+            continue
+        try:  # the arguments are generated text: parsing belongs inside the try
+            args = parse_arguments(call.arguments)
+        except ValueError as e:
+            message = f"ERROR: arguments are not valid JSON ({e}). Send a JSON object matching the schema."
+            run.result(call, message)
+            _trace_tool(run, call, 0.0, message, "malformed arguments")
+            continue
+        invalid = tool.validation_error(args)
+        if invalid:
+            run.result(call, f"ERROR: {invalid}")
+            _trace_tool(run, call, 0.0, invalid, "invalid arguments")
+            continue
+
+        key = call.name + json.dumps(args, sort_keys=True)
+        run.seen[key] = run.seen.get(key, 0) + 1
+        if run.seen[key] > run.limits.spin_max_repeats:
+            if key in run.warned:
+                run.result(call, "ERROR: not run: the same call was repeated again; a person will take over.")
+                _close_calls(run, calls[i + 1:], "not run: the run was stopped for repeating itself")
+                _trace_tool(run, call, 0.0, "", "spinning")
+                _close_calls(run, [p.call for p in pending], "not run: the run was stopped for repeating itself")
+                return _stop(run, SPINNING, f"{call.name} called with the same arguments {run.seen[key]} times")
+            run.warned.add(key)  # told once; the next repeat stops the run
+            run.result(call, SPIN_WARNING.format(name=call.name, count=run.seen[key] - 1))
+            _trace_tool(run, call, 0.0, "", "repeated call")
+            continue
+
+        decision = decisions.get(call.id)
+        if decision is None and run.needs_approval(tool, args):
+            pending.append(PendingCall(call=call, arguments=args))
+            continue
+        if decision is not None and not decision.approved:
+            reason = decision.reason or "no reason given"
+            run.result(call, f"ERROR: rejected by staff: {reason}")
+            _trace_tool(run, call, 0.0, reason, "rejected by staff")
+            continue
+        if decision is not None and decision.arguments is not None:
+            args = decision.arguments
+
+        _execute(run, tool, call, args)
+        if tool.name == OUTCOME_TOOL.name:
+            run.outcome, run.outcome_summary = args["outcome"], args["summary"]
+        if tool.terminal:
+            # Nothing runs after a hand-over, gated calls still waiting included.
+            _close_calls(run, [p.call for p in pending] + calls[i + 1:],
+                         "not run: the conversation was handed to a person")
+            return _stop(run, ESCALATED, f"{tool.name} ended the run")
+    if pending:
+        return RunResult(status=AWAITING_APPROVAL, pending=pending, spent=run.spent,
+                         outcome=run.outcome, outcome_summary=run.outcome_summary)
+    return None
+
+
+def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
+    step = Step(kind="tool", turn=run.spent.turns, tool=tool.name, call_id=call.id,
+                arguments=call.arguments, label=tool.label or tool.name)
+    run.observer.step_started(step)
+    t0 = time.monotonic()
+    ctx = replace(run.ctx, call_id=call.id, idempotency_key=f"{run.ctx.run_id}:{call.id}")
+    try:
+        value = tool.fn(ctx, **args)
+        out = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    except ToolError as e:
+        out = step.error = f"ERROR: {e}"
+    except Exception as e:  # a tool crash is data for the model, never the end of the run
+        out = f"ERROR: {tool.name} failed unexpectedly ({type(e).__name__}). Try again or tell the customer."
+        step.error = f"{type(e).__name__}: {e}"
+    out = _truncate(out, run.limits.tool_output_max_chars)
+    run.result(call, out)
+    step.duration_ms, step.result = _ms(t0), out[:500]
+    run.observer.step(step)
+
+
+def _answer_open_calls(run: _Run, decisions: Mapping[str, Decision]) -> RunResult | None:
+    """Give every trailing call without a result its one result, or pause again on undecided ones."""
+    msgs = run.transcript.messages
+    last_assistant = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].get("role") == "assistant"), None)
+    if last_assistant is None or not msgs[last_assistant].get("tool_calls"):
+        return None
+    answered = {m.get("tool_call_id") for m in msgs[last_assistant + 1:] if m.get("role") == "tool"}
+    open_calls = [ToolCall.from_wire(c) for c in msgs[last_assistant]["tool_calls"] if c.get("id") not in answered]
+    if not open_calls:
+        return None
+    # The repeat counter already holds these calls (counted from the history); run them uncounted.
+    for c in open_calls:
+        key = _call_key(c)
+        if key in run.seen:
+            run.seen[key] -= 1
+    return _run_calls(run, open_calls, decisions)
+
+
+def _count_previous_calls(run: _Run) -> None:
+    """Rebuild the repeat counter from the calls made since the customer last wrote (spans a pause)."""
+    msgs = run.transcript.messages
+    start = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
+    for m in msgs[start + 1:]:
+        for c in m.get("tool_calls") or []:
+            key = _call_key(ToolCall.from_wire(c))
+            run.seen[key] = run.seen.get(key, 0) + 1
+    # A call seen more often than allowed was answered with the warning already: the next one stops.
+    run.warned.update(k for k, n in run.seen.items() if n > run.limits.spin_max_repeats)
+
+
+def _call_key(call: ToolCall) -> str:
+    try:
+        return call.name + json.dumps(parse_arguments(call.arguments), sort_keys=True)
+    except ValueError:
+        return call.name + call.arguments
+
+
+def _close_calls(run: _Run, calls: Sequence[ToolCall], why: str) -> None:
+    """Answer calls that will not run, so the history stays valid for the next request."""
+    for call in calls:
+        run.result(call, f"ERROR: {why}")
+
+
+def _trace_tool(run: _Run, call: ToolCall, ms: float, result: str, error: str) -> None:
+    run.observer.step(Step(kind="tool", turn=run.spent.turns, tool=call.name, call_id=call.id,
+                           arguments=call.arguments, duration_ms=ms, result=result[:500], error=error))
+
+
+def _answered(run: _Run, text: str) -> RunResult:
+    # A text reply is not success by itself: the outcome is what the model stated, or UNSTATED.
+    return RunResult(status=STOPPED, stop_reason=ANSWERED, answer=text, outcome=run.outcome or UNSTATED,
+                     outcome_summary=run.outcome_summary, spent=run.spent)
+
+
+def _stop(run: _Run, reason: str, detail: str) -> RunResult:
+    """Every stop but an answer hands the ticket to a person, with a summary of what is known."""
+    return RunResult(
+        status=STOPPED, stop_reason=reason, detail=detail, outcome=HANDED_TO_PERSON,
+        outcome_summary=run.outcome_summary, summary=handoff_summary(run.transcript.messages, reason, detail),
+        spent=run.spent,
+    )
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[truncated: showing {limit} of {len(text)} characters]"
+
+
+def _ms(t0: float) -> float:
+    return round((time.monotonic() - t0) * 1000, 2)

@@ -1,0 +1,217 @@
+"""Plain values the loop works with: calls, replies, trace steps, limits, spending and the run's result."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# A closed set: every run that stops says why with exactly one of these.
+ANSWERED = "answered"
+TURN_LIMIT = "turn_limit"
+OVER_BUDGET = "over_budget"
+ESCALATED = "escalated"
+SPINNING = "spinning"
+MODEL_ERROR = "model_error"
+TAKEN_OVER = "taken_over"
+STOP_REASONS = (ANSWERED, TURN_LIMIT, OVER_BUDGET, ESCALATED, SPINNING, MODEL_ERROR, TAKEN_OVER)
+
+# A run that is not stopped but waits for a person to decide on its gated calls.
+AWAITING_APPROVAL = "awaiting_approval"
+STOPPED = "stopped"
+
+# What the model says it achieved (through the record_outcome tool). UNSTATED: it answered without saying.
+OUTCOMES = ("resolved", "waiting_on_customer", "not_resolved", "handed_to_person")
+UNSTATED = "unstated"
+HANDED_TO_PERSON = "handed_to_person"
+
+
+def encode(message: dict) -> bytes:
+    """One message as the JSON bytes that go over the wire; computed once per message (see Transcript)."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class Transcript:
+    """The message list of a run, append-only, with each message's wire encoding kept beside it.
+
+    Every model call re-sends the whole history; encoding each message once makes the request body a
+    join of ready bytes instead of a walk over every message on every call.
+    """
+
+    def __init__(self, messages: list[dict] | None = None):
+        self.messages: list[dict] = []
+        self.encoded: list[bytes] = []
+        for m in messages or []:
+            self.append(m)
+
+    def append(self, message: dict) -> None:
+        self.encoded.append(encode(message))
+        self.messages.append(message)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __iter__(self):
+        return iter(self.messages)
+
+    def __getitem__(self, i):
+        return self.messages[i]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # the model's generated text: a JSON string that may be malformed
+
+    @classmethod
+    def from_wire(cls, call: dict) -> "ToolCall":
+        fn = call.get("function") or {}
+        return cls(id=call.get("id", ""), name=fn.get("name", ""), arguments=fn.get("arguments", ""))
+
+
+@dataclass
+class ModelReply:
+    message: dict  # the assistant message exactly as it goes back into the history
+    finish_reason: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    attempts: int = 1
+    duration_ms: float = 0.0
+
+    @property
+    def content(self) -> str:
+        return self.message.get("content") or ""
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [ToolCall.from_wire(c) for c in self.message.get("tool_calls") or []]
+
+
+class ModelError(Exception):
+    """The model call failed for good: retries used up, or a request the endpoint will never accept."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1):
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+
+
+class Model(Protocol):
+    def complete(self, transcript: Transcript, tools: list[dict], sink: "Observer") -> ModelReply: ...
+
+    def cost(self, reply: ModelReply) -> float: ...
+
+
+@dataclass
+class Step:
+    """One row of the trace: a model call or a tool call."""
+
+    kind: str  # "model" | "tool"
+    turn: int
+    duration_ms: float = 0.0
+    # model calls
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    finish_reason: str | None = None
+    attempts: int = 0
+    # tool calls
+    tool: str = ""
+    call_id: str = ""
+    arguments: str = ""
+    result: str = ""  # an excerpt
+    error: str = ""  # empty when the step succeeded
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_steps: int = 12  # model calls per run
+    max_tokens: int = 200_000
+    max_cost_usd: float = 0.50
+    max_seconds: float = 300.0
+    spin_max_repeats: int = 2
+    tool_output_max_chars: int = 4000
+
+
+@dataclass
+class Spent:
+    """What a run has used so far; carried across a pause so limits hold for the whole run."""
+
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def over(self, limits: Limits) -> str | None:
+        if self.tokens >= limits.max_tokens:
+            return f"token budget of {limits.max_tokens} reached ({self.tokens} used)"
+        if limits.max_cost_usd and self.cost_usd >= limits.max_cost_usd:
+            return f"cost budget of ${limits.max_cost_usd:.2f} reached (${self.cost_usd:.4f} used)"
+        return None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A person's decision on a gated call, keyed by call id when the run resumes."""
+
+    approved: bool
+    arguments: dict | None = None  # the arguments that execute, when staff edited them
+    reason: str = ""
+
+
+@dataclass
+class PendingCall:
+    call: ToolCall
+    arguments: dict  # validated
+
+
+@dataclass
+class RunResult:
+    status: str  # STOPPED | AWAITING_APPROVAL
+    stop_reason: str | None = None
+    outcome: str | None = None
+    outcome_summary: str = ""
+    answer: str = ""  # the final text the customer reads
+    summary: str = ""  # for a person, when the run did not end with an answer
+    detail: str = ""
+    pending: list[PendingCall] = field(default_factory=list)
+    spent: Spent = field(default_factory=Spent)
+
+
+class Observer:
+    """Hooks the loop calls as it works. The caller persists and publishes; the loop only reports.
+
+    `message` is called the moment a message is appended, before anything acts on it, so a crash
+    after it loses nothing.
+    """
+
+    def message(self, message: dict) -> None: ...
+
+    def step_started(self, step: Step) -> None: ...
+
+    def step(self, step: Step) -> None: ...
+
+    def token(self, delta: str) -> None: ...
+
+    def tokens_reset(self) -> None:
+        """The streamed reply failed part-way and is being retried: drop the deltas seen so far."""
+
+    def heartbeat(self) -> None: ...
+
+
+def parse_arguments(raw: Any) -> dict:
+    """The model's arguments string as an object; raises ValueError with a readable message."""
+    if not isinstance(raw, str):
+        raise ValueError(f"arguments must be a JSON string, got {type(raw).__name__}")
+    value = json.loads(raw or "{}")
+    if not isinstance(value, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
