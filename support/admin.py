@@ -1,0 +1,117 @@
+"""The Django admin: the shop, read-mostly (orders, parcels, refunds and seller messages are records;
+staff edit customers, sellers and policy texts).
+"""
+
+from django.contrib import admin
+
+from support.models import (
+    Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
+)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A record of what happened: shown, never edited by hand (refunds are money already moved)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class OrderItemInline(ReadOnlyInline):
+    model = OrderItem
+    fields = ["sku", "title", "qty", "unit_price", "seller_description"]
+
+
+class ChargeInline(ReadOnlyInline):
+    model = Charge
+    fields = ["kind", "amount"]
+
+
+class ParcelInline(ReadOnlyInline):
+    model = Parcel
+    fields = ["tracking", "carrier", "status"]
+
+
+class RefundInline(ReadOnlyInline):
+    model = Refund
+    fields = ["amount", "reason", "created_at", "tool_call_id"]
+
+
+class ScanInline(ReadOnlyInline):
+    model = Scan
+    fields = ["at", "event", "detail", "location"]
+    show_change_link = False
+
+
+@admin.register(Customer)
+class CustomerAdmin(admin.ModelAdmin):
+    list_display = ["name", "email", "public_id"]
+    search_fields = ["name", "email"]
+    readonly_fields = ["public_id"]
+
+
+@admin.register(Seller)
+class SellerAdmin(admin.ModelAdmin):
+    list_display = ["code", "name", "is_sundry"]
+    search_fields = ["code", "name"]
+
+
+@admin.register(Order)
+class OrderAdmin(ReadOnlyAdmin):
+    list_display = ["number", "customer", "seller", "status", "placed_at", "total", "refunded"]
+    list_filter = ["status", "seller"]
+    search_fields = ["number", "customer__email", "customer__name", "items__title", "parcels__tracking"]
+    list_select_related = ["customer", "seller"]
+    inlines = [OrderItemInline, ChargeInline, ParcelInline, RefundInline]
+    date_hierarchy = "placed_at"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("items", "refunds")
+
+
+@admin.register(Parcel)
+class ParcelAdmin(ReadOnlyAdmin):
+    list_display = ["tracking", "carrier", "status", "order"]
+    list_filter = ["status", "carrier"]
+    search_fields = ["tracking", "order__number"]
+    list_select_related = ["order"]
+    inlines = [ScanInline]
+
+
+@admin.register(PolicyDocument)
+class PolicyDocumentAdmin(admin.ModelAdmin):
+    list_display = ["doc_id", "title", "seller"]
+    list_filter = ["seller"]
+    search_fields = ["doc_id", "title", "body"]
+
+
+@admin.register(Refund)
+class RefundAdmin(ReadOnlyAdmin):
+    list_display = ["order", "amount", "reason", "created_at", "tool_call_id"]
+    search_fields = ["order__number", "tool_call_id", "reason"]
+    list_select_related = ["order"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(SellerMessage)
+class SellerMessageAdmin(ReadOnlyAdmin):
+    list_display = ["order", "seller", "created_at", "tool_call_id"]
+    search_fields = ["order__number", "seller__code", "body", "tool_call_id"]
+    list_select_related = ["order", "seller"]

@@ -1,0 +1,55 @@
+"""What the shop tools share: finding the customer's own order, and writing money and times for the model."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+
+from support.agent.tools import ToolContext, ToolError
+from support.models import Order
+
+ORDER_ID = {"type": "string", "pattern": "^SU-[0-9]{1,8}$", "maxLength": 11, "description": 'e.g. "SU-41207"'}
+_AMOUNT = re.compile(r"[0-9]{1,7}(\.[0-9]{1,2})?")
+
+
+def order_for_customer(ctx: ToolContext, order_id: str, *, queryset=None) -> Order:
+    """The conversation customer's order, else ToolError.
+
+    The message is the same whether the order belongs to someone else or does not exist at all,
+    so a customer cannot probe other people's order numbers.
+    """
+    queryset = Order.objects.all() if queryset is None else queryset
+    order = queryset.filter(number=str(order_id), customer_id=ctx.customer_id).first()
+    if order is None or ctx.customer_id is None:
+        raise ToolError(f"No order {str(order_id)[:40]} was found for this customer.")
+    return order
+
+
+def money(value: Decimal) -> str:
+    return f"{value:.2f}"
+
+
+def iso_utc(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_amount(raw) -> Decimal:
+    """A positive amount with at most two decimals; the schema checks it too, but fn may be called directly."""
+    text = str(raw).strip() if isinstance(raw, (str, int, Decimal)) and not isinstance(raw, bool) else ""
+    if not _AMOUNT.fullmatch(text):
+        raise ToolError(f'Amount must be written like "24.99", got {str(raw)[:20]!r}.')
+    try:
+        value = Decimal(text).quantize(Decimal("0.01"))
+    except InvalidOperation:  # pragma: no cover - the pattern already rules this out
+        raise ToolError(f'Amount must be written like "24.99", got {text!r}.') from None
+    if value <= 0:
+        raise ToolError("Refund amount must be more than 0.00.")
+    return value
+
+
+def call_key(ctx: ToolContext) -> str | None:
+    """The idempotency key stored with a side effect: run and tool call id (None when called directly).
+
+    Scoped by run because not every endpoint makes call ids unique beyond one conversation."""
+    return ctx.idempotency_key or ctx.call_id or None

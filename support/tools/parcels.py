@@ -1,0 +1,55 @@
+"""track_parcel: the carrier's scans for a parcel of one of the customer's orders."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from support.agent.tools import Tool, ToolContext, ToolError
+from support.models import Parcel
+from support.tools.common import iso_utc
+
+LATEST_SCANS = 5
+
+
+def _scan(scan) -> dict:
+    return {"at": iso_utc(scan.at), "event": scan.event, "detail": scan.detail, "location": scan.location}
+
+
+def track_parcel(ctx: ToolContext, tracking: str) -> dict:
+    parcel = Parcel.objects.filter(tracking=str(tracking), order__customer_id=ctx.customer_id).first()
+    if parcel is None or ctx.customer_id is None:
+        # Same words for someone else's parcel and a made-up number: nothing to probe.
+        raise ToolError(f"No parcel {str(tracking)[:40]} was found for this customer.")
+    latest = list(parcel.scans.order_by("-at", "-id")[:LATEST_SCANS])
+    last = latest[0] if latest else None
+    return {
+        "tracking": parcel.tracking,
+        "carrier": parcel.carrier,
+        "status": parcel.status,
+        "last_scan": _scan(last) if last else None,
+        # Whole hours, rounded down: "31 hours ago" stays 31 until the 32nd hour has passed.
+        "hours_since_last_scan": int((timezone.now() - last.at).total_seconds() // 3600) if last else None,
+        "scans": [_scan(s) for s in latest],
+    }
+
+
+TRACK_PARCEL = Tool(
+    name="track_parcel",
+    label="Checking the carrier's tracking",
+    description=(
+        "Read the carrier's tracking for a parcel of this customer's orders; the tracking number comes "
+        "from get_order. Use it when the customer asks where a parcel is, says it never arrived, or it "
+        "seems late. Returns the parcel status, the last scan (time in UTC, event, detail such as where "
+        "it was left, location), hours_since_last_scan as a whole number, and up to the 5 latest scans, "
+        "newest first."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "tracking": {"type": "string", "pattern": "^[A-Za-z0-9-]{4,40}$", "description": "tracking number"},
+        },
+        "required": ["tracking"],
+        "additionalProperties": False,
+    },
+    fn=track_parcel,
+)

@@ -1,0 +1,93 @@
+"""issue_refund: refund part or all of an order, within the agent's ceiling and the refundable balance."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from support.agent.tools import Tool, ToolContext, ToolError
+from support.models import Order, Refund
+from support.tools.common import ORDER_ID, call_key, money, order_for_customer, parse_amount
+
+
+def _result(refund: Refund) -> dict:
+    order = Order.objects.get(pk=refund.order_id)
+    return {
+        "refund_id": str(refund.public_id),
+        "order_id": order.number,
+        "amount": money(refund.amount),
+        "status": "issued",
+        "refundable_remaining": money(order.refundable()),
+    }
+
+
+def _already_issued(key: str | None, order: Order) -> Refund | None:
+    """The refund this very call issued before (a retry or a resumed run), if any."""
+    if key is None:
+        return None
+    refund = Refund.objects.filter(tool_call_id=key).first()
+    if refund is not None and refund.order_id != order.pk:
+        raise ToolError("This tool call already issued a refund for another order; nothing was refunded.")
+    return refund
+
+
+def issue_refund(ctx: ToolContext, order_id: str, amount: str, reason: str) -> dict:
+    value = parse_amount(amount)
+    reason = str(reason).strip()[:500]
+    if not reason:
+        raise ToolError("A refund needs a reason.")
+    order = order_for_customer(ctx, order_id)
+    key = call_key(ctx)
+    try:
+        with transaction.atomic():
+            # Lock the order row so two refunds running at once cannot both see the same balance
+            # (PostgreSQL; SQLite serialises writers anyway and ignores FOR UPDATE).
+            locked = Order.objects.select_for_update().get(pk=order.pk)
+            # First, and under the lock: a retried, resumed or concurrent run of this same call returns
+            # its refund, although the balance has shrunk since.
+            if existing := _already_issued(key, order):
+                return _result(existing)
+            ceiling = settings.REFUND_CEILING
+            if value > ceiling:
+                raise ToolError(
+                    f"Refund of {money(value)} exceeds the {money(ceiling)} limit an agent may issue; "
+                    "escalate to a person instead."
+                )
+            left = locked.refundable()
+            if value > left:
+                raise ToolError(f"Order {order.number} has {money(left)} left to refund; {money(value)} was asked.")
+            refund = Refund.objects.create(order=locked, amount=value, reason=reason, tool_call_id=key)
+    except IntegrityError:
+        # The same call id committed between our check and our insert (a writer that took no lock):
+        # answer with that refund.
+        existing = _already_issued(key, order)
+        if existing is None:
+            raise
+        return _result(existing)
+    return _result(refund)
+
+
+ISSUE_REFUND = Tool(
+    name="issue_refund",
+    label="Preparing a refund",
+    gated=True,
+    description=(
+        "Refund money on one of this customer's orders to the original payment method. Gated: a staff "
+        "member approves each refund before it is issued, so tell the customer it is being reviewed. Use it "
+        "only when a policy entitles the customer (check search_policy first). amount is a string in EUR "
+        'like "24.99"; it may not exceed the order\'s refundable balance (see get_order) nor the limit an '
+        f"agent may issue ({money(settings.REFUND_CEILING)} per refund); above that, escalate to a person. "
+        "Returns refund_id, the amount, status issued and refundable_remaining."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "order_id": dict(ORDER_ID),
+            "amount": {"type": "string", "pattern": "^[0-9]{1,7}(\\.[0-9]{1,2})?$", "description": 'e.g. "24.99"'},
+            "reason": {"type": "string", "minLength": 1, "maxLength": 500, "description": "why, for the record"},
+        },
+        "required": ["order_id", "amount", "reason"],
+        "additionalProperties": False,
+    },
+    fn=issue_refund,
+)

@@ -1,0 +1,43 @@
+"""Shared fixtures: the seeded Sundry demo shop, and tool contexts acting for one of its customers."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+import pytest
+from django.core.management import call_command
+
+from support.agent.tools import ToolContext
+from support.models import Customer, Order
+
+
+@pytest.fixture
+def demo(db):
+    """The demo shop of docs/tools-contract.md, seeded by the real command."""
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out)
+    return SimpleNamespace(
+        output=out.getvalue(),
+        maya=Customer.objects.get(email="maya@example.com"),
+        tom=Customer.objects.get(email="tom@example.com"),
+        ines=Customer.objects.get(email="ines@example.com"),
+        orders={order.number: order for order in Order.objects.select_related("customer", "seller")},
+    )
+
+
+@pytest.fixture
+def ctx_for(demo):
+    """ctx_for("maya@example.com", call_id="call_1"): a ToolContext as the loop builds it for that customer."""
+
+    def build(email: str, call_id: str = "call_test_1") -> ToolContext:
+        customer = Customer.objects.get(email=email)
+        return ToolContext(
+            customer_id=customer.pk,
+            conversation_id="conv-test",
+            run_id="run-test",
+            call_id=call_id,
+            idempotency_key=f"run-test:{call_id}",
+        )
+
+    return build

@@ -1,0 +1,60 @@
+"""message_seller: one message per tool call to the marketplace seller of the customer's own order.
+
+Maya owns SU-41207 and SU-41419 (Hearth & Loom) and SU-41388 (fulfilled by Sundry); Tom owns SU-41444.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from support.agent.tools import ToolError
+from support.models import SellerMessage
+from support.tools.sellers import message_seller
+
+MAYA = "maya@example.com"
+
+
+def refuse(ctx, **arguments) -> str:
+    with pytest.raises(ToolError) as raised:
+        message_seller(ctx, **arguments)
+    return str(raised.value)
+
+
+def test_it_sends_a_message_to_the_orders_seller(ctx_for):
+    result = message_seller(ctx_for(MAYA, "call_m1"), order_id="SU-41419", message="Please send a return label.")
+    assert set(result) == {"message_id", "order_id", "seller", "status"}
+    assert (result["order_id"], result["seller"], result["status"]) == ("SU-41419", "Hearth & Loom", "sent")
+    sent = SellerMessage.objects.get(tool_call_id="run-test:call_m1")
+    assert (sent.seller.code, sent.order.number, sent.body) == ("S-HL", "SU-41419", "Please send a return label.")
+    assert str(sent.public_id) == result["message_id"]
+
+
+def test_it_sends_one_message_for_the_same_call_id_twice(ctx_for):
+    ctx = ctx_for(MAYA, "call_twice")
+    first = message_seller(ctx, order_id="SU-41207", message="Parcel missing since the delivered scan.")
+    second = message_seller(ctx, order_id="SU-41207", message="Parcel missing since the delivered scan.")
+    assert first == second
+    assert SellerMessage.objects.count() == 1
+
+
+def test_it_sends_a_new_message_for_a_new_call(ctx_for):
+    message_seller(ctx_for(MAYA, "call_a"), order_id="SU-41207", message="First.")
+    message_seller(ctx_for(MAYA, "call_b"), order_id="SU-41207", message="Second.")
+    assert list(SellerMessage.objects.values_list("body", flat=True)) == ["First.", "Second."]
+
+
+def test_it_refuses_an_order_fulfilled_by_sundry(ctx_for):
+    message = refuse(ctx_for(MAYA), order_id="SU-41388", message="Where is it?")
+    assert message == "Order SU-41388 is fulfilled by Sundry itself; there is no seller to message."
+    assert not SellerMessage.objects.exists()
+
+
+def test_it_refuses_another_customers_order_like_an_unknown_one(ctx_for):
+    theirs = refuse(ctx_for(MAYA), order_id="SU-41444", message="Hello")
+    unknown = refuse(ctx_for(MAYA), order_id="SU-99999", message="Hello")
+    assert theirs.replace("SU-41444", "X") == unknown.replace("SU-99999", "X")
+    assert not SellerMessage.objects.exists()
+
+
+def test_it_refuses_an_empty_message_when_called_directly(ctx_for):
+    assert "empty" in refuse(ctx_for(MAYA), order_id="SU-41207", message="   ")
