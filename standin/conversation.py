@@ -1,0 +1,197 @@
+"""Reading a conversation the way a model does: the request, the order it is about, the results so far.
+
+A "turn" is everything after the assistant's last final text: the customer's new message(s) and the
+tool calls and results made since. Earlier turns only lend the order id when the customer omits it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ORDER_ID = re.compile(r"\bSU-\d+\b", re.IGNORECASE)
+DIRECTIVE = re.compile(r"#fault:\S+")
+
+# Checked in this order: "it never came, where is it?" is a missing parcel, not a status question.
+INTENTS = (
+    ("missing", ("missing", "not arrived", "hasn't arrived", "has not arrived", "never arrived", "never came",
+                 "nothing here", "nothing arrived", "didn't arrive", "did not arrive", "not received",
+                 "didn't receive", "did not receive", "haven't received", "have not received",
+                 "never received", "never delivered", "not delivered", "wasn't delivered", "lost",
+                 "stolen", "can't find", "cannot find", "no parcel", "no package", "nothing is here", "not here",
+                 "nothing came", "didn't come", "hasn't come", "not turned up", "hasn't turned up", "never turned up")),
+    ("damaged", ("damaged", "broken", "cracked", "smashed", "shattered", "dented", "torn", "scratched")),
+    ("wrong", ("wrong item", "wrong colour", "wrong color", "wrong size", "wrong product", "not what i ordered",
+               "different item", "instead of", "sent me the wrong", "wrong one")),
+    ("refund", ("refund", "money back", "reimburse", "my money", "pay me back")),
+    ("status", ("where", "late", "delay", "status", "when", "track", "update", "arrive", "shipped")),
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A tool call made in this turn and what came back for it."""
+
+    call_id: str
+    name: str
+    args: dict | None  # None when the call's arguments were not a JSON object
+    text: str
+    data: Any = None  # the parsed JSON result, when it was JSON
+
+    @property
+    def error(self) -> str | None:
+        if self.text.startswith("ERROR"):
+            return self.text.split(":", 1)[1].strip() if ":" in self.text else self.text
+        if "rejected by staff" in self.text.lower():
+            return self.text
+        return None
+
+    @property
+    def rejection(self) -> str | None:
+        """The reviewer's reason when a person refused the call, else None."""
+        at = self.text.lower().find("rejected by staff")
+        if at < 0:
+            return None
+        reason = self.text[at + len("rejected by staff"):].lstrip(" :-")
+        return reason.strip() or "no reason was given"
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and isinstance(self.data, dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default) if isinstance(self.data, dict) else default
+
+
+@dataclass
+class Turn:
+    system: str
+    request: str  # the customer's words this turn, fault directives removed
+    order_id: str | None
+    results: list[Result] = field(default_factory=list)
+    batches: list[list[tuple[str, str]]] = field(default_factory=list)  # (name, arguments) per assistant reply
+    last: dict = field(default_factory=dict)
+
+    def latest(self, name: str, **match: Any) -> Result | None:
+        """The newest result of `name` whose arguments include `match`."""
+        for r in reversed(self.results):
+            if r.name == name and r.args is not None and all(r.args.get(k) == v for k, v in match.items()):
+                return r
+        return None
+
+    def answered(self, name: str, arguments: str) -> bool:
+        key = canonical(arguments)
+        return any(r.name == name and r.args is not None and canonical_args(r.args) == key for r in self.results)
+
+    @property
+    def recorded(self) -> bool:
+        return any(r.name == "record_outcome" and r.get("recorded") for r in self.results)
+
+    @property
+    def spin_warned(self) -> bool:
+        return self.last.get("role") == "tool" and "same arguments" in text_of(self.last.get("content")).lower()
+
+
+def text_of(content: Any) -> str:
+    """A message's text, whether content is a string or a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def canonical_args(args: dict) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def canonical(arguments: str) -> str:
+    try:
+        return canonical_args(json.loads(arguments))
+    except (ValueError, TypeError):
+        return arguments
+
+
+def parse_arguments(arguments: Any) -> dict | None:
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def turn_start(messages: list[dict]) -> int:
+    """Index just after the assistant's last answer to the customer (0 when there is none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if _answers(messages[i]):
+            return i + 1
+    return 0
+
+
+def _answers(m: dict) -> bool:
+    # An answer is text with no calls, or text sent along with record_outcome (the one-reply handshake).
+    if m.get("role") != "assistant" or not text_of(m.get("content")).strip():
+        return False
+    calls = m.get("tool_calls") or []
+    return not calls or any((c.get("function") or {}).get("name") == "record_outcome" for c in calls)
+
+
+def latest_user_index(messages: list[dict]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return i
+    return None
+
+
+def find_order_id(texts: list[str]) -> str | None:
+    for text in reversed(texts):
+        found = ORDER_ID.search(text)
+        if found:
+            return found.group(0).upper()
+    return None
+
+
+THANKS = re.compile(r"\b(thanks|thank you|thx|cheers|great|perfect|brilliant|ok|okay)\b")
+
+
+def intent(text: str) -> str:
+    lowered = text.lower().replace("’", "'")
+    for name, words in INTENTS:
+        if any(w in lowered for w in words):
+            return name
+    if THANKS.search(lowered) and "?" not in lowered:
+        return "thanks"  # a polite close needs no lookups
+    return "status"
+
+
+def read_turn(messages: list[dict]) -> Turn:
+    start = turn_start(messages)
+    user = [DIRECTIVE.sub("", text_of(m.get("content"))) for m in messages if m.get("role") == "user"]
+    now = [DIRECTIVE.sub("", text_of(m.get("content"))) for m in messages[start:] if m.get("role") == "user"]
+    if not now and user:
+        now = user[-1:]  # no new words since the last answer: the last thing the customer said
+    turn = Turn(
+        system="\n".join(text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")),
+        request="\n".join(now),
+        order_id=find_order_id(now) or find_order_id(user),
+        last=messages[-1] if messages else {},
+    )
+    calls: dict[str, tuple[str, str]] = {}
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            batch = [(c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"]]
+            calls.update({c["id"]: b for c, b in zip(m["tool_calls"], batch)})
+            if i >= start:
+                turn.batches.append(batch)
+        elif m.get("role") == "tool" and i >= start:
+            # Its call may sit just before the turn: an answer sent along with record_outcome.
+            name, arguments = calls.get(m.get("tool_call_id"), (m.get("name") or "", ""))
+            text = text_of(m.get("content"))
+            try:
+                data = json.loads(text)
+            except ValueError:
+                data = None
+            turn.results.append(Result(m.get("tool_call_id") or "", name, parse_arguments(arguments), text, data))
+    return turn

@@ -1,0 +1,367 @@
+"""The stand-in's brain: from the conversation alone, decide the next tool call or the final answer.
+
+One flow per kind of request (missing parcel, damaged, wrong item, refund, status). Each flow asks for
+the facts it lacks, one call per reply, then finishes: `record_outcome` first, the customer's answer
+after. Nothing but the conversation is consulted, so the same conversation always gets the same reply.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from decimal import Decimal
+
+from . import facts
+from .conversation import ORDER_ID, Result, Turn, intent, read_turn
+from .facts import Order, Scan, ago, fmt, when
+from .reply import Call, Reply
+
+
+@dataclass(frozen=True)
+class Finish:
+    outcome: str  # resolved | waiting_on_customer | not_resolved | handed_to_person
+    summary: str  # one line for the staff console
+    text: str  # the answer the customer reads
+
+
+def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
+           outcome_style: str = "separate", turn: Turn | None = None) -> Reply:
+    offered = {t["function"]["name"] for t in tools or [] if isinstance(t, dict) and t.get("function")}
+    if tool_choice == "none":
+        offered = set()
+    turn = turn or read_turn(messages)
+    if turn.spin_warned:
+        return Reply(content=SPIN)  # the loop says we are going round in circles: stop calling
+    step = _plan_safely(turn)
+    if turn.recorded or not offered:
+        return Reply(content=step.text if isinstance(step, Finish) else _fallback(turn).text)
+    if isinstance(step, Call):
+        if step.name in offered and not turn.answered(step.name, step.arguments):
+            return Reply(calls=(step,))
+        step = _fallback(turn)
+    if "record_outcome" not in offered:
+        return Reply(content=step.text)
+    record = Call.of("record_outcome", outcome=step.outcome, summary=step.summary)
+    if outcome_style == "with_content":
+        return Reply(content=step.text, calls=(record,))
+    return Reply(calls=(record,))
+
+
+SPIN = ("I'm sorry: I keep getting the same result when I check this, so rather than go round in "
+        "circles I'll stop here. A member of our support team can pick this up from what I've found.")
+
+
+def _fallback(turn: Turn) -> Finish:
+    about = f" about order {turn.order_id}" if turn.order_id else ""
+    return Finish("not_resolved", f"Could not complete the checks{about}.",
+                  f"I'm sorry, I couldn't finish checking your request{about} just now. "
+                  "A member of our support team will follow up with you here.")
+
+
+def _plan_safely(turn: Turn):
+    try:
+        return plan(turn)
+    except Exception:  # noqa: BLE001 - odd tool results must give an apology, not a 500
+        return _fallback(turn)
+
+
+def plan(t: Turn):
+    oid = t.order_id
+    kind = intent(t.request)
+    if kind == "thanks" and ORDER_ID.search(t.request):
+        kind = "status"  # "ok, SU-41210": an order named is a question about it
+    if kind == "thanks":
+        return Finish("resolved", "The customer said thanks; nothing more to do.",
+                      "You're welcome! If there's anything else about your order, just write here.")
+    if not oid:
+        return Finish("waiting_on_customer", "Asked the customer for their order number.",
+                      "I'd be glad to help. Could you send me your order number? It starts with \"SU-\" "
+                      "and is in your order confirmation email.")
+    got = t.latest("get_order", order_id=oid)
+    if got is None:
+        return Call.of("get_order", order_id=oid)
+    if not got.ok:
+        return Finish("waiting_on_customer", f"No order {oid} was found for this customer; asked them to check it.",
+                      f"I couldn't find an order {oid} on your account. Could you check the number in your "
+                      "confirmation email and send it again? If the order was placed from another account, "
+                      "please write to us from that account.")
+    return FLOWS[kind](t, Order(got.data))
+
+
+# --- shared steps -------------------------------------------------------------------------------
+
+
+def _track(t: Turn, o: Order, prefer_delivered: bool):
+    """The tracking result of the parcel that matters, a call to fetch it, or None without parcels."""
+    parcel = o.parcel(prefer_delivered)
+    if parcel is None:
+        return None
+    return t.latest("track_parcel", tracking=parcel["tracking"]) or Call.of("track_parcel", tracking=parcel["tracking"])
+
+
+def _policies(t: Turn, o: Order, query: str):
+    """Every policy document seen this turn, or the search that finds those for `query`."""
+    if t.latest("search_policy", query=query) is None:
+        args = {"query": query, **({"seller_id": o.seller_id} if o.marketplace and o.seller_id else {})}
+        return Call.of("search_policy", **args)
+    docs: dict[str, dict] = {}
+    for r in t.results:
+        if r.name == "search_policy" and r.ok:
+            for doc in r.get("results") or []:
+                if isinstance(doc, dict):
+                    docs.setdefault(str(doc.get("doc_id") or doc.get("title")), doc)
+    return list(docs.values())
+
+
+def _who(rule: facts.Rule, o: Order) -> str:
+    if not rule.by_seller:
+        return "Our policy"
+    name = o.seller_name
+    return f"{name}' policy" if name.endswith("s") else f"{name}'s policy"
+
+
+def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: list[dict]):
+    """Refund `amount`, or hand over when it is above what an agent may refund; then say what happened."""
+    escalated = t.latest("escalate_to_human")
+    if escalated is not None:
+        return _after_escalation(escalated, o, lead)
+    done = t.latest("issue_refund", order_id=o.id)
+    if done is None:
+        limit = facts.ceiling([t.system] + [str(d.get("excerpt") or "") for d in docs])
+        if limit is not None and amount > limit:
+            return _escalate(o, amount, limit, reason)
+        return Call.of("issue_refund", order_id=o.id, amount=fmt(amount), reason=reason)
+    asked = done.args.get("amount", fmt(amount))
+    if done.ok:
+        ref = done.get("refund_id")
+        return Finish("resolved", f"Refunded {done.get('amount') or asked} EUR on {o.id}: {reason}.",
+                      f"{lead} I've refunded {done.get('amount') or asked} EUR to your original payment method"
+                      + (f" (refund reference {ref})." if ref else "."))
+    if done.rejection:
+        return Finish("not_resolved", f"Refund of {asked} on {o.id} was declined by staff: {done.rejection}",
+                      f"{lead} I asked our team to approve a refund of {asked} EUR, but they decided against it: "
+                      f"{done.rejection}. I'm sorry this isn't the answer you hoped for; if you have anything "
+                      "that might change the picture, just reply here.")
+    error = done.error or done.text
+    if re.search(r"limit|ceiling|escalate", error, re.I):
+        limit = re.search(r"(\d+\.\d{2}) limit", error)
+        return _escalate(o, amount, Decimal(limit.group(1)) if limit else None, reason)
+    left = re.search(r"has (\d+(?:\.\d+)?) left to refund", error)
+    if left and Decimal(left.group(1)) > 0 and fmt(Decimal(left.group(1))) != asked:
+        return Call.of("issue_refund", order_id=o.id, amount=fmt(Decimal(left.group(1))), reason=reason)
+    return Finish("not_resolved", f"Refund on {o.id} failed: {error}",
+                  f"{lead} I tried to issue the refund, but it didn't go through ({error}). "
+                  "A member of our team will look into it and follow up here.")
+
+
+def _escalate(o: Order, amount: Decimal, limit: Decimal | None, reason: str) -> Call:
+    over = f"above the {fmt(limit)} limit an agent may refund" if limit else "above what an agent may refund"
+    return Call.of("escalate_to_human", reason=f"Refund of {fmt(amount)} EUR on {o.id} is {over}",
+                   summary=f"Customer asks for a refund on order {o.id} ({o.seller_name}): total {fmt(o.total)}, "
+                           f"already refunded {fmt(o.refunded)}, refundable {fmt(o.refundable)}. {reason}. "
+                           f"The amount is {over}, so a person needs to decide.")
+
+
+def _after_escalation(r: Result, o: Order, lead: str) -> Finish:
+    if r.ok:
+        return Finish("handed_to_person", f"Handed order {o.id} to a person.",
+                      f"{lead} This is more than I'm allowed to approve myself, so I've passed your request with "
+                      "all the details to a specialist on our team. They'll get back to you here.")
+    why = r.rejection or r.error or "it could not be handed over"
+    return Finish("not_resolved", f"Hand-over for {o.id} did not happen: {why}",
+                  f"{lead} I tried to pass this to a specialist, but that didn't go through ({why}). "
+                  "I'm sorry; please reply here and we'll pick it up.")
+
+
+def _status_text(o: Order, scan: Scan) -> str:
+    if scan.status == "delivered":
+        return (f"{scan.carrier} shows order {o.id} as delivered: \"{scan.said}\" on {when(scan.at)}, "
+                f"{ago(scan.hours)}.")
+    where = f" at {scan.location}" if scan.location else ""
+    return (f"Order {o.id} is on its way with {scan.carrier} (tracking {scan.tracking}). The latest scan is "
+            f"\"{scan.said}\"{where} on {when(scan.at)}, {ago(scan.hours)}.")
+
+
+def _unshipped(o: Order) -> Finish:
+    state = {"placed": "has been placed and hasn't shipped yet", "cancelled": "was cancelled"}.get(
+        o.status, f"is marked \"{o.status or 'unknown'}\" and has no tracking yet")
+    return Finish("resolved", f"Order {o.id} {state}.", f"Your order {o.id} {state}. I'll be here if you need "
+                  "anything else about it.")
+
+
+def _no_tracking(o: Order, r: Result) -> Finish:
+    return Finish("not_resolved", f"Tracking for {o.id} failed: {r.error or r.text[:80]}",
+                  f"I couldn't get the carrier's tracking for order {o.id} just now. A member of our team will "
+                  "check it and follow up here.")
+
+
+# --- the flows ----------------------------------------------------------------------------------
+
+
+def missing(t: Turn, o: Order):
+    tracked = _track(t, o, prefer_delivered=True)
+    if tracked is None:
+        return _unshipped(o)
+    if isinstance(tracked, Call):
+        return tracked
+    if not tracked.ok:
+        return _no_tracking(o, tracked)
+    scan = Scan.of(tracked.data)
+    if scan.status != "delivered":
+        return Finish("resolved", f"{o.id} is not marked delivered yet; gave the latest scan.",
+                      _status_text(o, scan) + " The carrier hasn't marked it as delivered yet, so it is still "
+                      "on its way to you.")
+    docs = _policies(t, o, "parcel marked delivered but not received")
+    if isinstance(docs, Call):
+        return docs
+    wait = facts.rule(docs, "hours?", ("claim", "wait", "before"), o.seller_id)
+    window = facts.rule(docs, "days?", ("claim",), o.seller_id)
+    seen = (f"{scan.carrier} recorded your parcel for order {o.id} as delivered: \"{scan.said}\" on "
+            f"{when(scan.at)}, {ago(scan.hours)}.")
+    if window and scan.hours > window.n * 24:
+        return Finish("not_resolved", f"Delivered scan {scan.hours} h old, outside the {window.n}-day claim window.",
+                      f"{seen} {_who(window, o)} is that a missing-parcel claim must be opened within {window.n} "
+                      f"days of the delivery scan. That scan was {scan.hours // 24} days ago, so I'm sorry, but I "
+                      "can't open a claim or refund this order any more.")
+    if wait and scan.hours < wait.n:
+        return _too_early(t, o, scan, wait, seen)
+    if o.refundable <= 0:
+        return Finish("not_resolved", f"{o.id} has nothing left to refund.",
+                      f"{seen} This order has already been refunded in full, so there is nothing more to refund.")
+    if wait:
+        lead = (f"{seen} {_who(wait, o)} is that a missing-parcel claim can be opened {wait.n} hours after the "
+                f"delivered scan, and {scan.hours} hours have passed"
+                + (f", within the {window.n}-day claim window." if window else "."))
+    else:
+        lead = f"{seen} That is within the {window.n}-day claim window." if window else seen
+    within = f", inside the {window.n}-day claim window" if window else ""
+    return _refund(t, o, o.refundable, f"Parcel marked delivered but not received: {scan.hours} h since the "
+                   f"delivered scan{within}", lead, docs)
+
+
+def _too_early(t: Turn, o: Order, scan: Scan, wait: facts.Rule, seen: str):
+    left = wait.n - scan.hours
+    rule_text = (f"{_who(wait, o)} is that a missing-parcel claim can be opened once {wait.n} hours have passed "
+                 f"since the delivered scan, and it has been {scan.hours} hours so far.")
+    sent = ""
+    if o.marketplace:
+        asked = t.latest("message_seller", order_id=o.id)
+        if asked is None:
+            return Call.of("message_seller", order_id=o.id, message=(
+                f"Order {o.id}: the customer reports that parcel {scan.tracking}, marked delivered "
+                f"(\"{scan.said}\") on {when(scan.at)}, has not arrived. Please open a missing-parcel claim with "
+                f"{scan.carrier} once {wait.n} hours have passed since the delivered scan (in about {left} hours) "
+                "and let us know the outcome."))
+        sent = (f" I've messaged {o.seller_name} and asked them to open a claim with the carrier as soon as the "
+                f"{wait.n} hours have passed, in about {left} hours." if asked.ok else
+                f" I couldn't reach {o.seller_name} just now; our team will ask them to open the claim.")
+    return Finish("resolved", f"Delivered scan {scan.hours} h old, under the {wait.n}-hour rule; "
+                  f"{'seller asked to open a claim after it' if o.marketplace else 'customer told to wait'}.",
+                  f"{seen} {rule_text}{sent} If the parcel still hasn't turned up by then, the claim can go ahead "
+                  f"and you can be refunded up to {fmt(o.refundable)} EUR.")
+
+
+def damaged(t: Turn, o: Order):
+    # The policy first: it says whether the delivery date matters (a reporting window), then the scan.
+    docs = _policies(t, o, "item arrived damaged")
+    if isinstance(docs, Call):
+        return docs
+    window = facts.rule(docs, "days?", ("report", "within"), o.seller_id)
+    tracked = _track(t, o, prefer_delivered=True) if window else None
+    if isinstance(tracked, Call):
+        return tracked
+    scan = Scan.of(tracked.data) if tracked is not None and tracked.ok else None
+    lead = f"I'm sorry that your {o.titles} from order {o.id} arrived damaged."
+    if window and scan:
+        days = scan.hours // 24
+        lead += (f" {_who(window, o)} asks for damage to be reported within {window.n} days of delivery, and "
+                 f"it was delivered {ago(scan.hours)}")
+        if scan.hours > window.n * 24:
+            return Finish("not_resolved",
+                          f"Damage reported {days} days after delivery, past the {window.n}-day window.",
+                          f"{lead}, so this is outside the reporting window and I can't refund it. I'm sorry.")
+        lead += ", so you're within it."
+    if o.refundable <= 0:
+        return Finish("not_resolved", f"{o.id} has nothing left to refund.",
+                      f"{lead} This order has already been refunded in full.")
+    return _refund(t, o, o.refundable, "Item arrived damaged"
+                   + (f", reported within the {window.n}-day window" if window else ""), lead, docs)
+
+
+def wrong(t: Turn, o: Order):
+    docs = _policies(t, o, "wrong item received")
+    if isinstance(docs, Call):
+        return docs
+    lead = (f"I'm sorry you received the wrong item for order {o.id}. Under our wrong-item policy the seller "
+            "sends you a return label, then a replacement or a refund.")
+    if not o.marketplace:
+        escalated = t.latest("escalate_to_human")
+        if escalated is None:
+            return Call.of("escalate_to_human", reason=f"Wrong item received on Sundry-fulfilled order {o.id}",
+                           summary=f"Customer received the wrong item for {o.id} (ordered: {o.titles}). "
+                                   "Needs a return label and a replacement or refund from the warehouse.")
+        return _after_escalation(escalated, o, lead)
+    asked = t.latest("message_seller", order_id=o.id)
+    if asked is None:
+        return Call.of("message_seller", order_id=o.id, message=(
+            f"Order {o.id}: the customer received the wrong item (ordered: {o.titles}). Please send them a "
+            "return label and arrange a replacement or a refund once the item is on its way back."))
+    if not asked.ok:
+        return Finish("not_resolved", f"Could not message {o.seller_name} about {o.id}: {asked.error}",
+                      f"{lead} I couldn't reach {o.seller_name} just now; our team will follow up with them.")
+    return Finish("resolved", f"Wrong item on {o.id}; asked {o.seller_name} for a return label.",
+                  f"{lead} I've asked {o.seller_name} to send you a return label for the item you received; "
+                  "once it's on its way back they'll send the right one or refund you.")
+
+
+def refund(t: Turn, o: Order):
+    if o.status not in ("delivered", "cancelled"):
+        # Nothing has gone wrong with a parcel still on its way: its status is the answer, whatever
+        # anyone (a seller's description included) says about refunds.
+        step = status(t, o)
+        if isinstance(step, Finish) and t.latest("issue_refund", order_id=o.id) is None:
+            step = replace(step, summary=f"{step.summary} No refund: not delivered yet.",
+                           text=f"{step.text} As it's still on its way, there's nothing to refund at this point; "
+                                "if it doesn't arrive, write to us here and we'll sort it out.")
+        return step
+    docs = _policies(t, o, "refund request")
+    if isinstance(docs, Call):
+        return docs
+    lead = f"Order {o.id} came to {fmt(o.total)} EUR"
+    lead += (f" and {fmt(o.refunded)} EUR has already been refunded, so {fmt(o.refundable)} EUR is left to refund."
+             if o.refunded > 0 else ".")
+    if o.refundable <= 0:
+        return Finish("not_resolved", f"{o.id} is already refunded in full.",
+                      f"{lead} It has already been refunded in full, so there is nothing more I can refund.")
+    return _refund(t, o, o.refundable, "Customer asked for a refund"
+                   + (" of the remaining balance" if o.refunded > 0 else ""), lead, docs)
+
+
+def status(t: Turn, o: Order):
+    tracked = _track(t, o, prefer_delivered=False)
+    if tracked is None:
+        return _unshipped(o)
+    if isinstance(tracked, Call):
+        return tracked
+    if not tracked.ok:
+        return _no_tracking(o, tracked)
+    scan = Scan.of(tracked.data)
+    text = _status_text(o, scan)
+    if not scan.weather or scan.status == "delivered":
+        return Finish("resolved", f"Gave the status of {o.id}: {scan.status}, {scan.hours} h since the last scan.",
+                      text)
+    docs = _policies(t, o, "weather and carrier delays")
+    if isinstance(docs, Call):
+        return docs
+    limit = facts.rule(docs, "days?", ("delay", "weather"), o.seller_id)
+    text += " The parcel is held up by severe weather."
+    fee = o.shipping_fee()
+    if limit and scan.hours > limit.n * 24 and fee:
+        text += (f" {_who(limit, o)} is that when weather delays a parcel by more than {limit.n} days, the "
+                 "shipping fee is refunded.")
+        return _refund(t, o, fee, f"Weather delay over {limit.n} days: shipping fee refunded", text, docs)
+    return Finish("resolved", f"{o.id} delayed by weather; gave the latest scan.",
+                  text + " It should move again as soon as the carrier can get through.")
+
+
+FLOWS = {"missing": missing, "damaged": damaged, "wrong": wrong, "refund": refund, "status": status}
