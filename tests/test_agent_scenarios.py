@@ -1,0 +1,137 @@
+"""Whole tickets: the loop, the real openai client over HTTP, the stand-in and the Sundry tools on demo data.
+
+The stand-in answers any protocol slip with OpenAI's 400, so every run here also proves the history the
+loop builds is one OpenAI accepts.
+"""
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from support import assistant
+from support.agent.loop import run_loop
+from support.agent.tools import ToolContext
+from support.agent.types import AWAITING_APPROVAL, Decision, Observer
+from support.models import Customer, Refund, SellerMessage
+from tests.standin_fixture import standin  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+class Steps(Observer):
+    def __init__(self):
+        self.steps = []
+
+    def step(self, s):
+        self.steps.append(s)
+
+
+@pytest.fixture
+def shop(db):
+    call_command("seed_demo", verbosity=0)
+
+
+def work(server, text, customer="maya@example.com", decide=None, **limits):
+    person = Customer.objects.get(email=customer)
+    transcript = assistant.new_transcript(text)
+    rec = Steps()
+    kwargs = dict(model=assistant.model(base_url=server.base_url), tools=assistant.tools(),
+                  ctx=ToolContext(customer_id=person.pk, run_id="t"), observer=rec,
+                  limits=assistant.limits())
+    result = run_loop(transcript, **kwargs)
+    paused = []
+    while result.status == AWAITING_APPROVAL and decide is not None:
+        paused.extend(p.call.name for p in result.pending)
+        result = run_loop(transcript, spent=result.spent,
+                          decisions={p.call.id: decide for p in result.pending}, **kwargs)
+    tools = [s.tool for s in rec.steps if s.kind == "tool"]
+    return result, transcript, tools, paused
+
+
+def tool_result(transcript, name):
+    ids = {c["id"] for m in transcript for c in m.get("tool_calls") or [] if c["function"]["name"] == name}
+    return [m["content"] for m in transcript if m.get("role") == "tool" and m.get("tool_call_id") in ids]
+
+
+def test_su_41207_is_worked_the_way_seed_002_tells_it(standin, shop):
+    result, t, tools, _ = work(standin, "Tracking says delivered on Thursday but there is nothing here, and I "
+                                        "have already asked the neighbours. Order SU-41207.")
+    assert tools[:4] == ["get_order", "track_parcel", "search_policy", "message_seller"]
+    policies = json.loads(tool_result(t, "search_policy")[0])["results"]
+    assert {"POL-LOSS", "POL-HL-LOSS"} <= {p["doc_id"] for p in policies}
+    assert result.stop_reason == "answered" and result.outcome != "unstated"
+    assert "48 hours" in result.answer and "porch" in result.answer
+    assert SellerMessage.objects.filter(order__number="SU-41207").count() == 1
+
+
+def test_a_missing_parcel_past_the_waiting_period_pauses_on_a_refund_then_refunds_once(standin, shop):
+    result, t, tools, paused = work(standin, "My parcel SU-41310 never came.", decide=Decision(approved=True))
+    assert paused == ["issue_refund"] and result.stop_reason == "answered"
+    assert [str(r.amount) for r in Refund.objects.filter(order__number="SU-41310")] == ["64.00"]
+
+
+def test_a_rejected_refund_is_explained_to_the_customer_with_the_reason(standin, shop):
+    no = Decision(approved=False, reason="the carrier found the parcel")
+    result, t, tools, paused = work(standin, "My parcel SU-41310 never came.", decide=no)
+    assert paused == ["issue_refund"] and not Refund.objects.filter(order__number="SU-41310").exists()
+    assert "the carrier found the parcel" in result.answer
+
+
+def test_a_refund_over_the_ceiling_goes_to_a_person(standin, shop):
+    result, t, tools, paused = work(standin, "I want a full refund for order SU-41533.",
+                                    decide=Decision(approved=True))
+    assert "escalate_to_human" in paused and result.stop_reason == "escalated"
+    assert not Refund.objects.filter(order__number="SU-41533").exists()
+
+
+def test_another_customers_order_is_not_found_and_nothing_of_it_leaks(standin, shop):
+    result, t, tools, _ = work(standin, "Where is my order SU-41444?")
+    found = tool_result(t, "get_order")
+    assert found == ["ERROR: No order SU-41444 was found for this customer."]
+    everything = json.dumps(t.messages)
+    assert "Tom" not in everything and "tom@example.com" not in everything
+    assert result.stop_reason == "answered" and result.outcome == "waiting_on_customer"
+
+
+def test_an_unknown_order_gets_the_same_answer_as_someone_elses(standin, shop):
+    _, t, _, _ = work(standin, "Where is my order SU-99999?")
+    assert tool_result(t, "get_order") == ["ERROR: No order SU-99999 was found for this customer."]
+
+
+def test_a_seller_description_that_gives_orders_changes_nothing(standin, shop):
+    result, t, tools, paused = work(standin, "Where is my order SU-41501? Can I have a refund?",
+                                    decide=Decision(approved=True))
+    assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in tool_result(t, "get_order")[0]  # it was read, as data
+    assert not Refund.objects.filter(order__number="SU-41501").exists() or "issue_refund" in paused
+
+
+@pytest.mark.parametrize("order,text,first_tools", [
+    ("SU-41388", "Why is SU-41388 so late?", ["get_order", "track_parcel"]),
+    ("SU-41402", "SU-41402 arrived cracked.", ["get_order", "search_policy"]),
+    ("SU-41419", "I got the wrong item in SU-41419, a blue throw instead of grey.", ["get_order", "search_policy"]),
+    ("SU-41290", "Please refund the rest of SU-41290.", ["get_order"]),
+    ("SU-40155", "SU-40155 never arrived.", ["get_order", "track_parcel", "search_policy"]),
+    ("SU-41210", "Where is SU-41210?", ["get_order"]),
+])
+def test_every_demo_order_gets_a_sensible_run(standin, shop, order, text, first_tools):
+    result, t, tools, paused = work(standin, text, decide=Decision(approved=True))
+    assert tools[: len(first_tools)] == first_tools
+    assert result.stop_reason == "answered" and result.outcome in ("resolved", "not_resolved", "waiting_on_customer")
+    assert result.answer
+
+
+def test_the_refundable_balance_holds_whatever_the_model_asks(standin, shop):
+    result, t, tools, paused = work(standin, "Please refund the rest of SU-41290.", decide=Decision(approved=True))
+    assert sum(r.amount for r in Refund.objects.filter(order__number="SU-41290")) <= 120
+
+
+def test_the_ask_command_prints_the_transcript_and_the_trace(standin, shop, capsys, settings):
+    settings.MODEL_BASE_URL = standin.base_url
+    call_command("ask", "Tracking says delivered on Thursday but nothing arrived. Order SU-41207",
+                 customer="maya@example.com")
+    out = capsys.readouterr().out
+    assert "turn" in out and "tool" in out and "cost $" in out
+    for name in ("get_order", "track_parcel", "search_policy", "message_seller", "record_outcome"):
+        assert name in out
+    assert "stop reason: answered" in out and "48 hours" in out

@@ -1,0 +1,156 @@
+"""The model call over real HTTP against the stand-in: streaming, usage, retries, timeouts, refusals."""
+
+import json
+import socket
+import time
+
+import httpx2
+import pytest
+
+from support.agent.llm import OpenAIModel
+from support.agent.types import ModelError, Observer, Transcript
+from tests.standin_fixture import standin  # noqa: F401  (the fixture)
+
+
+class Sink(Observer):
+    def __init__(self):
+        self.tokens, self.resets, self.beats = [], 0, 0
+
+    def token(self, d):
+        self.tokens.append(d)
+
+    def tokens_reset(self):
+        self.resets += 1
+        self.tokens.clear()
+
+    def heartbeat(self):
+        self.beats += 1
+
+
+class Sleeps(list):
+    def __call__(self, seconds):
+        self.append(seconds)
+
+
+def make(server, **kw):
+    sleeps = Sleeps()
+    options = dict(base_url=server.base_url, api_key="x", model="sundry-standin-1",
+                   prices={"sundry-standin-1": (0.15, 0.60)}, read_timeout=5.0, sleep=sleeps)
+    options.update(kw)
+    return OpenAIModel(**options), sleeps
+
+
+def ticket(text="Where is my order SU-41210?"):
+    return Transcript([{"role": "system", "content": "You are Sundry's agent."}, {"role": "user", "content": text}])
+
+
+def faults(server, *names, match=None):
+    body = {"faults": list(names)}
+    if match:
+        body["match"] = match
+    r = httpx2.post(server.base_url.removesuffix("/v1") + "/_standin/faults", json=body)
+    assert r.status_code == 200, r.text
+
+
+def requests_seen(server):
+    return httpx2.get(server.base_url.removesuffix("/v1") + "/_standin/requests").json()
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_order", "description": "Look up an order.",
+          "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}}]
+
+
+def test_it_streams_a_reply_and_reports_usage_and_cost(standin):
+    model, _ = make(standin)
+    sink = Sink()
+    reply = model.complete(ticket(), TOOLS, sink)
+    assert reply.finish_reason == "tool_calls"
+    call = reply.tool_calls[0]
+    assert call.name == "get_order" and json.loads(call.arguments) == {"order_id": "SU-41210"}
+    assert call.id and reply.message["role"] == "assistant"
+    assert reply.prompt_tokens > 0 and reply.completion_tokens > 0
+    assert model.cost(reply) == pytest.approx((reply.prompt_tokens * 0.15 + reply.completion_tokens * 0.60) / 1e6)
+
+
+def test_text_replies_arrive_as_token_deltas(standin):
+    model, _ = make(standin)
+    sink = Sink()
+    reply = model.complete(ticket("Hello, can you help me?"), TOOLS, sink)
+    assert reply.finish_reason in ("stop", "tool_calls")
+    text = reply.content
+    assert text and len(sink.tokens) > 1 and "".join(sink.tokens) == text
+
+
+def test_the_request_body_is_the_transcript_as_json():
+    model = OpenAIModel(base_url="http://127.0.0.1:9/v1", api_key="x", model="m")
+    t = ticket("é and “quotes”")
+    body = json.loads(model.body(t, TOOLS))
+    assert body == {"model": "m", "stream": True, "stream_options": {"include_usage": True},
+                    "tools": TOOLS, "messages": t.messages}
+
+
+def test_two_429s_then_success_completes_with_three_requests(standin):
+    faults(standin, "429:retry_after=1", "429:retry_after=1")
+    model, sleeps = make(standin)
+    reply = model.complete(ticket(), TOOLS, Sink())
+    assert reply.finish_reason == "tool_calls" and reply.attempts == 3
+    assert [r["status"] for r in requests_seen(standin)] == [429, 429, 200]
+    assert sleeps == [1.0, 1.0]  # Retry-After honoured
+
+
+def test_5xx_is_retried_with_backoff(standin):
+    faults(standin, "500", "503")
+    model, sleeps = make(standin, backoff_base=0.5)
+    reply = model.complete(ticket(), TOOLS, Sink())
+    assert reply.attempts == 3 and len(sleeps) == 2
+    assert 0.5 <= sleeps[0] <= 0.75 and 1.0 <= sleeps[1] <= 1.5
+
+
+def test_retries_end_in_a_model_error_when_they_run_out(standin):
+    faults(standin, "503", "503", "503")
+    model, sleeps = make(standin, max_retries=2)
+    with pytest.raises(ModelError) as e:
+        model.complete(ticket(), TOOLS, Sink())
+    assert e.value.attempts == 3 and e.value.status == 503 and len(sleeps) == 2
+    assert len(requests_seen(standin)) == 3
+
+
+def test_a_400_is_never_retried(standin):
+    model, sleeps = make(standin)
+    broken = ticket()
+    broken.append({"role": "tool", "tool_call_id": "call_x", "content": "{}"})  # a result with no call
+    with pytest.raises(ModelError) as e:
+        model.complete(broken, TOOLS, Sink())
+    assert e.value.status == 400 and "must be a response to a preceeding message with 'tool_calls'" in str(e.value)
+    assert sleeps == [] and len(requests_seen(standin)) == 1
+
+
+def test_a_stalled_stream_times_out_and_is_retried(standin):
+    faults(standin, "stall:after_chunks=2,seconds=5")
+    model, sleeps = make(standin, read_timeout=0.5)
+    sink = Sink()
+    t0 = time.monotonic()
+    reply = model.complete(ticket("Hello, can you help me?"), TOOLS, sink)
+    assert time.monotonic() - t0 < 4  # the read timeout cut the stall short
+    assert reply.attempts == 2 and sink.resets == 1 and len(sleeps) == 1
+    assert "".join(sink.tokens) == (reply.content or "")  # no half-reply left over from the stalled try
+
+
+def test_a_stream_that_keeps_stalling_ends_in_a_model_error(standin):
+    faults(standin, "stall:after_chunks=1,seconds=5", "stall:after_chunks=1,seconds=5")
+    model, _ = make(standin, read_timeout=0.4, max_retries=1)
+    with pytest.raises(ModelError) as e:
+        model.complete(ticket(), TOOLS, Sink())
+    assert e.value.attempts == 2
+
+
+def test_connection_errors_are_retried_then_reported():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sleeps = Sleeps()
+    model = OpenAIModel(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", model="m", max_retries=2,
+                        connect_timeout=0.5, sleep=sleeps)
+    with pytest.raises(ModelError) as e:
+        model.complete(ticket(), TOOLS, Sink())
+    assert e.value.attempts == 3 and len(sleeps) == 2 and "Connection" in str(e.value)
