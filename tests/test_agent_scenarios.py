@@ -135,3 +135,43 @@ def test_the_ask_command_prints_the_transcript_and_the_trace(standin, shop, caps
     for name in ("get_order", "track_parcel", "search_policy", "message_seller", "record_outcome"):
         assert name in out
     assert "stop reason: answered" in out and "48 hours" in out
+
+
+@pytest.mark.parametrize("fault,check", [
+    ("malformed_args", lambda t: any(str(m.get("content", "")).startswith("ERROR: arguments are not valid JSON")
+                                     for m in t)),
+    ("unknown_tool", lambda t: any('tool "cancel_everything" does not exist' in str(m.get("content", ""))
+                                   for m in t)),
+])
+def test_a_broken_call_from_the_model_goes_back_to_it_and_the_run_recovers(standin, shop, fault, check):
+    result, t, tools, _ = work(standin, f"Where is SU-41210? #fault:{fault}")
+    assert check(t.messages)
+    assert result.stop_reason == "answered" and "get_order" in tools
+
+
+def test_rate_limits_inside_a_run_are_absorbed_by_the_model_call(standin, shop, settings):
+    settings.MODEL_MAX_RETRY_WAIT = 0.05
+    standin.queue_faults(["429:retry_after=1", "429:retry_after=1"])
+    result, _, _, _ = work(standin, "Where is SU-41210?")
+    assert result.stop_reason == "answered"
+    assert [r["status"] for r in standin.requests()][:3] == [429, 429, 200]
+
+
+def test_a_model_that_repeats_itself_is_warned_then_stopped_as_spinning(standin, shop):
+    standin.queue_faults(["repeat"] * 10, match="SU-41210")
+    result, t, tools, _ = work(standin, "Where is SU-41210?")
+    assert result.stop_reason == "spinning" and result.outcome == "handed_to_person"
+    assert tools.count("get_order") == 4  # two runs, the warned third, the fourth that stops it
+    assert any("same arguments" in str(m.get("content", "")) for m in t)
+
+
+def test_a_cut_off_answer_ends_in_model_error_with_a_summary(standin, shop):
+    result, _, _, _ = work(standin, "Where is SU-41210? #fault:length")
+    assert result.stop_reason == "model_error" and "length" in result.detail and result.summary
+
+
+def test_a_model_that_never_stops_reaches_the_turn_limit(standin, shop, settings):
+    settings.AGENT_MAX_STEPS = 3
+    standin.queue_faults(["repeat"] * 10, match="SU-41210")
+    result, _, _, _ = work(standin, "Where is SU-41210?")
+    assert result.stop_reason == "turn_limit" and result.spent.turns == 3
