@@ -191,3 +191,45 @@ LOGGING = {
         "support": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     },
 }
+
+# Customer messages.
+MAX_MESSAGE_BYTES = env_int("MAX_MESSAGE_BYTES", 4000, minimum=1)
+MESSAGES_PER_MINUTE = env_int("MESSAGES_PER_MINUTE", 10, minimum=1)
+
+# Runs in the background.
+RUN_STALE_SECONDS = env_float("RUN_STALE_SECONDS", 90.0, minimum=1.0)  # no heartbeat for this long: resume
+RUN_MAX_ATTEMPTS = env_int("RUN_MAX_ATTEMPTS", 3, minimum=1)  # claims before a run stops as "stalled"
+RUN_HEARTBEAT_SECONDS = env_float("RUN_HEARTBEAT_SECONDS", 5.0, minimum=0.0)
+RUN_SWEEP_SECONDS = env_float("RUN_SWEEP_SECONDS", 10.0, minimum=0.5)
+if RUN_STALE_SECONDS <= RUN_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured("RUN_STALE_SECONDS must be longer than RUN_HEARTBEAT_SECONDS")
+# Fault injection for recovery tests: "tool_name:seconds" sleeps before that tool runs. Empty: off.
+FAULT_PAUSE_BEFORE_TOOL = env_str("FAULT_PAUSE_BEFORE_TOOL", "")
+
+# Approvals.
+APPROVAL_TIMEOUT_SECONDS = env_float("APPROVAL_TIMEOUT_SECONDS", 24 * 3600.0, minimum=1.0)
+AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0: every refund waits for a person
+
+# Who the customer is: the shop signs the customer's e-mail with this key (see support/identity.py).
+SHOP_SIGNING_KEY = env_str("SHOP_SIGNING_KEY", SECRET_KEY + ":shop")
+CONVERSATION_TOKEN_MAX_AGE = env_int("CONVERSATION_TOKEN_MAX_AGE", 30 * 24 * 3600, minimum=60)
+
+# Celery: Redis broker; a run is acknowledged only when its task ends, so a lost worker's run is redelivered.
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=10)}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "sweep-runs": {"task": "support.tasks.sweep", "schedule": RUN_SWEEP_SECONDS},
+}
+
+# Channels: events go through Redis to every daphne process.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+    }
+}

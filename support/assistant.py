@@ -6,6 +6,8 @@ import threading
 from datetime import datetime, timezone
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 from support.agent.llm import OpenAIModel
 from support.agent.types import Limits, Transcript
@@ -73,3 +75,24 @@ def model(**overrides) -> OpenAIModel:
     )
     options.update(overrides)
     return OpenAIModel(**options)
+
+
+
+_shared = None
+_shared_lock = threading.Lock()
+
+
+def shared_model() -> OpenAIModel:
+    """One client per process for every run it carries: one connection pool to the endpoint."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = model()
+        return _shared
+
+
+@receiver(setting_changed)
+def _forget_model(setting, **kwargs):
+    global _shared
+    if setting.startswith("MODEL_"):
+        _shared = None

@@ -112,6 +112,9 @@ def run_loop(
         if time.monotonic() - started > limits.max_seconds:
             return _stop(run, OVER_BUDGET, f"wall time of {limits.max_seconds:.0f} s reached")
 
+        for message in run.observer.incoming():  # already saved by whoever received it
+            run.transcript.append(message)
+
         run.spent.turns += 1
         step = Step(kind="model", turn=run.spent.turns, label="Thinking")
         run.observer.step_started(step)
@@ -195,7 +198,7 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
             continue
         if decision is not None and not decision.approved:
             reason = decision.reason or "no reason given"
-            run.result(call, f"ERROR: rejected by staff: {reason}")
+            run.result(call, f"ERROR: rejected by {decision.by}: {reason}")
             _trace_tool(run, call, 0.0, reason, "rejected by staff")
             continue
         if decision is not None and decision.arguments is not None:
@@ -221,16 +224,20 @@ def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
     run.observer.step_started(step)
     t0 = time.monotonic()
     ctx = replace(run.ctx, call_id=call.id, idempotency_key=f"{run.ctx.run_id}:{call.id}")
-    try:
-        value = tool.fn(ctx, **args)
-        out = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    except ToolError as e:
-        out = step.error = f"ERROR: {e}"
-    except Exception as e:  # a tool crash is data for the model, never the end of the run
-        out = f"ERROR: {tool.name} failed unexpectedly ({type(e).__name__}). Try again or tell the customer."
-        step.error = f"{type(e).__name__}: {e}"
-    out = _truncate(out, run.limits.tool_output_max_chars)
-    run.result(call, out)
+    # The effect and its result message commit together: a crash leaves neither, and the resumed run
+    # executes the call again (tools are idempotent on the key as well).
+    with run.observer.atomic():
+        try:
+            with run.observer.atomic():  # a failing tool undoes only its own writes
+                value = tool.fn(ctx, **args)
+            out = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        except ToolError as e:
+            out = step.error = f"ERROR: {e}"
+        except Exception as e:  # a tool crash is data for the model, never the end of the run
+            out = f"ERROR: {tool.name} failed unexpectedly ({type(e).__name__}). Try again or tell the customer."
+            step.error = f"{type(e).__name__}: {e}"
+        out = _truncate(out, run.limits.tool_output_max_chars)
+        run.result(call, out)
     step.duration_ms, step.result = _ms(t0), out[:500]
     run.observer.step(step)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -165,6 +166,7 @@ class Decision:
     approved: bool
     arguments: dict | None = None  # the arguments that execute, when staff edited them
     reason: str = ""
+    by: str = "staff"  # who decided, as the model is told: "staff", or "the system" when it expired
 
 
 @dataclass
@@ -205,6 +207,14 @@ class Observer:
         """The streamed reply failed part-way and is being retried: drop the deltas seen so far."""
 
     def heartbeat(self) -> None: ...
+
+    def incoming(self) -> list[dict]:
+        """Messages saved since the run started (the customer wrote again): seen at the next model call."""
+        return []
+
+    def atomic(self):
+        """Wraps a tool's effect and the saving of its result, so both commit together or neither does."""
+        return contextlib.nullcontext()
 
 
 def parse_arguments(raw: Any) -> dict:

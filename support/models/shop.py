@@ -1,4 +1,4 @@
-"""The database models: first the Sundry shop (customers, sellers, orders, parcels, policies, refunds)."""
+"""The Sundry shop: customers, sellers, orders, parcels and scans, policies, refunds, seller messages."""
 
 import uuid
 from decimal import Decimal

@@ -1,0 +1,86 @@
+"""Events for the live UIs: typed JSON carrying the conversation's seq, sent through the channel layer.
+
+Publishing happens after the database commit (save, then publish), so a client that reconnects and asks
+for what it missed finds every event's message in the database. Token deltas are the one ephemeral event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+
+from channels.layers import get_channel_layer
+
+log = logging.getLogger(__name__)
+
+STAFF_GROUP = "staff"  # every staff console: conversation list, runs, approvals
+
+
+def conversation_group(public_id) -> str:
+    """The customer's widget: what the customer may see of their conversation."""
+    return f"conversation.{public_id}"
+
+
+def staff_conversation_group(public_id) -> str:
+    """A staff member's view of one conversation: everything, tool calls and trace included."""
+    return f"staff.conversation.{public_id}"
+
+
+class Publisher:
+    """One event loop thread per process carries every group_send.
+
+    Calling async_to_sync from each worker thread would start a loop, and a Redis connection, per call;
+    handing the coroutine to one long-lived loop keeps one connection pool and costs the caller nothing.
+    """
+
+    def __init__(self):
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = None
+        self._lock = threading.Lock()
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():  # a forked child needs its own thread
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="event-publisher", daemon=True).start()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+    def send(self, groups: list[str], event: dict) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        message = {"type": "desk.event", "event": event}
+
+        async def fan_out():
+            for group in groups:
+                await layer.group_send(group, message)
+
+        future = asyncio.run_coroutine_threadsafe(fan_out(), self._ensure_loop())
+        future.add_done_callback(_log_failure)
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait until everything sent so far has gone out (tests, shutdown)."""
+        if self._loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self._loop).result(timeout)
+
+
+def _log_failure(future) -> None:
+    if future.exception() is not None:
+        log.warning("event not published: %r", future.exception())
+
+
+publisher = Publisher()
+
+
+def publish(conversation_public_id, event: dict, *, customer: bool, staff_list: bool = False) -> None:
+    """Send to the conversation's staff view, and to the customer and the staff list when they should see it."""
+    groups = [staff_conversation_group(conversation_public_id)]
+    if customer:
+        groups.append(conversation_group(conversation_public_id))
+    if staff_list:
+        groups.append(STAFF_GROUP)
+    publisher.send(groups, event)

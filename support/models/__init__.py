@@ -1,0 +1,12 @@
+"""The database models: the Sundry shop (shop.py) and the support desk (desk.py)."""
+
+from .desk import Approval, Conversation, Message, Run, Step, ToolCall
+from .shop import (
+    Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage, money_field,
+)
+
+__all__ = [
+    "Approval", "Conversation", "Message", "Run", "Step", "ToolCall",
+    "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "Refund", "Scan", "Seller",
+    "SellerMessage", "money_field",
+]

@@ -1,0 +1,180 @@
+"""The support desk: conversations, their messages, runs of the agent, the trace, tool calls and approvals."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from support.agent import types as agent
+
+from .shop import Customer
+
+
+class Conversation(models.Model):
+    OPEN = "open"  # the agent answers the customer
+    NEEDS_ATTENTION = "needs_attention"  # handed to a person: escalated, a limit hit, an approval expired
+    TAKEN_OVER = "taken_over"  # a staff member answers
+    STATUSES = [(OPEN, "Open"), (NEEDS_ATTENTION, "Needs a person"), (TAKEN_OVER, "Taken over by staff")]
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="conversations")
+    status = models.CharField(max_length=20, choices=STATUSES, default=OPEN)
+    attention_reason = models.CharField(max_length=300, blank=True)
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # The last seq handed out; bumped with a conditional UPDATE, which also serialises appends.
+    last_seq = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"Conversation {self.public_id} ({self.customer.email})"
+
+
+class Message(models.Model):
+    """One message of a conversation, immutable once saved, in the wire shape the model reads."""
+
+    CUSTOMER, AGENT, TOOL, STAFF, SYSTEM = "customer", "agent", "tool", "staff", "system"
+    AUTHORS = [(a, a) for a in (CUSTOMER, AGENT, TOOL, STAFF, SYSTEM)]
+    ROLES = [(r, r) for r in ("system", "user", "assistant", "tool")]
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=ROLES)
+    author = models.CharField(max_length=10, choices=AUTHORS)
+    author_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    content = models.TextField(null=True, blank=True)
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=128, blank=True)
+    run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
+    # A customer's own id for the message, so a retried POST is saved once.
+    client_id = models.CharField(max_length=64, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique"),
+            models.UniqueConstraint(fields=["conversation", "client_id"], condition=Q(client_id__isnull=False),
+                                    name="message_client_id_unique"),
+        ]
+
+    def wire(self) -> dict:
+        """The message as the model receives it."""
+        m = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            m["tool_calls"] = self.tool_calls
+        if self.role == "tool":
+            m["tool_call_id"] = self.tool_call_id
+        return m
+
+
+class Run(models.Model):
+    QUEUED, RUNNING, AWAITING_APPROVAL, STOPPED = "queued", "running", agent.AWAITING_APPROVAL, agent.STOPPED
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, AWAITING_APPROVAL, STOPPED)]
+    ACTIVE = (QUEUED, RUNNING, AWAITING_APPROVAL)
+    # The loop's stop reasons, and one of the desk's: the worker kept dying and recovery gave up.
+    STALLED = "stalled"
+    STOP_REASONS = [(r, r) for r in (*agent.STOP_REASONS, STALLED)]
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=20, choices=STATUSES, default=QUEUED, db_index=True)
+    stop_reason = models.CharField(max_length=20, choices=STOP_REASONS, blank=True)
+    outcome = models.CharField(max_length=24, blank=True)
+    outcome_summary = models.TextField(blank=True)
+    summary = models.TextField(blank=True)  # for a person, when it stopped without an answer
+    detail = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)  # claims by a worker
+    lease = models.CharField(max_length=40, blank=True)  # the claim that may write; a stale worker's is not
+    heartbeat_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    turns = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One active run per conversation, whatever races the application code loses.
+            models.UniqueConstraint(fields=["conversation"], condition=Q(status__in=["queued", "running",
+                                    "awaiting_approval"]), name="one_active_run_per_conversation"),
+        ]
+
+    def spent(self) -> agent.Spent:
+        return agent.Spent(turns=self.turns, prompt_tokens=self.prompt_tokens,
+                           completion_tokens=self.completion_tokens, cost_usd=float(self.cost_usd))
+
+
+class Step(models.Model):
+    """One row of the trace: a model call or a tool call, with what it cost."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    kind = models.CharField(max_length=8)  # "model" | "tool"
+    turn = models.PositiveIntegerField()
+    label = models.CharField(max_length=80, blank=True)
+    model = models.CharField(max_length=120, blank=True)
+    tool = models.CharField(max_length=64, blank=True)
+    call_id = models.CharField(max_length=128, blank=True)
+    arguments = models.TextField(blank=True)
+    result = models.TextField(blank=True)  # an excerpt
+    error = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=20, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    duration_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+
+class ToolCall(models.Model):
+    RUNNING, PENDING_APPROVAL, APPROVED = "running", "pending_approval", "approved"
+    EXECUTED, FAILED, REJECTED = "executed", "failed", "rejected"
+    STATUSES = [(s, s) for s in (RUNNING, PENDING_APPROVAL, APPROVED, EXECUTED, FAILED, REJECTED)]
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
+    call_id = models.CharField(max_length=128)  # the model's id for the call
+    name = models.CharField(max_length=64)
+    arguments = models.JSONField()  # validated against the tool's schema
+    status = models.CharField(max_length=20, choices=STATUSES)
+    idempotency_key = models.CharField(max_length=200, unique=True)
+    attempts = models.PositiveIntegerField(default=0)
+    result = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "call_id"], name="tool_call_unique_per_run")]
+
+
+class Approval(models.Model):
+    APPROVED, REJECTED, EXPIRED = "approved", "rejected", "expired"
+    DECISIONS = [(d, d) for d in (APPROVED, REJECTED, EXPIRED)]
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="approval")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    requested_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    requested_arguments = models.JSONField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    decision = models.CharField(max_length=10, choices=DECISIONS, blank=True)
+    reason = models.TextField(blank=True)
+    executed_arguments = models.JSONField(null=True, blank=True)  # what ran: the staff's edit, or as requested
+
+    class Meta:
+        ordering = ["requested_at"]
+
+    @property
+    def pending(self) -> bool:
+        return self.decided_at is None

@@ -1,0 +1,282 @@
+"""Claim a run, drive the loop on the saved history, persist every message and step as it happens, publish.
+
+A run holds nothing between tasks: pausing for approval ends the task, and any task (a resume, the
+sweeper's retry after a crash, a late duplicate) starts again from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from support import assistant, serializers, services
+from support.agent import types as agent
+from support.agent.loop import run_loop
+from support.agent.tools import Tool, ToolContext
+from support.models import Approval, Conversation, Message, Run, Step, ToolCall
+
+log = logging.getLogger(__name__)
+
+NOTICE_ESCALATED = "I've passed your request to a member of our support team. They'll reply here."
+NOTICE_STOPPED = ("I couldn't finish this on my own, so I've passed it to a member of our support team. "
+                  "They'll reply here.")
+
+
+class TakenOver(Exception):
+    """A staff member took the conversation over: the agent stops before its next model call."""
+
+
+def history_for_model(messages) -> tuple[list[dict], list[dict]]:
+    """The saved messages in the order the model must read them, and those held back.
+
+    A customer may write while tool calls are open (running, or waiting for approval); their message is
+    saved with the next seq, but the model must see each call's results right after the call. Such
+    messages are held back until the open calls are answered.
+    """
+    out, held, open_ids = [], [], set()
+    for m in messages:
+        wire = m.wire()
+        if m.role == "tool":
+            if wire["tool_call_id"] in open_ids:
+                out.append(wire)
+                open_ids.discard(wire["tool_call_id"])
+                if not open_ids:
+                    out.extend(held)
+                    held = []
+            continue
+        if open_ids:
+            held.append(wire)
+            continue
+        out.append(wire)
+        if m.role == "assistant" and m.tool_calls:
+            open_ids = {c["id"] for c in m.tool_calls}
+    return out, held
+
+
+class DbObserver(agent.Observer):
+    """The loop's hooks, backed by the database and the channel layer, fenced by the run's lease."""
+
+    def __init__(self, run: Run, conversation: Conversation, lease: str, held: list[dict], last_seq: int):
+        self.run, self.conversation, self.lease = run, conversation, lease
+        self.held, self.last_seq = held, last_seq
+        # The newest customer message this run has read; separate from last_seq, which our own appends move.
+        self.user_cursor = last_seq
+        self.auto_approved: dict[str, str] = {}
+        self._beat = time.monotonic()
+
+    # messages
+    def message(self, message: dict) -> None:
+        author = Message.AGENT if message["role"] == "assistant" else Message.TOOL
+        saved = services.message_append(conversation=self.conversation, wire=message, author=author,
+                                        run=self.run, lease=self.lease)
+        self.last_seq = saved.seq
+        self._beat = time.monotonic()
+
+    def incoming(self) -> list[dict]:
+        status = Conversation.objects.values_list("status", flat=True).get(pk=self.conversation.pk)
+        if status == Conversation.TAKEN_OVER:
+            raise TakenOver()
+        fresh = list(self.conversation.messages.filter(seq__gt=self.user_cursor, role="user").order_by("seq"))
+        if fresh:
+            self.user_cursor = fresh[-1].seq
+        out, self.held = self.held + [m.wire() for m in fresh], []
+        return out
+
+    def atomic(self):
+        return transaction.atomic()
+
+    # the trace
+    def step_started(self, step: agent.Step) -> None:
+        if step.kind == "tool":
+            key = f"{self.run.public_id}:{step.call_id}"
+            ToolCall.objects.update_or_create(
+                run=self.run, call_id=step.call_id,
+                defaults={"status": ToolCall.RUNNING, "attempts": F("attempts") + 1},
+                create_defaults={"name": step.tool, "arguments": _json_or_raw(step.arguments),
+                                 "status": ToolCall.RUNNING, "idempotency_key": key, "attempts": 1})
+            _fault_pause(step.tool)
+        serializers.publish_step(Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label,
+                                      tool=step.tool), started=True)
+
+    def step(self, step: agent.Step) -> None:
+        row = Step.objects.create(
+            run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
+            tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
+            result=step.result, error=step.error, finish_reason=step.finish_reason or "", attempts=step.attempts,
+            prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, cost_usd=step.cost_usd,
+            duration_ms=step.duration_ms,
+        )
+        if step.kind == "model":
+            self._save_spending(step)
+        elif step.call_id:
+            self._save_tool_call(step)
+        serializers.publish_step(row, started=False)
+
+    def _save_spending(self, step: agent.Step) -> None:
+        updated = Run.objects.filter(pk=self.run.pk, lease=self.lease).update(
+            turns=F("turns") + 1, prompt_tokens=F("prompt_tokens") + step.prompt_tokens,
+            completion_tokens=F("completion_tokens") + step.completion_tokens,
+            cost_usd=F("cost_usd") + step.cost_usd, heartbeat_at=timezone.now())
+        if not updated:
+            raise services.LeaseLost(f"run {self.run.public_id} was claimed by another worker")
+
+    def _save_tool_call(self, step: agent.Step) -> None:
+        status = ToolCall.FAILED if step.error else ToolCall.EXECUTED
+        if step.error == "rejected by staff":
+            status = ToolCall.REJECTED
+        call, _ = ToolCall.objects.update_or_create(
+            run=self.run, call_id=step.call_id,
+            defaults={"name": step.tool, "status": status, "result": step.result,
+                      "idempotency_key": f"{self.run.public_id}:{step.call_id}"},
+            create_defaults={"name": step.tool, "status": status, "result": step.result,
+                             "arguments": _json_or_raw(step.arguments),
+                             "idempotency_key": f"{self.run.public_id}:{step.call_id}"})
+        if step.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
+            Approval.objects.get_or_create(tool_call=call, defaults={
+                "run": self.run, "requested_arguments": call.arguments, "executed_arguments": call.arguments,
+                "decided_at": timezone.now(), "decision": Approval.APPROVED,
+                "reason": self.auto_approved[step.call_id]})
+
+    # liveness
+    def heartbeat(self) -> None:
+        if time.monotonic() - self._beat < settings.RUN_HEARTBEAT_SECONDS:
+            return
+        self._beat = time.monotonic()
+        if not Run.objects.filter(pk=self.run.pk, lease=self.lease).update(heartbeat_at=timezone.now()):
+            raise services.LeaseLost(f"run {self.run.public_id} was claimed by another worker")
+
+    def token(self, delta: str) -> None:
+        serializers.publish_token(self.conversation, self.run, self.last_seq, delta)
+        self.heartbeat()
+
+    def tokens_reset(self) -> None:
+        serializers.publish_token(self.conversation, self.run, self.last_seq, "")
+
+
+def _json_or_raw(arguments: str):
+    import json
+
+    try:
+        value = json.loads(arguments or "{}")
+        return value if isinstance(value, dict) else {"_raw": arguments}
+    except ValueError:
+        return {"_raw": arguments}
+
+
+def _fault_pause(tool_name: str) -> None:
+    """Recovery tests kill the worker while a tool's transaction is open; this holds it open (off by default)."""
+    name, _, seconds = settings.FAULT_PAUSE_BEFORE_TOOL.partition(":")
+    if name and name == tool_name:
+        time.sleep(float(seconds or 5))
+
+
+def decisions_for(run: Run) -> dict[str, agent.Decision]:
+    out = {}
+    for a in Approval.objects.filter(run=run, decided_at__isnull=False).select_related("tool_call"):
+        if a.decision == Approval.APPROVED:
+            out[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments)
+        else:
+            out[a.tool_call.call_id] = agent.Decision(
+                approved=False, reason=a.reason, by="the system" if a.decision == Approval.EXPIRED else "staff")
+    return out
+
+
+def run_execute(run_id: int) -> str:
+    """Claim the run if it is queued, work it until it stops or pauses. Returns what happened, for logs."""
+    lease = uuid.uuid4().hex
+    if not Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
+            status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
+        return "not claimed"  # a duplicate or late task: someone else has it, or it is over
+    run = Run.objects.select_related("conversation__customer").get(pk=run_id)
+    conversation = run.conversation
+    serializers.publish_run(run)
+    messages = list(conversation.messages.order_by("seq"))
+    history, held = history_for_model(messages)
+    observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
+    transcript = agent.Transcript(history)
+    options = dict(
+        model=assistant.shared_model(), tools=assistant.tools(), limits=assistant.limits(), observer=observer,
+        ctx=ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),
+                        run_id=str(run.public_id)),
+        needs_approval=_approval_policy(observer),
+    )
+    spent, decisions = run.spent(), decisions_for(run)
+    try:
+        while True:
+            result = run_loop(transcript, spent=spent, decisions=decisions, **options)
+            if _finish(run, conversation, lease, observer, result):
+                return result.stop_reason or result.status
+            spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
+    except TakenOver:
+        _stop_taken_over(run, lease)
+        return agent.TAKEN_OVER
+    except services.LeaseLost:
+        log.warning("run %s: lease lost; another worker carries on", run.public_id)
+        return "lease lost"
+
+
+def _approval_policy(observer: DbObserver):
+    def needs_approval(tool: Tool, arguments: dict) -> bool:
+        if not tool.gated:
+            return False
+        if tool.name == "issue_refund" and services.refund_auto_approvable(arguments):
+            return False
+        return True
+
+    return needs_approval
+
+
+def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserver, result: agent.RunResult) -> bool:
+    """Record how the loop ended. False when the customer wrote while it answered: the run goes on."""
+    now = timezone.now()
+    with transaction.atomic():
+        # Lock the conversation row (as a customer's append does) so a message cannot slip in between
+        # "nothing new" and "stopped" and be left without a run.
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
+        if result.status == agent.STOPPED and result.stop_reason == agent.ANSWERED:
+            if conversation.messages.filter(seq__gt=observer.user_cursor, role="user").exists():
+                return False
+        fields = dict(outcome=result.outcome or "", outcome_summary=result.outcome_summary,
+                      summary=result.summary, detail=result.detail[:2000], lease="")
+        if result.status == agent.AWAITING_APPROVAL:
+            fields.update(status=Run.AWAITING_APPROVAL)
+        else:
+            fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
+        if not Run.objects.filter(pk=run.pk, lease=lease).update(**fields):
+            raise services.LeaseLost(f"run {run.public_id} was claimed by another worker")
+        if result.status == agent.AWAITING_APPROVAL:
+            _request_approvals(run, result.pending)
+        elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
+            notice = NOTICE_ESCALATED if result.stop_reason == agent.ESCALATED else NOTICE_STOPPED
+            services.message_append(conversation=conversation, wire={"role": "assistant", "content": notice},
+                                    author=Message.SYSTEM, run=run)
+            services.conversation_flag(conversation_id=conversation.pk,
+                                       reason=f"{result.stop_reason}: {result.detail or result.outcome_summary}")
+        run.refresh_from_db()
+        transaction.on_commit(lambda: serializers.publish_run(run))
+    return True
+
+
+def _request_approvals(run: Run, pending: list[agent.PendingCall]) -> None:
+    for p in pending:
+        call, _ = ToolCall.objects.update_or_create(
+            run=run, call_id=p.call.id,
+            defaults={"name": p.call.name, "arguments": p.arguments, "status": ToolCall.PENDING_APPROVAL,
+                      "idempotency_key": f"{run.public_id}:{p.call.id}"})
+        approval, created = Approval.objects.get_or_create(
+            tool_call=call, defaults={"run": run, "requested_arguments": p.arguments})
+        if created:
+            transaction.on_commit(lambda a=approval: serializers.publish_approval(a))
+
+
+def _stop_taken_over(run: Run, lease: str) -> None:
+    if Run.objects.filter(pk=run.pk, lease=lease).update(
+            status=Run.STOPPED, stop_reason=agent.TAKEN_OVER, lease="", finished_at=timezone.now(),
+            detail="a staff member took the conversation over"):
+        serializers.publish_run(Run.objects.get(pk=run.pk))

@@ -1,0 +1,126 @@
+"""The JSON shapes of messages, runs, steps and approvals, for the API and for live events.
+
+Customers get a narrower view than staff: their own and the agent's words, never tool calls, tool
+results or the trace. Public ids only; integer keys never leave the server.
+"""
+
+from __future__ import annotations
+
+from support import events
+from support.models import Approval, Conversation, Message, Run, Step
+
+
+def _ts(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def customer_can_see(message: Message) -> bool:
+    return message.role in ("user", "assistant") and bool(message.content)
+
+
+def message_json(message: Message, *, staff: bool) -> dict:
+    data = {"seq": message.seq, "role": message.role, "author": message.author, "content": message.content,
+            "created_at": _ts(message.created_at)}
+    if message.author == Message.STAFF and message.author_user_id:
+        data["staff_name"] = message.author_user.get_short_name() or message.author_user.get_username()
+    if staff:
+        if message.tool_calls:
+            data["tool_calls"] = message.tool_calls
+        if message.tool_call_id:
+            data["tool_call_id"] = message.tool_call_id
+        data["run"] = str(message.run.public_id) if message.run_id else None
+    return data
+
+
+def run_json(run: Run) -> dict:
+    return {
+        "id": str(run.public_id), "conversation": str(run.conversation.public_id), "status": run.status,
+        "stop_reason": run.stop_reason or None, "outcome": run.outcome or None, "attempts": run.attempts,
+        "heartbeat_at": _ts(run.heartbeat_at), "turns": run.turns, "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens, "cost_usd": str(run.cost_usd), "summary": run.summary,
+        "detail": run.detail, "created_at": _ts(run.created_at), "finished_at": _ts(run.finished_at),
+    }
+
+
+def step_json(step: Step) -> dict:
+    return {
+        "kind": step.kind, "turn": step.turn, "label": step.label, "tool": step.tool, "call_id": step.call_id,
+        "arguments": step.arguments, "result": step.result, "error": step.error, "model": step.model,
+        "finish_reason": step.finish_reason, "attempts": step.attempts, "prompt_tokens": step.prompt_tokens,
+        "completion_tokens": step.completion_tokens, "cost_usd": str(step.cost_usd),
+        "duration_ms": step.duration_ms, "created_at": _ts(step.created_at),
+    }
+
+
+def approval_json(approval: Approval) -> dict:
+    call = approval.tool_call
+    return {
+        "id": str(approval.public_id), "run": str(approval.run.public_id),
+        "conversation": str(approval.run.conversation.public_id), "tool": call.name, "call_id": call.call_id,
+        "status": "pending" if approval.pending else approval.decision, "requested_at": _ts(approval.requested_at),
+        "requested_arguments": approval.requested_arguments, "executed_arguments": approval.executed_arguments,
+        "decided_at": _ts(approval.decided_at), "reason": approval.reason,
+        "decided_by": approval.decided_by.get_username() if approval.decided_by_id else None,
+    }
+
+
+def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
+    data = {"id": str(conversation.public_id), "status": conversation.status, "last_seq": conversation.last_seq,
+            "created_at": _ts(conversation.created_at)}
+    if staff:
+        data.update(customer=conversation.customer.email, attention_reason=conversation.attention_reason,
+                    assignee=conversation.assignee.get_username() if conversation.assignee_id else None,
+                    updated_at=_ts(conversation.updated_at))
+    return data
+
+
+# -- live events (sent after commit) ------------------------------------------------------------------
+
+def publish_message(message: Message) -> None:
+    conv = message.conversation.public_id
+    events.publish(conv, {"type": "message.saved", "seq": message.seq, "message": message_json(message, staff=True)},
+                   customer=False)
+    if customer_can_see(message):
+        events.publisher.send([events.conversation_group(conv)], {
+            "type": "message.saved", "seq": message.seq, "message": message_json(message, staff=False)})
+
+
+def publish_run(run: Run) -> None:
+    conv = run.conversation
+    public = {"type": "run.status", "seq": conv.last_seq, "run": str(run.public_id), "status": run.status,
+              "stop_reason": run.stop_reason or None, "outcome": run.outcome or None}
+    events.publisher.send([events.conversation_group(conv.public_id)], public)
+    events.publisher.send([events.staff_conversation_group(conv.public_id), events.STAFF_GROUP],
+                          {**public, "detail": run_json(run)})
+
+
+def publish_step(step: Step, *, started: bool) -> None:
+    conv = step.run.conversation
+    kind = "step.started" if started else "step.finished"
+    events.publisher.send([events.conversation_group(conv.public_id)],
+                          {"type": kind, "seq": conv.last_seq, "label": step.label, "kind": step.kind})
+    events.publisher.send([events.staff_conversation_group(conv.public_id)],
+                          {"type": kind, "seq": conv.last_seq, "step": step_json(step)})
+
+
+def publish_approval(approval: Approval) -> None:
+    conv = approval.run.conversation
+    kind = "approval.requested" if approval.pending else "approval.decided"
+    events.publisher.send([events.conversation_group(conv.public_id)],
+                          {"type": kind, "seq": conv.last_seq, "status": approval_json(approval)["status"]})
+    events.publisher.send([events.staff_conversation_group(conv.public_id), events.STAFF_GROUP],
+                          {"type": kind, "seq": conv.last_seq, "approval": approval_json(approval)})
+
+
+def publish_conversation(conversation: Conversation) -> None:
+    event = {"type": "conversation.updated", "seq": conversation.last_seq,
+             "conversation": conversation_json(conversation, staff=True)}
+    events.publish(conversation.public_id, event, customer=False, staff_list=True)
+    events.publisher.send([events.conversation_group(conversation.public_id)], {
+        "type": "conversation.updated", "seq": conversation.last_seq,
+        "conversation": conversation_json(conversation, staff=False)})
+
+
+def publish_token(conversation: Conversation, run: Run, seq: int, text: str) -> None:
+    events.publish(conversation.public_id, {"type": "token.delta", "seq": seq, "run": str(run.public_id),
+                                            "text": text}, customer=True)

@@ -1,0 +1,253 @@
+"""Writes: conversations, messages, runs and approvals. Every rule about who may change what lives here."""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import timedelta
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from support import events, serializers
+from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
+from support.tools import tool_by_name
+
+
+class InvalidMessage(ValueError):
+    """A customer message we will not save; the text says why."""
+
+
+class RateLimited(Exception):
+    def __init__(self, retry_after: int):
+        super().__init__(f"Too many messages; try again in {retry_after} s.")
+        self.retry_after = retry_after
+
+
+class AlreadyDecided(Exception):
+    pass
+
+
+class InvalidArguments(ValueError):
+    pass
+
+
+class LeaseLost(Exception):
+    """This worker's claim on the run was taken over (it was presumed dead): it must stop writing."""
+
+
+# -- conversations and messages ---------------------------------------------------------------------
+
+def conversation_start(*, customer: Customer) -> Conversation:
+    """A new conversation, opened with the agent's system prompt (dated today, fixed for its life)."""
+    from support import assistant
+
+    with transaction.atomic():
+        conversation = Conversation.objects.create(customer=customer)
+        message_append(conversation=conversation, wire={"role": "system", "content": assistant.system_prompt()},
+                       author=Message.SYSTEM)
+    return conversation
+
+
+def message_clean(text) -> str:
+    """The customer's text, or InvalidMessage: empty, oversized, control characters, not valid text."""
+    if not isinstance(text, str):
+        raise InvalidMessage("The message must be text.")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidMessage("The message is not valid text (it contains unpaired surrogates).") from None
+    if size > settings.MAX_MESSAGE_BYTES:
+        raise InvalidMessage(f"The message is {size} bytes; the limit is {settings.MAX_MESSAGE_BYTES}.")
+    text = unicodedata.normalize("NFC", text).strip()
+    if not text:
+        raise InvalidMessage("The message is empty.")
+    bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\n\t"), None)
+    if bad is not None:
+        raise InvalidMessage(f"The message contains a control character (U+{ord(bad):04X}).")
+    return text
+
+
+def message_append(*, conversation: Conversation, wire: dict, author: str, run: Run | None = None,
+                   lease: str | None = None, user=None, client_id: str | None = None) -> Message:
+    """Save one message with the conversation's next seq; publish it after commit.
+
+    With a lease, the write happens only while that claim on the run is still current, so a worker
+    presumed dead cannot add to a conversation another worker has resumed.
+    """
+    with transaction.atomic():
+        now = timezone.now()
+        if lease is not None and not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=now):
+            raise LeaseLost(f"run {run.public_id} was claimed by another worker")
+        # The conditional UPDATE both hands out the seq and serialises appends to this conversation.
+        Conversation.objects.filter(pk=conversation.pk).update(last_seq=F("last_seq") + 1, updated_at=now)
+        seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+        conversation.last_seq = seq
+        message = Message.objects.create(
+            conversation=conversation, seq=seq, role=wire["role"], author=author, author_user=user,
+            content=wire.get("content"), tool_calls=wire.get("tool_calls") or None,
+            tool_call_id=wire.get("tool_call_id", ""), run=run, client_id=client_id,
+        )
+        transaction.on_commit(lambda: serializers.publish_message(message))
+    return message
+
+
+def conversation_post_message(*, conversation: Conversation, text, client_id: str | None = None):
+    """A customer's message: validated, rate-limited, saved once, then handed to a run.
+
+    Returns (message, run, created). The run is the conversation's active one when there is one: a
+    working run sees the message at its next model call, a paused run when it resumes.
+    """
+    text = message_clean(text)
+    if client_id is not None:
+        client_id = str(client_id)[:64]
+        existing = conversation.messages.filter(client_id=client_id).first()
+        if existing is not None:  # a retried POST: the same message, saved once
+            return existing, active_run(conversation), False
+    window = timezone.now() - timedelta(seconds=60)
+    recent = conversation.messages.filter(author=Message.CUSTOMER, created_at__gte=window).count()
+    if recent >= settings.MESSAGES_PER_MINUTE:
+        raise RateLimited(retry_after=60)
+    try:
+        with transaction.atomic():
+            message = message_append(conversation=conversation, wire={"role": "user", "content": text},
+                                     author=Message.CUSTOMER, client_id=client_id)
+            run = run_start_if_idle(conversation_id=conversation.pk)
+    except IntegrityError:
+        if client_id is None:
+            raise
+        existing = conversation.messages.get(client_id=client_id)  # the same POST, twice at once
+        return existing, active_run(conversation), False
+    return message, run, True
+
+
+def active_run(conversation) -> Run | None:
+    return Run.objects.filter(conversation=conversation, status__in=Run.ACTIVE).first()
+
+
+def run_start_if_idle(*, conversation_id: int) -> Run | None:
+    """Start a run for the conversation unless one is active or a person has it. Call inside a transaction
+    that has just appended to the conversation (which holds the conversation's row lock)."""
+    conversation = Conversation.objects.get(pk=conversation_id)
+    if conversation.status != Conversation.OPEN:
+        return None  # a person has this conversation; the message waits for them
+    run = Run.objects.filter(conversation_id=conversation_id, status__in=Run.ACTIVE).first()
+    if run is not None:
+        return run
+    with transaction.atomic():  # a savepoint: losing the unique-constraint race leaves the message saved
+        try:
+            run = Run.objects.create(conversation_id=conversation_id, heartbeat_at=timezone.now())
+        except IntegrityError:
+            return Run.objects.get(conversation_id=conversation_id, status__in=Run.ACTIVE)
+    run_enqueue(run)
+    return run
+
+
+def run_enqueue(run: Run) -> None:
+    """Hand the run to a worker once the transaction that queued it has committed."""
+    from support import tasks
+
+    transaction.on_commit(lambda: tasks.run_agent.delay(run.pk))
+    transaction.on_commit(lambda: serializers.publish_run(run))
+
+
+# -- approvals --------------------------------------------------------------------------------------
+
+def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "") -> Approval:
+    """Write a staff decision once. Approval may carry edited arguments, validated against the tool's schema."""
+    reason = (reason or "").strip()
+    executed = None
+    if approve:
+        executed = approval.requested_arguments if arguments is None else arguments
+        tool = tool_by_name(approval.tool_call.name)
+        problem = tool.validation_error(executed) if tool else "the tool no longer exists"
+        if problem:
+            raise InvalidArguments(problem)
+    elif not reason:
+        raise InvalidArguments("A rejection needs a reason; the agent relays it to the customer.")
+    with transaction.atomic():
+        decided = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
+            decided_at=timezone.now(), decided_by=user, reason=reason[:2000],
+            decision=Approval.APPROVED if approve else Approval.REJECTED, executed_arguments=executed,
+        )
+        if decided != 1:
+            raise AlreadyDecided("This approval was already decided.")
+        approval.refresh_from_db()
+        ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
+            status=ToolCall.APPROVED if approve else ToolCall.REJECTED)
+        _resume_when_decided(approval.run_id)
+        transaction.on_commit(lambda: serializers.publish_approval(approval))
+    return approval
+
+
+def _resume_when_decided(run_id: int) -> None:
+    """Once no approval of the run is pending, queue the run again; a conditional UPDATE does it once."""
+    if Approval.objects.filter(run_id=run_id, decided_at__isnull=True).exists():
+        return
+    if Run.objects.filter(pk=run_id, status=Run.AWAITING_APPROVAL).update(
+            status=Run.QUEUED, heartbeat_at=timezone.now()):
+        run_enqueue(Run.objects.get(pk=run_id))
+
+
+def approvals_expire(*, now=None) -> int:
+    """Pending approvals older than the timeout are rejected by the system, and the conversation flagged."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS)
+    count = 0
+    for approval in Approval.objects.filter(decided_at__isnull=True, requested_at__lt=cutoff).select_related("run"):
+        hours = settings.APPROVAL_TIMEOUT_SECONDS / 3600
+        reason = f"no one decided within {hours:g} hours; a person will follow up with the customer"
+        with transaction.atomic():
+            if not Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
+                    decided_at=now, decision=Approval.EXPIRED, reason=reason):
+                continue  # a person decided in the meantime
+            ToolCall.objects.filter(pk=approval.tool_call_id).update(status=ToolCall.REJECTED)
+            conversation_flag(conversation_id=approval.run.conversation_id, reason=f"approval expired: {reason}")
+            _resume_when_decided(approval.run_id)
+            approval.refresh_from_db()
+            transaction.on_commit(lambda a=approval: serializers.publish_approval(a))
+        count += 1
+    return count
+
+
+def conversation_flag(*, conversation_id: int, reason: str) -> None:
+    Conversation.objects.filter(pk=conversation_id).update(
+        status=Conversation.NEEDS_ATTENTION, attention_reason=reason[:300], updated_at=timezone.now())
+    transaction.on_commit(lambda: serializers.publish_conversation(Conversation.objects.get(pk=conversation_id)))
+
+
+def refund_auto_approvable(arguments: dict) -> bool:
+    """The per-tool policy: refunds up to AUTO_APPROVE_REFUNDS_UP_TO run without a person (0: never)."""
+    limit = settings.AUTO_APPROVE_REFUNDS_UP_TO
+    try:
+        return limit > 0 and Decimal(str(arguments.get("amount"))) <= limit
+    except (InvalidOperation, TypeError):
+        return False
+
+
+# -- recovery ---------------------------------------------------------------------------------------
+
+def runs_recover(*, now=None) -> list[int]:
+    """Requeue runs whose worker stopped heartbeating; stop those that used up their attempts."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.RUN_STALE_SECONDS)
+    requeued = []
+    for run in Run.objects.filter(status__in=(Run.RUNNING, Run.QUEUED), heartbeat_at__lt=stale):
+        if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+            if Run.objects.filter(pk=run.pk, status=run.status, heartbeat_at=run.heartbeat_at).update(
+                    status=Run.STOPPED, stop_reason=Run.STALLED, lease="", finished_at=now,
+                    detail=f"the run's worker was lost {run.attempts} times; recovery gave up",
+                    summary="The agent's worker stopped repeatedly on this conversation; please take it over."):
+                conversation_flag(conversation_id=run.conversation_id, reason="the agent's run stalled")
+                serializers.publish_run(Run.objects.get(pk=run.pk))
+            continue
+        # Conditional on the heartbeat we read: a worker that is alive after all, or another sweeper,
+        # wins and this does nothing. The old lease is cleared, so a live-but-slow worker stops writing.
+        if Run.objects.filter(pk=run.pk, status=run.status, heartbeat_at=run.heartbeat_at).update(
+                status=Run.QUEUED, lease="", heartbeat_at=now):
+            with transaction.atomic():
+                run_enqueue(run)
+            requeued.append(run.pk)
+    return requeued
