@@ -5,7 +5,7 @@ staff edit customers, sellers and policy texts).
 from django.contrib import admin
 
 from support.models import (
-    Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
+    Approval, Charge, Conversation, Customer, Message, Run, Step, ToolCall, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
 )
 
 
@@ -115,3 +115,57 @@ class SellerMessageAdmin(ReadOnlyAdmin):
     list_display = ["order", "seller", "created_at", "tool_call_id"]
     search_fields = ["order__number", "seller__code", "body", "tool_call_id"]
     list_select_related = ["order", "seller"]
+
+
+# --- The support desk: read-mostly; decisions are made in the console, not by editing rows. ------
+
+
+class MessageInline(ReadOnlyInline):
+    model = Message
+    fields = ("seq", "role", "author", "content", "tool_call_id", "created_at")
+    readonly_fields = fields
+    show_change_link = False
+
+
+class RunInline(ReadOnlyInline):
+    model = Run
+    fields = ("public_id", "status", "stop_reason", "outcome", "attempts", "turns", "cost_usd", "created_at")
+    readonly_fields = fields
+
+
+@admin.register(Conversation)
+class ConversationAdmin(ReadOnlyAdmin):
+    list_display = ("public_id", "customer", "status", "assignee", "last_seq", "updated_at")
+    list_filter = ("status",)
+    search_fields = ("public_id", "customer__email")
+    inlines = [RunInline, MessageInline]
+
+
+class StepInline(ReadOnlyInline):
+    model = Step
+    fields = ("turn", "kind", "tool", "arguments", "result", "error", "duration_ms", "prompt_tokens",
+              "completion_tokens", "cost_usd", "finish_reason")
+    readonly_fields = fields
+    show_change_link = False
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ("public_id", "conversation", "status", "stop_reason", "outcome", "attempts", "turns",
+                    "cost_usd", "heartbeat_at", "created_at")
+    list_filter = ("status", "stop_reason", "outcome")
+    search_fields = ("public_id", "conversation__public_id")
+    inlines = [StepInline]
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(ReadOnlyAdmin):
+    list_display = ("call_id", "name", "status", "attempts", "idempotency_key", "created_at")
+    list_filter = ("name", "status")
+    search_fields = ("call_id", "idempotency_key")
+
+
+@admin.register(Approval)
+class ApprovalAdmin(ReadOnlyAdmin):
+    list_display = ("public_id", "tool_call", "decision", "decided_by", "requested_at", "decided_at")
+    list_filter = ("decision",)

@@ -29,14 +29,16 @@ def staff_conversation_group(public_id) -> str:
 
 
 class Publisher:
-    """One event loop thread per process carries every group_send.
+    """One event loop thread per process sends every event, in order, one after another.
 
-    Calling async_to_sync from each worker thread would start a loop, and a Redis connection, per call;
-    handing the coroutine to one long-lived loop keeps one connection pool and costs the caller nothing.
+    Calling async_to_sync from each worker thread would start a loop and a Redis connection per call,
+    and concurrent sends could overtake each other (token deltas out of order). A queue drained by one
+    coroutine on one long-lived loop keeps one connection and the order in which events were published.
     """
 
     def __init__(self):
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue | None = None
         self._pid = None
         self._lock = threading.Lock()
 
@@ -44,33 +46,35 @@ class Publisher:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():  # a forked child needs its own thread
                 loop = asyncio.new_event_loop()
+                self._queue = asyncio.Queue()
+                loop.create_task(self._drain())
                 threading.Thread(target=loop.run_forever, name="event-publisher", daemon=True).start()
                 self._loop, self._pid = loop, os.getpid()
             return self._loop
 
-    def send(self, groups: list[str], event: dict) -> None:
+    async def _drain(self) -> None:
         layer = get_channel_layer()
-        if layer is None:
+        while True:
+            groups, message = await self._queue.get()
+            try:
+                for group in groups:
+                    await layer.group_send(group, message)
+            except Exception as e:  # the UI misses a live event; the database still has it for replay
+                log.warning("event not published: %r", e)
+            finally:
+                self._queue.task_done()
+
+    def send(self, groups: list[str], event: dict) -> None:
+        if get_channel_layer() is None:
             return
-        message = {"type": "desk.event", "event": event}
-
-        async def fan_out():
-            for group in groups:
-                await layer.group_send(group, message)
-
-        future = asyncio.run_coroutine_threadsafe(fan_out(), self._ensure_loop())
-        future.add_done_callback(_log_failure)
+        loop = self._ensure_loop()
+        loop.call_soon_threadsafe(self._queue.put_nowait, (groups, {"type": "desk.event", "event": event}))
 
     def flush(self, timeout: float = 5.0) -> None:
         """Wait until everything sent so far has gone out (tests, shutdown)."""
         if self._loop is None:
             return
-        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), self._loop).result(timeout)
-
-
-def _log_failure(future) -> None:
-    if future.exception() is not None:
-        log.warning("event not published: %r", future.exception())
+        asyncio.run_coroutine_threadsafe(self._queue.join(), self._loop).result(timeout)
 
 
 publisher = Publisher()

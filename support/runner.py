@@ -222,10 +222,12 @@ def run_execute(run_id: int) -> str:
 
 
 def _approval_policy(observer: DbObserver):
-    def needs_approval(tool: Tool, arguments: dict) -> bool:
+    def needs_approval(tool: Tool, arguments: dict, call: agent.ToolCall) -> bool:
         if not tool.gated:
             return False
         if tool.name == "issue_refund" and services.refund_auto_approvable(arguments):
+            observer.auto_approved[call.id] = (
+                f"auto-approved: refunds up to {settings.AUTO_APPROVE_REFUNDS_UP_TO} need no person")
             return False
         return True
 

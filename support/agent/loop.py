@@ -48,7 +48,7 @@ SPIN_WARNING = (
 )
 
 
-def needs_approval_by_default(tool: Tool, arguments: dict) -> bool:
+def needs_approval_by_default(tool: Tool, arguments: dict, call: ToolCall) -> bool:
     return tool.gated
 
 
@@ -62,7 +62,7 @@ class _Run:
     limits: Limits
     observer: Observer
     spent: Spent
-    needs_approval: Callable[[Tool, dict], bool]
+    needs_approval: Callable[[Tool, dict, ToolCall], bool]
     outcome: str | None = None
     outcome_summary: str = ""
     seen: dict[str, int] = field(default_factory=dict)
@@ -87,7 +87,7 @@ def run_loop(
     observer: Observer | None = None,
     spent: Spent | None = None,
     decisions: Mapping[str, Decision] | None = None,
-    needs_approval: Callable[[Tool, dict], bool] = needs_approval_by_default,
+    needs_approval: Callable[[Tool, dict, ToolCall], bool] = needs_approval_by_default,
 ) -> RunResult:
     """Drive one run to a stop or a pause. Never raises for anything the model or a tool does."""
     run = _Run(
@@ -193,7 +193,7 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
             continue
 
         decision = decisions.get(call.id)
-        if decision is None and run.needs_approval(tool, args):
+        if decision is None and run.needs_approval(tool, args, call):
             pending.append(PendingCall(call=call, arguments=args))
             continue
         if decision is not None and not decision.approved:
