@@ -155,6 +155,10 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Staff log in at /accounts/login/ and land on the console. (API calls never redirect: they answer 403.)
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/console/"
+
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 

@@ -1,0 +1,20 @@
+"""The JSON API, mounted under api/. Ids in paths are public UUIDs, parsed by the views so that a
+malformed one answers the same JSON 404 as an unknown one."""
+
+from django.urls import path, re_path
+
+from support.views import common, customer, staff
+
+app_name = "api"
+
+urlpatterns = [
+    path("conversations", customer.conversations, name="conversations"),
+    path("conversations/<str:public_id>", customer.conversation, name="conversation"),
+    path("conversations/<str:public_id>/messages", customer.messages, name="messages"),
+    path("staff/approvals", staff.approvals, name="staff-approvals"),
+    path("staff/approvals/<str:public_id>/approve", staff.approve, name="staff-approve"),
+    path("staff/approvals/<str:public_id>/reject", staff.reject, name="staff-reject"),
+    path("staff/conversations", staff.conversations, name="staff-conversations"),
+    path("staff/conversations/<str:public_id>", staff.conversation, name="staff-conversation"),
+    re_path(r"", common.not_found),
+]

@@ -1,0 +1,91 @@
+"""The staff's API, used by the console: approvals to decide, conversations with their runs and trace.
+
+Session login with is_staff; CSRF enforced on every POST (by staff_required, so failures answer in JSON).
+"""
+
+from __future__ import annotations
+
+from django.http import JsonResponse
+
+from support import selectors, services
+from support.serializers import approval_json, conversation_json, message_json, run_json, step_json
+
+from .common import ApiError, api, json_body, staff_required
+
+NO_SUCH_APPROVAL = "No such approval."
+
+
+def _approval(public_id):
+    approval = selectors.approval_by_public_id(public_id)
+    if approval is None:
+        raise ApiError(404, NO_SUCH_APPROVAL)
+    return approval
+
+
+def _status_filter(request, allowed, default):
+    status = request.GET.get("status") or default
+    if status is not None and status not in allowed:
+        raise ApiError(400, f"status must be one of: {', '.join(allowed)}.")
+    return status
+
+
+@api("GET")
+@staff_required
+def approvals(request):
+    status = _status_filter(request, selectors.APPROVAL_STATUSES, "pending")
+    return JsonResponse({"approvals": [approval_json(a) for a in selectors.approvals_list(status)]})
+
+
+@api("POST")
+@staff_required
+def approve(request, public_id):
+    approval = _approval(public_id)
+    arguments = json_body(request).get("arguments")
+    return _decide(request, approval, approve=True, arguments=arguments)
+
+
+@api("POST")
+@staff_required
+def reject(request, public_id):
+    approval = _approval(public_id)
+    reason = json_body(request).get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ApiError(400, "reason must be text.")
+    # An empty reason is refused by the service, which owns that rule.
+    return _decide(request, approval, approve=False, reason=reason or "")
+
+
+def _decide(request, approval, **decision):
+    try:
+        services.approval_decide(approval=approval, user=request.user, **decision)
+    except services.AlreadyDecided:
+        raise ApiError(409, "This approval was already decided.") from None
+    except services.InvalidArguments as error:
+        raise ApiError(400, str(error)) from None
+    return JsonResponse({"approval": approval_json(selectors.approval_by_public_id(approval.public_id))})
+
+
+@api("GET")
+@staff_required
+def conversations(request):
+    status = _status_filter(request, selectors.CONVERSATION_STATUSES, None)
+    return JsonResponse({"conversations": [
+        {**conversation_json(c, staff=True), "run": selectors.run_summary(c.latest_run),
+         "pending_approvals": c.pending_approvals}
+        for c in selectors.conversations_for_staff(status)
+    ]})
+
+
+@api("GET")
+@staff_required
+def conversation(request, public_id):
+    conversation = selectors.conversation_by_public_id(public_id)
+    if conversation is None:
+        raise ApiError(404, "No such conversation.")
+    detail = selectors.conversation_detail_for_staff(conversation)
+    return JsonResponse({
+        "conversation": conversation_json(conversation, staff=True),
+        "messages": [message_json(m, staff=True) for m in detail.messages],
+        "runs": [{**run_json(run), "steps": [step_json(s) for s in run.steps.all()]} for run in detail.runs],
+        "approvals": [approval_json(a) for a in detail.approvals],
+    })
