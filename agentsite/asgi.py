@@ -1,16 +1,24 @@
-"""
-ASGI config for agentsite project.
-
-It exposes the ASGI callable as a module-level variable named ``application``.
-
-For more information on this file, see
-https://docs.djangoproject.com/en/5.2/howto/deployment/asgi/
-"""
+"""ASGI entry point: Django for HTTP, Channels for websockets (the Django app is built before routing)."""
 
 import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'agentsite.settings')
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+django_asgi_app = get_asgi_application()
 
-application = get_asgi_application()
+from django.conf import settings  # noqa: E402
+
+if settings.DEBUG:  # the widget and console scripts, without a separate static server in development
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    django_asgi_app = ASGIStaticFilesHandler(django_asgi_app)
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from support.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": URLRouter(websocket_urlpatterns),
+})

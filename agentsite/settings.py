@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "csp",
     "support",
 ]
 
@@ -109,6 +110,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "agentsite.urls"
@@ -237,3 +239,28 @@ CHANNEL_LAYERS = {
         "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
     }
 }
+
+# Origins of shop pages that embed the widget (its websocket checks them), e.g. "https://shop.example".
+WIDGET_ALLOWED_ORIGINS = [o for o in env_str("WIDGET_ALLOWED_ORIGINS", "").split(",") if o]
+
+# Content Security Policy on every page: no inline script or style, nothing loaded from elsewhere, so
+# untrusted text that slipped into markup still could not run.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'", "ws:", "wss:"] if DEBUG else ["'self'", "wss:"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SAMESITE = "Lax"

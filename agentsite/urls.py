@@ -3,6 +3,8 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("console/", include("support.console_urls")),
     path("api/", include("support.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("support.shop_urls")),
 ]

@@ -78,13 +78,3 @@ class Publisher:
 
 
 publisher = Publisher()
-
-
-def publish(conversation_public_id, event: dict, *, customer: bool, staff_list: bool = False) -> None:
-    """Send to the conversation's staff view, and to the customer and the staff list when they should see it."""
-    groups = [staff_conversation_group(conversation_public_id)]
-    if customer:
-        groups.append(conversation_group(conversation_public_id))
-    if staff_list:
-        groups.append(STAFF_GROUP)
-    publisher.send(groups, event)

@@ -74,53 +74,66 @@ def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
     return data
 
 
-# -- live events (sent after commit) ------------------------------------------------------------------
+# -- live events (sent after commit); each carries the conversation's id and its seq ------------------
+
+def _event(conv: Conversation, event_type: str, /, **fields) -> dict:
+    return {"type": event_type, "conversation": str(conv.public_id), "seq": conv.last_seq, **fields}
+
+
+def _customer(conversation: Conversation, event: dict) -> None:
+    events.publisher.send([events.conversation_group(conversation.public_id)], event)
+
+
+def _staff(conversation: Conversation, event: dict, *, listed: bool = False) -> None:
+    groups = [events.staff_conversation_group(conversation.public_id)] + ([events.STAFF_GROUP] if listed else [])
+    events.publisher.send(groups, event)
+
 
 def publish_message(message: Message) -> None:
-    conv = message.conversation.public_id
-    events.publish(conv, {"type": "message.saved", "seq": message.seq, "message": message_json(message, staff=True)},
-                   customer=False)
+    conversation = message.conversation
+    base = {"type": "message.saved", "conversation": str(conversation.public_id), "seq": message.seq}
+    _staff(conversation, {**base, "message": message_json(message, staff=True)})
     if customer_can_see(message):
-        events.publisher.send([events.conversation_group(conv)], {
-            "type": "message.saved", "seq": message.seq, "message": message_json(message, staff=False)})
+        _customer(conversation, {**base, "message": message_json(message, staff=False)})
 
 
 def publish_run(run: Run) -> None:
-    conv = run.conversation
-    public = {"type": "run.status", "seq": conv.last_seq, "run": str(run.public_id), "status": run.status,
-              "stop_reason": run.stop_reason or None, "outcome": run.outcome or None}
-    events.publisher.send([events.conversation_group(conv.public_id)], public)
-    events.publisher.send([events.staff_conversation_group(conv.public_id), events.STAFF_GROUP],
-                          {**public, "detail": run_json(run)})
+    conversation = run.conversation
+    public = _event(conversation, "run.status", run=str(run.public_id), status=run.status,
+                    stop_reason=run.stop_reason or None, outcome=run.outcome or None)
+    _customer(conversation, public)
+    _staff(conversation, {**public, "detail": run_json(run)}, listed=True)
 
 
 def publish_step(step: Step, *, started: bool) -> None:
-    conv = step.run.conversation
-    kind = "step.started" if started else "step.finished"
-    events.publisher.send([events.conversation_group(conv.public_id)],
-                          {"type": kind, "seq": conv.last_seq, "label": step.label, "kind": step.kind})
-    events.publisher.send([events.staff_conversation_group(conv.public_id)],
-                          {"type": kind, "seq": conv.last_seq, "step": step_json(step)})
+    conversation = step.run.conversation
+    event_type = "step.started" if started else "step.finished"
+    _customer(conversation, _event(conversation, event_type, kind=step.kind, label=step.label))
+    _staff(conversation, _event(conversation, event_type, step=step_json(step)))
 
 
 def publish_approval(approval: Approval) -> None:
-    conv = approval.run.conversation
+    conversation = approval.run.conversation
     kind = "approval.requested" if approval.pending else "approval.decided"
-    events.publisher.send([events.conversation_group(conv.public_id)],
-                          {"type": kind, "seq": conv.last_seq, "status": approval_json(approval)["status"]})
-    events.publisher.send([events.staff_conversation_group(conv.public_id), events.STAFF_GROUP],
-                          {"type": kind, "seq": conv.last_seq, "approval": approval_json(approval)})
+    data = approval_json(approval)
+    _customer(conversation, _event(conversation, kind, status=data["status"]))
+    _staff(conversation, _event(conversation, kind, approval=data), listed=True)
 
 
-def publish_conversation(conversation: Conversation) -> None:
-    event = {"type": "conversation.updated", "seq": conversation.last_seq,
-             "conversation": conversation_json(conversation, staff=True)}
-    events.publish(conversation.public_id, event, customer=False, staff_list=True)
-    events.publisher.send([events.conversation_group(conversation.public_id)], {
-        "type": "conversation.updated", "seq": conversation.last_seq,
-        "conversation": conversation_json(conversation, staff=False)})
+def publish_conversation(conversation: Conversation, event_type: str = "conversation.updated") -> None:
+    """conversation.updated, or conversation.assigned when a staff member took it over or handed it back."""
+    extra = {"status": conversation.status}
+    if event_type == "conversation.assigned":
+        assignee = conversation.assignee
+        extra["assignee"] = (assignee.get_short_name() or assignee.get_username()) if assignee else None
+    _customer(conversation, _event(conversation, event_type, detail=conversation_json(conversation, staff=False),
+                                   **extra))
+    _staff(conversation, _event(conversation, event_type, detail=conversation_json(conversation, staff=True),
+                                **extra), listed=True)
 
 
 def publish_token(conversation: Conversation, run: Run, seq: int, text: str) -> None:
-    events.publish(conversation.public_id, {"type": "token.delta", "seq": seq, "run": str(run.public_id),
-                                            "text": text}, customer=True)
+    event = {"type": "token.delta", "conversation": str(conversation.public_id), "seq": seq,
+             "run": str(run.public_id), "text": text}
+    events.publisher.send([events.conversation_group(conversation.public_id),
+                           events.staff_conversation_group(conversation.public_id)], event)

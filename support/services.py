@@ -251,3 +251,69 @@ def runs_recover(*, now=None) -> list[int]:
                 run_enqueue(run)
             requeued.append(run.pk)
     return requeued
+
+
+# -- staff taking a conversation over ----------------------------------------------------------------
+
+TAKEN_OVER_RESULT = "ERROR: not run: a staff member took the conversation over"
+
+
+def conversation_take_over(*, conversation: Conversation, user) -> Conversation:
+    """A staff member answers from now on. A working run stops before its next model call; a queued or
+    paused run stops now, its waiting calls answered as not run so the history stays valid."""
+    with transaction.atomic():
+        if not Conversation.objects.filter(pk=conversation.pk).exclude(
+                status=Conversation.TAKEN_OVER, assignee=user).update(
+                status=Conversation.TAKEN_OVER, assignee=user, attention_reason="", updated_at=timezone.now()):
+            return conversation  # already taken over by this person
+        conversation.refresh_from_db()
+        for run in Run.objects.filter(conversation=conversation, status__in=(Run.QUEUED, Run.AWAITING_APPROVAL)):
+            _stop_paused_run(run, conversation)
+        transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
+    return conversation
+
+
+def _stop_paused_run(run: Run, conversation: Conversation) -> None:
+    if not Run.objects.filter(pk=run.pk, status=run.status).update(
+            status=Run.STOPPED, stop_reason="taken_over", lease="", finished_at=timezone.now(),
+            detail="a staff member took the conversation over"):
+        return  # a worker claimed it meanwhile: it stops at its next model call
+    now = timezone.now()
+    for approval in Approval.objects.filter(run=run, decided_at__isnull=True).select_related("tool_call"):
+        Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
+            decided_at=now, decision=Approval.EXPIRED, reason="a staff member took the conversation over")
+        ToolCall.objects.filter(pk=approval.tool_call_id).update(status=ToolCall.REJECTED)
+        message_append(conversation=conversation, author=Message.TOOL, run=run, wire={
+            "role": "tool", "tool_call_id": approval.tool_call.call_id, "content": TAKEN_OVER_RESULT})
+    run.refresh_from_db()
+    transaction.on_commit(lambda: serializers.publish_run(run))
+
+
+class NotTakenOver(Exception):
+    pass
+
+
+def conversation_staff_reply(*, conversation: Conversation, user, text) -> Message:
+    """A staff member's reply, shown to the customer live and read by the agent if it is handed back."""
+    text = message_clean(text)
+    with transaction.atomic():
+        current = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        if current.status != Conversation.TAKEN_OVER:
+            raise NotTakenOver("Take the conversation over before replying.")
+        return message_append(conversation=conversation, wire={"role": "assistant", "content": text},
+                              author=Message.STAFF, user=user)
+
+
+def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
+    """The agent answers again; if the customer's last message is unanswered, a run starts for it."""
+    with transaction.atomic():
+        if not Conversation.objects.filter(pk=conversation.pk).exclude(status=Conversation.OPEN).update(
+                status=Conversation.OPEN, assignee=None, attention_reason="", updated_at=timezone.now()):
+            return None
+        conversation.refresh_from_db()
+        last = conversation.messages.exclude(role__in=("tool", "system")).order_by("-seq").first()
+        run = None
+        if last is not None and last.role == "user":
+            run = run_start_if_idle(conversation_id=conversation.pk)
+        transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
+    return run

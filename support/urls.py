@@ -16,5 +16,8 @@ urlpatterns = [
     path("staff/approvals/<str:public_id>/reject", staff.reject, name="staff-reject"),
     path("staff/conversations", staff.conversations, name="staff-conversations"),
     path("staff/conversations/<str:public_id>", staff.conversation, name="staff-conversation"),
+    path("staff/conversations/<str:public_id>/takeover", staff.take_over, name="staff-take-over"),
+    path("staff/conversations/<str:public_id>/handback", staff.hand_back, name="staff-hand-back"),
+    path("staff/conversations/<str:public_id>/messages", staff.reply, name="staff-reply"),
     re_path(r"", common.not_found),
 ]

@@ -76,12 +76,17 @@ def conversations(request):
     ]})
 
 
-@api("GET")
-@staff_required
-def conversation(request, public_id):
+def _conversation(public_id):
     conversation = selectors.conversation_by_public_id(public_id)
     if conversation is None:
         raise ApiError(404, "No such conversation.")
+    return conversation
+
+
+@api("GET")
+@staff_required
+def conversation(request, public_id):
+    conversation = _conversation(public_id)
     detail = selectors.conversation_detail_for_staff(conversation)
     return JsonResponse({
         "conversation": conversation_json(conversation, staff=True),
@@ -89,3 +94,34 @@ def conversation(request, public_id):
         "runs": [{**run_json(run), "steps": [step_json(s) for s in run.steps.all()]} for run in detail.runs],
         "approvals": [approval_json(a) for a in detail.approvals],
     })
+
+
+@api("POST")
+@staff_required
+def take_over(request, public_id):
+    conversation = services.conversation_take_over(conversation=_conversation(public_id), user=request.user)
+    return JsonResponse({"conversation": conversation_json(conversation, staff=True)})
+
+
+@api("POST")
+@staff_required
+def hand_back(request, public_id):
+    conversation = _conversation(public_id)
+    run = services.conversation_hand_back(conversation=conversation, user=request.user)
+    conversation.refresh_from_db()
+    return JsonResponse({"conversation": conversation_json(conversation, staff=True),
+                         "run": selectors.run_summary(run)})
+
+
+@api("POST")
+@staff_required
+def reply(request, public_id):
+    conversation = _conversation(public_id)
+    try:
+        message = services.conversation_staff_reply(conversation=conversation, user=request.user,
+                                                    text=json_body(request).get("text"))
+    except services.InvalidMessage as error:
+        raise ApiError(400, str(error)) from None
+    except services.NotTakenOver as error:
+        raise ApiError(409, str(error)) from None
+    return JsonResponse({"message": message_json(message, staff=True)}, status=201)
