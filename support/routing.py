@@ -9,8 +9,8 @@ from support.consumers import CustomerConsumer, StaffConsumer
 
 
 def widget_origins() -> list[str]:
-    return list(settings.WIDGET_ALLOWED_ORIGINS) + [f"http://{h}" for h in settings.ALLOWED_HOSTS] + [
-        f"https://{h}" for h in settings.ALLOWED_HOSTS]
+    # Our own hosts (any scheme and port, as ALLOWED_HOSTS), and the shops that embed the widget.
+    return list(settings.WIDGET_ALLOWED_ORIGINS) + list(settings.ALLOWED_HOSTS)
 
 
 websocket_urlpatterns = [
