@@ -1,0 +1,193 @@
+"""The websocket consumers through the real router: authentication, origins, replay after a seq, dedupe.
+
+Who may see what: a customer socket sees its own conversation only, customer-visible messages only,
+after sending a valid conversation token; the staff socket needs a staff session.
+"""
+
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from agentsite.asgi import application
+from support import events, identity, services
+from support.models import Message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = [(b"origin", b"http://127.0.0.1:8000")]
+
+
+@pytest.fixture(autouse=True)
+def memory_layer(settings, monkeypatch):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: None)
+    monkeypatch.setattr("support.events.publisher.send", lambda groups, event: None)
+
+
+@pytest.fixture
+def chat(demo):
+    conversation = services.conversation_start(customer=demo.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    services.message_append(conversation=conversation, author=Message.AGENT,
+                            wire={"role": "assistant", "content": None, "tool_calls": [
+                                {"id": "c1", "type": "function",
+                                 "function": {"name": "get_order", "arguments": "{}"}}]})
+    services.message_append(conversation=conversation, author=Message.TOOL,
+                            wire={"role": "tool", "tool_call_id": "c1", "content": '{"secret": "tool data"}'})
+    services.message_append(conversation=conversation, author=Message.AGENT,
+                            wire={"role": "assistant", "content": "It was delivered yesterday."})
+    conversation.refresh_from_db()
+    return conversation
+
+
+def customer_socket(conversation, origin=ORIGIN):
+    return WebsocketCommunicator(application, f"/ws/conversations/{conversation.public_id}/", headers=origin)
+
+
+async def received_until_replay_done(ws):
+    out = []
+    while True:
+        event = await ws.receive_json_from(timeout=3)
+        out.append(event)
+        if event["type"] == "replay.done":
+            return out
+
+
+def run(coro):
+    return async_to_sync(coro)()
+
+
+def test_it_replays_only_what_the_customer_may_see(chat):
+    async def go():
+        ws = customer_socket(chat)
+        assert (await ws.connect())[0]
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(chat), "last_seq": 0})
+        events_ = await received_until_replay_done(ws)
+        await ws.disconnect()
+        return events_
+
+    got = run(go)
+    shown = [(e["seq"], e["message"]["role"], e["message"]["content"]) for e in got if e["type"] == "message.saved"]
+    assert shown == [(2, "user", "Where is SU-41210?"), (5, "assistant", "It was delivered yesterday.")]
+    assert "tool data" not in str(got) and "get_order" not in str(got) and "Sundry's customer support" not in str(got)
+
+
+def test_it_replays_only_after_the_seq_the_client_has_and_drops_live_duplicates(chat):
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(chat), "last_seq": 2})
+        replayed = await received_until_replay_done(ws)
+        layer = get_channel_layer()
+        group = events.conversation_group(chat.public_id)
+        stale = {"type": "message.saved", "conversation": str(chat.public_id), "seq": 5,
+                 "message": {"seq": 5, "role": "assistant", "content": "It was delivered yesterday."}}
+        fresh = {**stale, "seq": 6, "message": {"seq": 6, "role": "assistant", "content": "Anything else?"}}
+        await layer.group_send(group, {"type": "desk.event", "event": stale})  # already replayed
+        await layer.group_send(group, {"type": "desk.event", "event": fresh})
+        live = await ws.receive_json_from(timeout=3)
+        assert await ws.receive_nothing(timeout=0.2)
+        await ws.disconnect()
+        return replayed, live
+
+    replayed, live = run(go)
+    assert [e["seq"] for e in replayed if e["type"] == "message.saved"] == [5]
+    assert live["seq"] == 6 and live["message"]["content"] == "Anything else?"
+
+
+def test_a_token_for_another_conversation_is_refused(chat, demo):
+    other = services.conversation_start(customer=demo.tom)
+
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(other), "last_seq": 0})
+        closed = await ws.receive_output(timeout=3)
+        return closed
+
+    assert run(go) == {"type": "websocket.close", "code": 4401}
+
+
+def test_nothing_is_sent_before_the_customer_authenticates(chat):
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "message", "text": "hello", "client_id": "x"})
+        return await ws.receive_output(timeout=3)
+
+    assert run(go) == {"type": "websocket.close", "code": 4401}
+    assert not chat.messages.filter(content="hello").exists()
+
+
+def test_a_foreign_origin_is_refused_at_the_handshake(chat):
+    async def go():
+        ws = customer_socket(chat, origin=[(b"origin", b"http://evil.example")])
+        connected, _ = await ws.connect()
+        return connected
+
+    assert run(go) is False
+
+
+def test_a_customer_message_over_the_socket_is_saved_once_per_client_id(chat):
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(chat), "last_seq": 5})
+        await received_until_replay_done(ws)
+        answers = []
+        for _ in range(2):
+            await ws.send_json_to({"type": "message", "text": "Thanks!", "client_id": "m-1"})
+            answers.append(await ws.receive_json_from(timeout=3))
+        await ws.send_json_to({"type": "message", "text": "   ", "client_id": "m-2"})
+        answers.append(await ws.receive_json_from(timeout=3))
+        await ws.disconnect()
+        return answers
+
+    first, again, empty = run(go)
+    assert first == {"type": "message.accepted", "client_id": "m-1", "seq": 6}
+    assert again == first
+    assert empty["type"] == "message.rejected" and "empty" in empty["error"]
+    assert chat.messages.filter(content="Thanks!").count() == 1
+
+
+def _session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+@pytest.mark.parametrize("staff", [False, None])
+def test_the_staff_socket_refuses_non_staff_and_anonymous(chat, staff):
+    headers = list(ORIGIN)
+    if staff is False:
+        headers.append((b"cookie", _session_cookie(get_user_model().objects.create_user("cust", password="x"))))
+
+    async def go():
+        ws = WebsocketCommunicator(application, "/ws/staff/", headers=headers)
+        connected, code = await ws.connect()
+        return connected, code
+
+    connected, code = run(go)
+    assert connected is False and code == 4403
+
+
+def test_staff_watch_a_conversation_with_tool_calls_and_results(chat):
+    user = get_user_model().objects.create_user("sam", password="x", is_staff=True)
+    headers = [*ORIGIN, (b"cookie", _session_cookie(user))]
+
+    async def go():
+        ws = WebsocketCommunicator(application, "/ws/staff/", headers=headers)
+        assert (await ws.connect())[0]
+        await ws.send_json_to({"type": "watch", "conversation": str(chat.public_id), "last_seq": 0})
+        got = await received_until_replay_done(ws)
+        await ws.disconnect()
+        return got
+
+    got = run(go)
+    roles = [e["message"]["role"] for e in got if e["type"] == "message.saved"]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    assert any(e["message"].get("tool_calls") for e in got if e["type"] == "message.saved")
