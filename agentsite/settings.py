@@ -98,12 +98,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "corsheaders",
     "csp",
     "support",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -236,12 +238,19 @@ CELERY_BEAT_SCHEDULE = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+        # socket_timeout None: a websocket's blocking receive waits for events for as long as it is open
+        # (redis-py 8 would otherwise time an idle socket out after 5 s and drop the connection).
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}], "capacity": 1000, "expiry": 30},
     }
 }
 
 # Origins of shop pages that embed the widget (its websocket checks them), e.g. "https://shop.example".
 WIDGET_ALLOWED_ORIGINS = [o for o in env_str("WIDGET_ALLOWED_ORIGINS", "").split(",") if o]
+# The customer API answers those shops' pages too: bearer tokens, never cookies, so no credentials.
+CORS_ALLOWED_ORIGINS = WIDGET_ALLOWED_ORIGINS
+CORS_URLS_REGEX = r"^/api/conversations"
+CORS_ALLOW_HEADERS = ["authorization", "content-type"]
+CORS_ALLOW_CREDENTIALS = False
 
 # Content Security Policy on every page: no inline script or style, nothing loaded from elsewhere, so
 # untrusted text that slipped into markup still could not run.

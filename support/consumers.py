@@ -49,7 +49,8 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
                                       "message": serializers.message_json(m, staff=self.staff)})
                 sent = m.seq
         self.sent_seq[key] = sent
-        await self.send_json({"type": "replay.done", "seq": sent, "conversation": key})
+        state = await database_sync_to_async(selectors.conversation_state)(conversation)
+        await self.send_json({"type": "replay.done", "seq": sent, "conversation": key, "state": state})
 
     async def desk_event(self, message):
         event = message["event"]

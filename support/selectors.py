@@ -56,6 +56,19 @@ def run_summary(run: Run | None) -> dict | None:
             "outcome": run.outcome or None}
 
 
+def conversation_state(conversation: Conversation) -> dict:
+    """What a client needs besides the messages after it (re)connects: who answers, and what the run is at."""
+    conversation.refresh_from_db(fields=["status", "assignee", "last_seq"])
+    run = latest_run(conversation)
+    assignee = conversation.assignee
+    return {
+        "status": conversation.status,
+        "assignee": (assignee.get_short_name() or assignee.get_username()) if assignee else None,
+        "run": run_summary(run),
+        "pending_approvals": Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count(),
+    }
+
+
 # -- approvals ------------------------------------------------------------------------------------------
 
 def _approvals():

@@ -21,6 +21,8 @@ def customer_can_see(message: Message) -> bool:
 def message_json(message: Message, *, staff: bool) -> dict:
     data = {"seq": message.seq, "role": message.role, "author": message.author, "content": message.content,
             "created_at": _ts(message.created_at)}
+    if message.client_id:  # the customer's own id for it: their widget matches it to what it sent
+        data["client_id"] = message.client_id
     if message.author == Message.STAFF and message.author_user_id:
         data["staff_name"] = message.author_user.get_short_name() or message.author_user.get_username()
     if staff:
@@ -116,7 +118,8 @@ def publish_approval(approval: Approval) -> None:
     conversation = approval.run.conversation
     kind = "approval.requested" if approval.pending else "approval.decided"
     data = approval_json(approval)
-    _customer(conversation, _event(conversation, kind, status=data["status"]))
+    waiting = Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count()
+    _customer(conversation, _event(conversation, kind, status=data["status"], pending_approvals=waiting))
     _staff(conversation, _event(conversation, kind, approval=data), listed=True)
 
 

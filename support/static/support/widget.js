@@ -1,0 +1,583 @@
+/* Sundry support widget: one <script src=".../static/support/widget.js" data-customer-token="..." defer>
+ * (or data-email + data-order) adds a chat button and panel in a Shadow DOM root. It speaks the desk's
+ * customer websocket protocol (docs/events.md). No dependencies, no build step. Every piece of server,
+ * customer or model text reaches the DOM through textContent: never innerHTML.
+ */
+(function () {
+  "use strict";
+  if (window.SundryWidget) return; // embedded twice: the first one wins
+
+  var script = document.currentScript || document.querySelector('script[src*="widget.js"]');
+  if (!script) return;
+
+  // -- where the desk is: derived from this script's own src, so a shop on another origin works --------
+  var scriptUrl = new URL(script.src, document.baseURI);
+  var staticDir = new URL("./", scriptUrl).href; // .../static/support/
+  var cut = scriptUrl.pathname.lastIndexOf("/static/");
+  var BASE = script.dataset.deskUrl ? new URL(script.dataset.deskUrl, scriptUrl).href
+    : scriptUrl.origin + (cut >= 0 ? scriptUrl.pathname.slice(0, cut + 1) : "/");
+  var WS_BASE = BASE.replace(/^http/, "ws");
+
+  var identity = script.dataset.customerToken ? {customer_token: script.dataset.customerToken}
+    : (script.dataset.email && script.dataset.order)
+      ? {email: script.dataset.email, order_number: script.dataset.order} : null;
+
+  // The shop's token is signed with a timestamp, so it changes with every page: key the stored
+  // conversation by its signed payload (Django's "payload:timestamp:signature"), which names the customer.
+  function identityKey() {
+    if (!identity) return null;
+    if (identity.customer_token) return "sundry-widget:c:" + identity.customer_token.split(":")[0];
+    return "sundry-widget:o:" + identity.email.trim().toLowerCase() + ":" + identity.order_number.trim().toUpperCase();
+  }
+  var storage = {
+    get: function () { try { return JSON.parse(localStorage.getItem(identityKey())); } catch (e) { return null; } },
+    set: function (v) { try { localStorage.setItem(identityKey(), JSON.stringify(v)); } catch (e) { /* private mode */ } },
+    drop: function () { try { localStorage.removeItem(identityKey()); } catch (e) { /* private mode */ } },
+  };
+
+  // -- safe markdown ---------------------------------------------------------------------------------
+  /* renderMarkdown(text) -> DocumentFragment. Contract: the fragment contains only p, br, strong, em,
+   * code, pre, ul, ol, li, blockquote, span and a elements; every piece of the input ends up in a text node
+   * (raw HTML stays literal text); a elements only for absolute http/https/mailto URLs, with target=_blank
+   * and rel="noopener noreferrer nofollow"; images are never loaded (alt text, plus the URL as a link). */
+  function el(tag, cls, text) {
+    var n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text != null) n.textContent = text;
+    return n;
+  }
+  function safeUrl(raw) {
+    try { var u = new URL(raw); return /^(https?|mailto):$/.test(u.protocol) ? u.href : null; } catch (e) { return null; }
+  }
+  function link(href, text) {
+    var a = el("a", null, text);
+    a.href = href; a.target = "_blank"; a.rel = "noopener noreferrer nofollow";
+    return a;
+  }
+  var TARGET = "((?:[^\\s()]|\\([^\\s()]*\\))*)(?:\\s+\"[^\"\\n]*\")?\\s*\\)"; // one level of (parens) in a URL
+  var IMG = new RegExp("^!\\[([^\\]\\n]*)\\]\\(\\s*" + TARGET);
+  var LINK = new RegExp("^\\[([^\\[\\]\\n]+)\\]\\(\\s*" + TARGET);
+  var CODE = /^(`+)([\s\S]*?[^`])\1(?!`)/;
+  var STRONG = /^(\*\*|__)(?=\S)([\s\S]*?\S)\1/;
+  var EM = /^(\*|_)(?=[^\s*_])([\s\S]*?[^\s*_])\1(?![*_])/;
+  var BARE = /^https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"]/;
+
+  function inline(text, parent, inLink) {
+    var buf = "", i = 0, m;
+    function flush() { if (buf) { parent.appendChild(document.createTextNode(buf)); buf = ""; } }
+    while (i < text.length) {
+      var c = text[i], rest = text.slice(i), prev = i ? text[i - 1] : " ";
+      if (c === "\\" && /[\\`*_\[\]()!#>~-]/.test(text[i + 1] || "")) { buf += text[i + 1]; i += 2; continue; }
+      if (c === "`" && (m = CODE.exec(rest))) { flush(); parent.appendChild(el("code", null, m[2])); }
+      else if (c === "!" && (m = IMG.exec(rest))) {
+        flush();
+        var img = el("span", "sw-md-img", "Image: " + (m[1] || "untitled"));
+        var src = !inLink && /^https?:/i.test(m[2]) && safeUrl(m[2]);
+        if (src) { img.appendChild(document.createTextNode(" ")); img.appendChild(link(src, src)); }
+        parent.appendChild(img);
+      } else if (c === "[" && !inLink && (m = LINK.exec(rest))) {
+        var href = safeUrl(m[2]);
+        if (!href) { buf += m[0]; i += m[0].length; continue; } // javascript: and friends stay literal text
+        flush();
+        var a = link(href, null);
+        inline(m[1], a, true);
+        parent.appendChild(a);
+      } else if (c === "h" && !inLink && !/\w/.test(prev) && (m = BARE.exec(rest)) && safeUrl(m[0])) {
+        flush(); parent.appendChild(link(safeUrl(m[0]), m[0]));
+      } else if ((c === "*" || c === "_") && (m = STRONG.exec(rest)) && (c === "*" || !/\w/.test(prev))) {
+        flush(); var b = el("strong"); inline(m[2], b, inLink); parent.appendChild(b);
+      } else if ((c === "*" || c === "_") && (m = EM.exec(rest)) &&
+                 (c === "*" || (!/\w/.test(prev) && !/\w/.test(text[i + m[0].length] || "")))) {
+        flush(); var em = el("em"); inline(m[2], em, inLink); parent.appendChild(em);
+      } else { buf += c; i += 1; continue; }
+      i += m[0].length;
+    }
+    flush();
+  }
+
+  var FENCE = /^\s{0,3}(```+|~~~+)\s*([\w+-]*)\s*$/;
+  var BULLET = /^\s*[-*+]\s+(.*)$/;
+  var NUMBER = /^\s*(\d{1,9})[.)]\s+(.*)$/;
+  var HEADING = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
+  var QUOTE = /^\s{0,3}>\s?(.*)$/;
+  function startsBlock(line) { return FENCE.test(line) || BULLET.test(line) || NUMBER.test(line) || HEADING.test(line) || QUOTE.test(line); }
+  function lines(parent, list) {
+    list.forEach(function (line, k) { if (k) parent.appendChild(el("br")); inline(line, parent, false); });
+  }
+
+  function renderMarkdown(src) {
+    var frag = document.createDocumentFragment();
+    var rows = String(src == null ? "" : src).replace(/\r\n?/g, "\n").split("\n");
+    var i = 0, m;
+    while (i < rows.length) {
+      var line = rows[i];
+      if (!line.trim()) { i++; continue; }
+      if ((m = FENCE.exec(line))) {
+        var body = [], close = m[1];
+        for (i++; i < rows.length && rows[i].trim() !== close; i++) body.push(rows[i]);
+        i++;
+        var pre = el("pre"), code = el("code", null, body.join("\n"));
+        if (m[2]) code.dataset.lang = m[2];
+        pre.appendChild(code); frag.appendChild(pre);
+      } else if (BULLET.test(line) || NUMBER.test(line)) {
+        var ordered = !BULLET.test(line), pattern = ordered ? NUMBER : BULLET;
+        var list = el(ordered ? "ol" : "ul"), item = null, texts = [];
+        if (ordered && +NUMBER.exec(line)[1] !== 1) list.start = +NUMBER.exec(line)[1];
+        var end = function () { if (item) { lines(item, texts); list.appendChild(item); } };
+        for (; i < rows.length && rows[i].trim(); i++) {
+          if ((m = pattern.exec(rows[i]))) { end(); item = el("li"); texts = [m[ordered ? 2 : 1]]; }
+          else if (startsBlock(rows[i]) && !/^\s/.test(rows[i])) break;
+          else texts.push(rows[i].trim()); // a continuation of the item
+        }
+        end(); frag.appendChild(list);
+      } else if ((m = HEADING.exec(line))) {
+        var h = el("p", "sw-md-heading"), s = el("strong");
+        inline(m[1], s, false); h.appendChild(s); frag.appendChild(h); i++;
+      } else if (QUOTE.test(line)) {
+        var quoted = [];
+        for (; i < rows.length && (m = QUOTE.exec(rows[i])); i++) quoted.push(m[1]);
+        var q = el("blockquote"); lines(q, quoted); frag.appendChild(q);
+      } else {
+        var para = [line];
+        for (i++; i < rows.length && rows[i].trim() && !startsBlock(rows[i]); i++) para.push(rows[i]);
+        var p = el("p"); lines(p, para); frag.appendChild(p);
+      }
+    }
+    return frag;
+  }
+
+  // -- the DOM ---------------------------------------------------------------------------------------
+  function svg(d) {
+    var NS = "http://www.w3.org/2000/svg", s = document.createElementNS(NS, "svg"), p = document.createElementNS(NS, "path");
+    s.setAttribute("viewBox", "0 0 24 24"); s.setAttribute("aria-hidden", "true"); s.setAttribute("focusable", "false");
+    p.setAttribute("d", d); s.appendChild(p);
+    return s;
+  }
+  function tid(node, id) { node.setAttribute("data-testid", id); return node; }
+  var ICON_CHAT = "M4 5.5A2.5 2.5 0 0 1 6.5 3h11A2.5 2.5 0 0 1 20 5.5v8a2.5 2.5 0 0 1-2.5 2.5H10l-4.2 3.6A.5.5 0 0 1 5 19.2V16h-.5A.5.5 0 0 1 4 15.5z";
+  var ICON_CLOSE = "M6.4 5 5 6.4 10.6 12 5 17.6 6.4 19l5.6-5.6 5.6 5.6 1.4-1.4-5.6-5.6L19 6.4 17.6 5 12 10.6z";
+  var ICON_SEND = "M3.4 20.4 21 12 3.4 3.6 3.4 10l12.6 2-12.6 2z";
+
+  var host = tid(el("div"), "widget-host");
+  host.id = "sundry-support-widget";
+  var shadow = host.attachShadow({mode: "open"});
+  var css = el("link"); css.rel = "stylesheet"; css.href = staticDir + "widget.css";
+  var root = el("div", "sw-root"); root.hidden = true; // shown once the stylesheet is in, no flash of bare markup
+  css.onload = css.onerror = function () { root.hidden = false; };
+  shadow.appendChild(css); shadow.appendChild(root);
+
+  var button = tid(el("button", "sw-launcher"), "widget-button");
+  button.type = "button"; button.setAttribute("aria-label", "Open Sundry support chat");
+  button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-controls", "sw-panel");
+  var unread = tid(el("span", "sw-unread"), "widget-unread"); unread.hidden = true;
+  unread.appendChild(el("span", "sw-visually-hidden", "New message"));
+  var chatIcon = svg(ICON_CHAT), closeIcon = svg(ICON_CLOSE);
+  chatIcon.classList.add("sw-icon-chat"); closeIcon.classList.add("sw-icon-close");
+  [chatIcon, closeIcon, el("span", "sw-launcher-label", "Chat with us"), unread].forEach(function (n) { button.appendChild(n); });
+
+  var panel = tid(el("section", "sw-panel"), "widget-panel");
+  panel.id = "sw-panel"; panel.hidden = true;
+  panel.setAttribute("role", "dialog"); panel.setAttribute("aria-labelledby", "sw-title");
+  var header = el("header", "sw-header"), heading = el("div", "sw-heading");
+  var title = el("h2", "sw-title", "Sundry support"); title.id = "sw-title";
+  var subtitle = tid(el("p", "sw-subtitle", "Our assistant replies in seconds"), "widget-subtitle");
+  var closeBtn = tid(el("button", "sw-close"), "widget-close");
+  closeBtn.type = "button"; closeBtn.setAttribute("aria-label", "Close chat"); closeBtn.appendChild(svg(ICON_CLOSE));
+  heading.appendChild(title); heading.appendChild(subtitle);
+  header.appendChild(el("span", "sw-avatar", "S")); header.appendChild(heading); header.appendChild(closeBtn);
+
+  var reconnecting = tid(el("div", "sw-reconnecting", "Reconnecting…"), "widget-reconnecting");
+  reconnecting.setAttribute("role", "status"); reconnecting.hidden = true;
+
+  var transcript = tid(el("div", "sw-transcript"), "widget-transcript");
+  transcript.setAttribute("role", "log"); transcript.setAttribute("aria-live", "polite");
+  transcript.setAttribute("aria-label", "Conversation"); transcript.tabIndex = 0;
+  var intro = el("p", "sw-intro", "Hi! I'm Sundry's assistant. Ask me about an order, a delivery or a refund. " +
+    "A person from our team checks every refund before it's issued.");
+  var list = el("ol", "sw-messages");
+  var suggestions = el("div", "sw-suggestions"); suggestions.setAttribute("aria-label", "Suggestions"); suggestions.setAttribute("role", "group");
+  ["Where is my order?", "My parcel never arrived", "An item arrived damaged"].forEach(function (text) {
+    var chip = tid(el("button", "sw-suggestion", text), "widget-suggestion"); chip.type = "button";
+    chip.addEventListener("click", function () { input.value = text; submit(); });
+    suggestions.appendChild(chip);
+  });
+  transcript.appendChild(intro); transcript.appendChild(suggestions); transcript.appendChild(list);
+  var jump = tid(el("button", "sw-jump", "New messages ↓"), "widget-jump"); jump.type = "button"; jump.hidden = true;
+
+  var activity = tid(el("div", "sw-activity"), "widget-typing"); activity.hidden = true;
+  var dots = el("span", "sw-dots"); dots.setAttribute("aria-hidden", "true");
+  dots.appendChild(el("span")); dots.appendChild(el("span")); dots.appendChild(el("span"));
+  var status = tid(el("span", "sw-status"), "widget-status"); status.setAttribute("role", "status");
+  activity.appendChild(dots); activity.appendChild(el("span", "sw-visually-hidden", "The assistant is working")); activity.appendChild(status);
+
+  function banner(id, cls) {
+    var b = tid(el("div", "sw-banner " + cls), id); b.setAttribute("role", "status"); b.hidden = true;
+    b.appendChild(el("span", "sw-banner-icon")); var t = el("div", "sw-banner-text");
+    t.appendChild(el("strong")); t.appendChild(el("span")); b.appendChild(t);
+    b.say = function (head, sub) { t.firstChild.textContent = head; t.lastChild.textContent = sub; };
+    return b;
+  }
+  var approvalBanner = banner("widget-approval-banner", "sw-banner--approval");
+  approvalBanner.say("A specialist is reviewing your request", "We'll let you know here as soon as it's decided. You can keep writing.");
+  var handoverBanner = banner("widget-handover-banner", "sw-banner--handover");
+
+  var composer = tid(el("form", "sw-composer"), "widget-composer");
+  var label = el("label", "sw-visually-hidden", "Your message"); label.htmlFor = "sw-input";
+  var input = tid(el("textarea", "sw-input"), "widget-input");
+  input.id = "sw-input"; input.rows = 1; input.placeholder = "Write a message…";
+  var send = tid(el("button", "sw-send"), "widget-send");
+  send.type = "submit"; send.setAttribute("aria-label", "Send message"); send.appendChild(svg(ICON_SEND));
+  composer.appendChild(label); composer.appendChild(input); composer.appendChild(send);
+  var error = tid(el("p", "sw-error"), "widget-error"); error.setAttribute("role", "alert"); error.hidden = true;
+
+  [header, reconnecting, transcript, jump, activity, approvalBanner, handoverBanner, composer, error]
+    .forEach(function (n) { panel.appendChild(n); });
+  root.appendChild(button); root.appendChild(panel);
+
+  // -- transcript rendering --------------------------------------------------------------------------
+  var seen = new Set();          // seqs on screen: a message.saved is shown exactly once
+  var lastSeq = 0;               // the highest seq received, sent with resume
+  var pending = [];              // the customer's messages not yet accepted: {client_id, text, node}
+  var stream = null;             // the provisional bubble of the agent's streaming reply
+  var streamBroken = false;      // deltas were lost while reconnecting: ignore them until the next reply
+  var lastStaffName = null;
+
+  // Follow the newest message unless the user scrolled up: only a scroll upwards unpins (a programmatic
+  // smooth scroll only moves down, and content growing fires no scroll event).
+  var pinned = true, lastTop = 0;
+  function nearBottom() { return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 48; }
+  function toBottom(smooth) {
+    var reduced = window.matchMedia && matchMedia("(prefers-reduced-motion: reduce)").matches;
+    transcript.scrollTo({top: transcript.scrollHeight, behavior: smooth && !reduced ? "smooth" : "auto"});
+    pinned = true; jump.hidden = true;
+  }
+  function changed(smooth) { if (pinned) toBottom(smooth && !replaying); else jump.hidden = false; }
+  transcript.addEventListener("scroll", function () {
+    if (nearBottom()) { pinned = true; jump.hidden = true; } else if (transcript.scrollTop < lastTop - 2) pinned = false;
+    lastTop = transcript.scrollTop;
+  });
+  jump.addEventListener("click", function () { toBottom(true); input.focus(); });
+
+  function timeOf(iso) {
+    var t = el("time", "sw-time"), d = iso ? new Date(iso) : new Date();
+    t.dateTime = d.toISOString();
+    t.textContent = d.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"});
+    t.title = d.toLocaleString();
+    return t;
+  }
+
+  function messageNode(m) {
+    var author = m.author || (m.role === "user" ? "customer" : "agent");
+    if (author === "system") {
+      var notice = tid(el("li", "sw-notice"), "widget-message");
+      notice.dataset.author = "system"; notice.appendChild(el("span", "sw-notice-text", m.content));
+      return notice;
+    }
+    var li = tid(el("li", "sw-msg sw-msg--" + author), "widget-message");
+    li.dataset.author = author;
+    if (author !== "customer") {
+      var name = author === "staff" ? (m.staff_name || "Support team") + " · Sundry team" : "Sundry assistant";
+      li.appendChild(el("span", "sw-name", name));
+    }
+    var bubble = el("div", "sw-bubble");
+    if (author === "agent") { bubble.classList.add("sw-md"); bubble.appendChild(renderMarkdown(m.content)); }
+    else bubble.textContent = m.content; // customer and staff text is plain text, line breaks kept by CSS
+    li.appendChild(bubble);
+    var meta = el("div", "sw-meta"); meta.appendChild(timeOf(m.created_at)); li.appendChild(meta);
+    return li;
+  }
+
+  function place(node, seq) { // in seq order among saved messages; pending ones stay after them
+    var after = null;
+    for (var n = list.firstChild; n; n = n.nextSibling) {
+      if (!n.dataset.seq || +n.dataset.seq > seq) { after = n; break; }
+    }
+    list.insertBefore(node, after);
+    suggestions.hidden = true;
+  }
+
+  function same(a, b) { return a.normalize("NFC").trim() === String(b || "").normalize("NFC").trim(); }
+
+  function onSaved(m) {
+    if (seen.has(m.seq)) return;
+    seen.add(m.seq);
+    lastSeq = Math.max(lastSeq, m.seq);
+    if (m.author === "customer") { // our own message may be on screen already, waiting for its accepted
+      var own = pending.filter(function (p) { return same(p.text, m.content); })[0];
+      if (own) { settle(own, m.seq); return changed(true); }
+    }
+    if (m.role === "assistant") { dropStream(); streamBroken = false; setLabel(null); }
+    if (m.author === "staff" && m.staff_name) lastStaffName = m.staff_name;
+    var node = messageNode(m); node.dataset.seq = m.seq; place(node, m.seq);
+    if (!replaying && panel.hidden && m.author !== "customer") unread.hidden = false;
+    changed(true);
+  }
+
+  function settle(p, seq) { // a pending message is now saved with this seq
+    pending.splice(pending.indexOf(p), 1);
+    p.node.dataset.seq = seq; delete p.node.dataset.state; delete p.node.dataset.clientId;
+    p.node.querySelector(".sw-state").remove();
+    seen.add(seq);
+    list.removeChild(p.node); place(p.node, seq);
+  }
+
+  function showStream(text) {
+    if (!stream) {
+      stream = tid(el("li", "sw-msg sw-msg--agent sw-streaming"), "widget-streaming");
+      stream.dataset.author = "agent"; stream.setAttribute("aria-hidden", "true"); // the saved answer is announced
+      stream.appendChild(el("span", "sw-name", "Sundry assistant"));
+      stream.appendChild(el("div", "sw-bubble sw-md")); stream.text = "";
+      list.appendChild(stream);
+    }
+    stream.text += text;
+    var bubble = stream.lastChild;
+    bubble.textContent = "";
+    bubble.appendChild(renderMarkdown(stream.text));
+  }
+  function dropStream() { if (stream) { stream.remove(); stream = null; } }
+
+  // -- the agent's state: working, waiting on a specialist, handed to a person ------------------------
+  var state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null};
+  var labelTimer = null;
+  function setLabel(label) {
+    clearTimeout(labelTimer);
+    state.label = label;
+    status.textContent = label ? label.replace(/[.…]+$/, "") + "…" : "";
+    status.hidden = !label;
+    renderState();
+  }
+  function renderState() {
+    var working = (state.run === "queued" || state.run === "running") && !state.awaiting;
+    activity.hidden = !working || !!(stream && stream.text);
+    approvalBanner.hidden = !state.awaiting;
+    var human = state.conversation === "needs_attention" || state.conversation === "taken_over";
+    handoverBanner.hidden = !human;
+    if (human) {
+      var who = state.conversation === "taken_over" ? (state.assignee || lastStaffName) : null;
+      handoverBanner.say(who ? who + " from our team has joined" : "You're now chatting with our support team",
+        who ? "They'll reply right here." : "A member of our team will reply here, usually within one business day.");
+    }
+    subtitle.textContent = human ? "Chatting with our support team" : "Our assistant replies in seconds";
+    panel.dataset.conversation = state.conversation;
+    suggestions.hidden = list.children.length > 0;
+    if (pinned) transcript.scrollTop = transcript.scrollHeight; // a banner took room from the transcript
+  }
+  function setRun(status) {
+    state.run = status;
+    if (status !== "awaiting_approval") state.awaiting = false; else state.awaiting = true;
+    if (status === "stopped" || status === "awaiting_approval") { dropStream(); streamBroken = false; setLabel(null); }
+    renderState();
+  }
+
+  // -- the conversation and its socket ---------------------------------------------------------------
+  var conv = null, starting = null, ws = null, ready = false, replaying = false;
+  var attempt = 0, retryTimer = null, pingTimer = null, awaitingPong = false, expired = false, stateEpoch = 0;
+
+  function api(path, options) {
+    return fetch(BASE + "api/" + path, options).catch(function () {
+      throw new Error("We couldn't reach our support desk. Check your connection and try again.");
+    }).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (body) {
+        if (!r.ok) throw new Error(body.error || "The support desk answered " + r.status + ".");
+        return body;
+      });
+    });
+  }
+
+  function ensureConversation() {
+    if (conv) return Promise.resolve(conv);
+    if (starting) return starting;
+    if (!identity) return Promise.reject(new Error("This page did not say who you are (data-customer-token)."));
+    var stored = storage.get();
+    if (stored && stored.id && stored.token) { conv = stored; conv.fromStorage = true; return Promise.resolve(conv); }
+    starting = api("conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(identity)})
+      .then(function (body) {
+        conv = {id: body.conversation.id, token: body.token};
+        storage.set({id: conv.id, token: conv.token});
+        return conv;
+      })
+      .finally(function () { starting = null; });
+    return starting;
+  }
+
+  function start() {
+    hideError();
+    ensureConversation().then(connect, function (e) { showError("We couldn't start the chat. " + e.message); });
+  }
+
+  function connect() {
+    if (!conv || (ws && ws.readyState <= 1)) return;
+    clearTimeout(retryTimer);
+    var socket = ws = new WebSocket(WS_BASE + "ws/conversations/" + conv.id + "/");
+    ready = false;
+    panel.dataset.connection = attempt ? "reconnecting" : "connecting";
+    socket.onopen = function () { socket.send(JSON.stringify({type: "resume", token: conv.token, last_seq: lastSeq})); replaying = true; };
+    socket.onmessage = function (e) { if (socket === ws) { try { handle(JSON.parse(e.data)); } catch (err) { console.error("sundry widget:", err); } } };
+    socket.onclose = function (e) { if (socket === ws) closed(e.code); };
+  }
+
+  function closed(code) {
+    ws = null; ready = false; replaying = false;
+    clearInterval(pingTimer);
+    if (stream) { dropStream(); streamBroken = true; } // deltas are not replayed: wait for the saved answer
+    pendingLabels();
+    if (code === 4401) return forget();
+    reconnecting.hidden = false; panel.dataset.connection = "reconnecting";
+    var delay = Math.min(10000, 500 * Math.pow(2, attempt++)) * (0.75 + Math.random() * 0.5);
+    retryTimer = setTimeout(connect, delay);
+  }
+
+  function forget() { // 4401: the conversation token is bad or expired; the next open starts a new one
+    var wasStored = conv && conv.fromStorage && !conv.resumed;
+    storage.drop(); conv = null; attempt = 0;
+    reconnecting.hidden = true; panel.dataset.connection = "closed";
+    if (wasStored) return start(); // a stale stored conversation: start afresh right away
+    expired = true;
+    var notice = tid(el("li", "sw-notice sw-notice--local"), "widget-notice");
+    notice.appendChild(el("span", "sw-notice-text", "This chat has ended. Send a message to start a new one."));
+    list.appendChild(notice); toBottom(false);
+  }
+
+  function reset() { // a new conversation: clear the old one off the screen
+    expired = false; list.textContent = ""; seen.clear(); lastSeq = 0; dropStream(); lastStaffName = null;
+    state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null}; setLabel(null);
+  }
+
+  function handle(ev) {
+    switch (ev.type) {
+      case "message.saved": return onSaved(ev.message);
+      case "replay.done":
+        lastSeq = Math.max(lastSeq, ev.seq || 0);
+        ready = true; replaying = false; attempt = 0; conv.resumed = true;
+        reconnecting.hidden = true; panel.dataset.connection = "open";
+        clearInterval(pingTimer); pingTimer = setInterval(ping, 25000);
+        refreshState(); flush();
+        if (pinned) toBottom(false);
+        return;
+      case "message.accepted": {
+        var p = pending.filter(function (x) { return x.client_id === ev.client_id; })[0];
+        if (!p) return;
+        if (seen.has(ev.seq)) { pending.splice(pending.indexOf(p), 1); p.node.remove(); return; }
+        return settle(p, ev.seq);
+      }
+      case "message.rejected": return rejected(ev);
+      case "token.delta":
+        if (ev.text === "") { streamBroken = false; if (stream) { stream.text = ""; stream.lastChild.textContent = ""; } }
+        else if (!streamBroken) { showStream(ev.text); changed(false); }
+        return renderState();
+      case "step.started": return setLabel(ev.label || null);
+      case "step.finished": clearTimeout(labelTimer); labelTimer = setTimeout(function () { setLabel(null); }, 250); return;
+      case "run.status": stateEpoch++; return setRun(ev.status);
+      case "approval.requested": stateEpoch++; state.awaiting = true; return renderState();
+      case "approval.decided": stateEpoch++; state.awaiting = false; return renderState();
+      case "conversation.updated":
+      case "conversation.assigned":
+        stateEpoch++; state.conversation = ev.status || (ev.detail && ev.detail.status) || state.conversation;
+        if (ev.type === "conversation.assigned") state.assignee = ev.assignee || null;
+        return renderState();
+      case "pong": awaitingPong = false; return;
+    }
+  }
+
+  function ping() { // a socket that stopped answering is closed and reconnected
+    if (!ws || ws.readyState !== 1) return;
+    if (awaitingPong) { awaitingPong = false; return ws.close(); }
+    awaitingPong = true; ws.send(JSON.stringify({type: "ping"}));
+  }
+
+  // Only messages are replayed after resume; the run's and the conversation's state are read over HTTP.
+  function refreshState() {
+    var epoch = stateEpoch, c = conv;
+    api("conversations/" + c.id, {headers: {Authorization: "Bearer " + c.token}}).then(function (body) {
+      if (epoch !== stateEpoch || c !== conv) return; // a live event was newer
+      state.conversation = body.conversation.status;
+      state.run = body.run ? body.run.status : null;
+      state.awaiting = !!body.awaiting_approval;
+      renderState();
+    }, function () { /* the live events still arrive */ });
+  }
+
+  // -- sending -----------------------------------------------------------------------------------------
+  function clientId() {
+    return (crypto.randomUUID ? crypto.randomUUID() : Date.now().toString(36) + Math.random().toString(36).slice(2)).replace(/-/g, "");
+  }
+  function submit() {
+    var text = input.value;
+    if (!text.trim()) return;
+    if (expired) reset();
+    hideError();
+    var p = {client_id: clientId(), text: text};
+    p.node = tid(el("li", "sw-msg sw-msg--customer"), "widget-message");
+    p.node.dataset.author = "customer"; p.node.dataset.clientId = p.client_id;
+    p.node.appendChild(el("div", "sw-bubble", text));
+    var meta = el("div", "sw-meta"); meta.appendChild(timeOf(null)); meta.appendChild(el("span", "sw-state"));
+    p.node.appendChild(meta);
+    list.insertBefore(p.node, stream); // before the agent's streaming reply, if any
+    suggestions.hidden = true;
+    pending.push(p);
+    input.value = ""; grow();
+    toBottom(true);
+    if (ready) transmit(p); else { pendingLabels(); if (!conv) start(); }
+  }
+  function transmit(p) {
+    p.node.dataset.state = "sending"; p.node.querySelector(".sw-state").textContent = "Sending…";
+    ws.send(JSON.stringify({type: "message", text: p.text, client_id: p.client_id}));
+  }
+  function flush() { pending.slice().forEach(transmit); } // the same client_id again: saved once
+  function pendingLabels() {
+    pending.forEach(function (p) { p.node.dataset.state = "queued"; p.node.querySelector(".sw-state").textContent = "Waiting for connection…"; });
+  }
+  function rejected(ev) {
+    var p = pending.filter(function (x) { return x.client_id === ev.client_id; })[0];
+    if (p) {
+      pending.splice(pending.indexOf(p), 1); p.node.remove();
+      input.value = input.value.trim() ? p.text + "\n" + input.value : p.text; grow();
+    }
+    showError(ev.error || "Your message could not be sent.");
+    input.focus();
+  }
+  function showError(text) { error.textContent = text; error.hidden = false; }
+  function hideError() { error.hidden = true; error.textContent = ""; }
+  function grow() { input.style.height = "auto"; input.style.height = Math.min(input.scrollHeight, 140) + "px"; }
+
+  composer.addEventListener("submit", function (e) { e.preventDefault(); submit(); });
+  input.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  });
+  input.addEventListener("input", grow);
+
+  // -- open and close --------------------------------------------------------------------------------
+  function open() {
+    panel.hidden = false; root.classList.add("sw-open");
+    panel.setAttribute("aria-modal", phone.matches ? "true" : "false");
+    button.setAttribute("aria-expanded", "true"); button.setAttribute("aria-label", "Close Sundry support chat");
+    unread.hidden = true;
+    if (expired) reset();
+    if (!conv || !ws) start();
+    toBottom(false);
+    input.focus();
+  }
+  function close() {
+    panel.hidden = true; root.classList.remove("sw-open");
+    button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-label", "Open Sundry support chat");
+    button.focus();
+  }
+  button.addEventListener("click", function () { if (panel.hidden) open(); else close(); });
+  closeBtn.addEventListener("click", close);
+  var phone = window.matchMedia("(max-width: 480px)");
+  root.addEventListener("keydown", function (e) {
+    if (e.key === "Escape" && !panel.hidden) { e.stopPropagation(); close(); }
+    // Full-screen on a phone the panel is modal: Tab cycles inside it.
+    if (e.key === "Tab" && !panel.hidden && phone.matches) {
+      var edge = e.shiftKey ? closeBtn : send;
+      if (shadow.activeElement === edge) { e.preventDefault(); (e.shiftKey ? send : closeBtn).focus(); }
+    }
+  });
+  window.addEventListener("online", function () { if (conv && !ws) { attempt = 0; connect(); } });
+
+  renderState();
+  function mount() { document.body.appendChild(host); }
+  if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
+
+  window.SundryWidget = {open: open, close: close, _renderMarkdown: renderMarkdown};
+})();
