@@ -8,4 +8,6 @@ app_name = "console"
 
 urlpatterns = [
     path("", console.index, name="index"),
+    path("conversations/<uuid:public_id>/", console.conversation, name="conversation"),
+    path("approvals/", console.approvals, name="approvals"),
 ]

@@ -7,6 +7,7 @@ themselves. The protocol is docs/events.md.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -28,6 +29,7 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.sent_seq: dict[str, int] = {}
         self.joined: set[str] = set()
+        self.recent_ids: deque[str] = deque(maxlen=256)  # events reaching us through two groups
         await self.accept()
 
     async def disconnect(self, code):
@@ -53,6 +55,11 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "replay.done", "seq": sent, "conversation": key, "state": state})
 
     async def desk_event(self, message):
+        event_id = message.get("id")
+        if event_id is not None:
+            if event_id in self.recent_ids:
+                return
+            self.recent_ids.append(event_id)
         event = message["event"]
         key = event.get("conversation")
         if event["type"] == "message.saved" and key is not None:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import threading
+import uuid
 
 from channels.layers import get_channel_layer
 
@@ -68,7 +69,9 @@ class Publisher:
         if get_channel_layer() is None:
             return
         loop = self._ensure_loop()
-        loop.call_soon_threadsafe(self._queue.put_nowait, (groups, {"type": "desk.event", "event": event}))
+        # One id per event, whatever the number of groups: a socket in two of them sends it once.
+        message = {"type": "desk.event", "id": uuid.uuid4().hex, "event": event}
+        loop.call_soon_threadsafe(self._queue.put_nowait, (groups, message))
 
     def flush(self, timeout: float = 5.0) -> None:
         """Wait until everything sent so far has gone out (tests, shutdown)."""

@@ -247,7 +247,9 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         fields = dict(outcome=result.outcome or "", outcome_summary=result.outcome_summary,
                       summary=result.summary, detail=result.detail[:2000], lease="")
         if result.status == agent.AWAITING_APPROVAL:
-            fields.update(status=Run.AWAITING_APPROVAL)
+            # A clean pause: attempts count the claims since, so a run that pauses often is not taken
+            # for one whose worker keeps dying.
+            fields.update(status=Run.AWAITING_APPROVAL, attempts=0)
         else:
             fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
         if not Run.objects.filter(pk=run.pk, lease=lease).update(**fields):

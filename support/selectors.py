@@ -49,21 +49,24 @@ def latest_run(conversation: Conversation) -> Run | None:
     return conversation.runs.order_by("-created_at", "-pk").first()
 
 
-def run_summary(run: Run | None) -> dict | None:
+def run_summary(run: Run | None, *, staff: bool = False) -> dict | None:
     if run is None:
         return None
-    return {"id": str(run.public_id), "status": run.status, "stop_reason": run.stop_reason or None,
-            "outcome": run.outcome or None}
+    summary = {"id": str(run.public_id), "status": run.status, "stop_reason": run.stop_reason or None,
+               "outcome": run.outcome or None}
+    if staff:  # what a run cost is the desk's business, not the customer's
+        summary.update(cost_usd=str(run.cost_usd),
+                       created_at=run.created_at.isoformat().replace("+00:00", "Z") if run.created_at else None)
+    return summary
 
 
 def conversation_state(conversation: Conversation) -> dict:
     """What a client needs besides the messages after it (re)connects: who answers, and what the run is at."""
     conversation.refresh_from_db(fields=["status", "assignee", "last_seq"])
     run = latest_run(conversation)
-    assignee = conversation.assignee
     return {
         "status": conversation.status,
-        "assignee": (assignee.get_short_name() or assignee.get_username()) if assignee else None,
+        "assignee": serializers.staff_name(conversation.assignee),
         "run": run_summary(run),
         "pending_approvals": Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count(),
     }

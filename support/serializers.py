@@ -14,6 +14,11 @@ def _ts(value) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value else None
 
 
+def staff_name(user) -> str | None:
+    """How a staff member is named everywhere: first name, else username."""
+    return (user.get_short_name() or user.get_username()) if user is not None else None
+
+
 def customer_can_see(message: Message) -> bool:
     return message.role in ("user", "assistant") and bool(message.content)
 
@@ -24,7 +29,7 @@ def message_json(message: Message, *, staff: bool) -> dict:
     if message.client_id:  # the customer's own id for it: their widget matches it to what it sent
         data["client_id"] = message.client_id
     if message.author == Message.STAFF and message.author_user_id:
-        data["staff_name"] = message.author_user.get_short_name() or message.author_user.get_username()
+        data["staff_name"] = staff_name(message.author_user)
     if staff:
         if message.tool_calls:
             data["tool_calls"] = message.tool_calls
@@ -37,7 +42,8 @@ def message_json(message: Message, *, staff: bool) -> dict:
 def run_json(run: Run) -> dict:
     return {
         "id": str(run.public_id), "conversation": str(run.conversation.public_id), "status": run.status,
-        "stop_reason": run.stop_reason or None, "outcome": run.outcome or None, "attempts": run.attempts,
+        "stop_reason": run.stop_reason or None, "outcome": run.outcome or None,
+        "outcome_summary": run.outcome_summary, "attempts": run.attempts,
         "heartbeat_at": _ts(run.heartbeat_at), "turns": run.turns, "prompt_tokens": run.prompt_tokens,
         "completion_tokens": run.completion_tokens, "cost_usd": str(run.cost_usd), "summary": run.summary,
         "detail": run.detail, "created_at": _ts(run.created_at), "finished_at": _ts(run.finished_at),
@@ -46,7 +52,7 @@ def run_json(run: Run) -> dict:
 
 def step_json(step: Step) -> dict:
     return {
-        "kind": step.kind, "turn": step.turn, "label": step.label, "tool": step.tool, "call_id": step.call_id,
+        "run": str(step.run.public_id), "kind": step.kind, "turn": step.turn, "label": step.label, "tool": step.tool, "call_id": step.call_id,
         "arguments": step.arguments, "result": step.result, "error": step.error, "model": step.model,
         "finish_reason": step.finish_reason, "attempts": step.attempts, "prompt_tokens": step.prompt_tokens,
         "completion_tokens": step.completion_tokens, "cost_usd": str(step.cost_usd),
@@ -62,7 +68,7 @@ def approval_json(approval: Approval) -> dict:
         "status": "pending" if approval.pending else approval.decision, "requested_at": _ts(approval.requested_at),
         "requested_arguments": approval.requested_arguments, "executed_arguments": approval.executed_arguments,
         "decided_at": _ts(approval.decided_at), "reason": approval.reason,
-        "decided_by": approval.decided_by.get_username() if approval.decided_by_id else None,
+        "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
     }
 
 
@@ -71,7 +77,7 @@ def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
             "created_at": _ts(conversation.created_at)}
     if staff:
         data.update(customer=conversation.customer.email, attention_reason=conversation.attention_reason,
-                    assignee=conversation.assignee.get_username() if conversation.assignee_id else None,
+                    assignee=staff_name(conversation.assignee) if conversation.assignee_id else None,
                     updated_at=_ts(conversation.updated_at))
     return data
 
@@ -97,6 +103,9 @@ def publish_message(message: Message) -> None:
     _staff(conversation, {**base, "message": message_json(message, staff=True)})
     if customer_can_see(message):
         _customer(conversation, {**base, "message": message_json(message, staff=False)})
+    if message.author in (Message.CUSTOMER, Message.STAFF):  # the console's list shows it moved
+        events.publisher.send([events.STAFF_GROUP], _event(conversation, "conversation.updated",
+                              status=conversation.status, detail=conversation_json(conversation, staff=True)))
 
 
 def publish_run(run: Run) -> None:
@@ -127,8 +136,7 @@ def publish_conversation(conversation: Conversation, event_type: str = "conversa
     """conversation.updated, or conversation.assigned when a staff member took it over or handed it back."""
     extra = {"status": conversation.status}
     if event_type == "conversation.assigned":
-        assignee = conversation.assignee
-        extra["assignee"] = (assignee.get_short_name() or assignee.get_username()) if assignee else None
+        extra["assignee"] = staff_name(conversation.assignee)
     _customer(conversation, _event(conversation, event_type, detail=conversation_json(conversation, staff=False),
                                    **extra))
     _staff(conversation, _event(conversation, event_type, detail=conversation_json(conversation, staff=True),

@@ -48,6 +48,7 @@ def conversation_start(*, customer: Customer) -> Conversation:
         conversation = Conversation.objects.create(customer=customer)
         message_append(conversation=conversation, wire={"role": "system", "content": assistant.system_prompt()},
                        author=Message.SYSTEM)
+        transaction.on_commit(lambda: serializers.publish_conversation(conversation))
     return conversation
 
 
@@ -285,6 +286,7 @@ def _stop_paused_run(run: Run, conversation: Conversation) -> None:
         ToolCall.objects.filter(pk=approval.tool_call_id).update(status=ToolCall.REJECTED)
         message_append(conversation=conversation, author=Message.TOOL, run=run, wire={
             "role": "tool", "tool_call_id": approval.tool_call.call_id, "content": TAKEN_OVER_RESULT})
+        transaction.on_commit(lambda pk=approval.pk: serializers.publish_approval(Approval.objects.get(pk=pk)))
     run.refresh_from_db()
     transaction.on_commit(lambda: serializers.publish_run(run))
 

@@ -70,7 +70,7 @@ def _decide(request, approval, **decision):
 def conversations(request):
     status = _status_filter(request, selectors.CONVERSATION_STATUSES, None)
     return JsonResponse({"conversations": [
-        {**conversation_json(c, staff=True), "run": selectors.run_summary(c.latest_run),
+        {**conversation_json(c, staff=True), "run": selectors.run_summary(c.latest_run, staff=True),
          "pending_approvals": c.pending_approvals}
         for c in selectors.conversations_for_staff(status)
     ]})
@@ -110,7 +110,7 @@ def hand_back(request, public_id):
     run = services.conversation_hand_back(conversation=conversation, user=request.user)
     conversation.refresh_from_db()
     return JsonResponse({"conversation": conversation_json(conversation, staff=True),
-                         "run": selectors.run_summary(run)})
+                         "run": selectors.run_summary(run, staff=True)})
 
 
 @api("POST")

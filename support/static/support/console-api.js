@@ -1,0 +1,56 @@
+// The staff JSON API (README "staff"): every POST carries the csrftoken cookie's value in X-CSRFToken.
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function csrfToken() {
+  for (const part of document.cookie.split(";")) {
+    const [name, ...rest] = part.trim().split("=");
+    if (name === "csrftoken") return decodeURIComponent(rest.join("="));
+  }
+  return "";
+}
+
+async function call(path, { method = "GET", body } = {}) {
+  const options = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+  if (method !== "GET") {
+    options.headers["Content-Type"] = "application/json";
+    options.headers["X-CSRFToken"] = csrfToken();
+    options.body = JSON.stringify(body ?? {});
+  }
+  let response;
+  try {
+    response = await fetch(`/api/staff/${path}`, options);
+  } catch {
+    throw new ApiError(0, "The server could not be reached. Check the connection and try again.");
+  }
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    throw new ApiError(response.status, (data && data.error) || `The server answered ${response.status}.`);
+  }
+  return data;
+}
+
+const id = (value) => encodeURIComponent(value);
+const query = (status) => (status ? `?status=${encodeURIComponent(status)}` : "");
+
+export const staffApi = {
+  conversations: (status) => call(`conversations${query(status)}`),
+  conversation: (conversationId) => call(`conversations/${id(conversationId)}`),
+  approvals: (status = "pending") => call(`approvals${query(status)}`),
+  approve: (approvalId, args) =>
+    call(`approvals/${id(approvalId)}/approve`, { method: "POST", body: args === undefined ? {} : { arguments: args } }),
+  reject: (approvalId, reason) => call(`approvals/${id(approvalId)}/reject`, { method: "POST", body: { reason } }),
+  takeOver: (conversationId) => call(`conversations/${id(conversationId)}/takeover`, { method: "POST" }),
+  handBack: (conversationId) => call(`conversations/${id(conversationId)}/handback`, { method: "POST" }),
+  reply: (conversationId, text) => call(`conversations/${id(conversationId)}/messages`, { method: "POST", body: { text } }),
+};

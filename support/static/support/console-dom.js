@@ -1,0 +1,202 @@
+// DOM helpers and formatters for the staff console. Everything that comes from the server (customer text,
+// tool results, model output, staff names) goes into the page as text nodes or attribute values only:
+// h() never parses HTML, so a seller's "IGNORE ALL PREVIOUS INSTRUCTIONS <script>" stays inert text.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function build(el, attrs, children) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") el.setAttribute("class", value);
+    else if (key === "text") el.textContent = value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** h("p", {class: "x", "data-testid": "y"}, "text", otherNode): an element; strings become text nodes. */
+export function h(tag, attrs = {}, ...children) {
+  return build(document.createElement(tag), attrs, children);
+}
+
+export function svg(tag, attrs = {}, ...children) {
+  return build(document.createElementNS(SVG_NS, tag), attrs, children);
+}
+
+export function clear(el) {
+  el.replaceChildren();
+  return el;
+}
+
+/** Replaces el's children with these (null / false skipped, strings as text). */
+export function fill(el, ...children) {
+  el.replaceChildren();
+  return build(el, {}, children);
+}
+
+let uid = 0;
+export function uniqueId(prefix) {
+  uid += 1;
+  return `${prefix}-${uid}`;
+}
+
+// -- labels for the closed sets of the API ---------------------------------------------------------------
+
+export const LABELS = {
+  open: "Open",
+  needs_attention: "Needs a person",
+  taken_over: "Taken over",
+  queued: "Queued",
+  running: "Running",
+  awaiting_approval: "Awaiting approval",
+  stopped: "Stopped",
+  answered: "Answered",
+  escalated: "Escalated",
+  turn_limit: "Turn limit",
+  over_budget: "Over budget",
+  spinning: "Spinning",
+  model_error: "Model error",
+  stalled: "Stalled",
+  resolved: "Resolved",
+  waiting_on_customer: "Waiting on customer",
+  not_resolved: "Not resolved",
+  handed_to_person: "Handed to a person",
+  unstated: "Unstated",
+  pending: "Pending",
+  approved: "Approved",
+  rejected: "Rejected",
+  expired: "Expired",
+};
+
+export const STOP_REASON_HELP = {
+  answered: "The model gave its final answer.",
+  escalated: "An approved escalate_to_human ran.",
+  turn_limit: "The run made its maximum number of model calls.",
+  over_budget: "Tokens, cost or wall time reached the run's limit.",
+  spinning: "The same tool call kept repeating.",
+  model_error: "The model call failed after its retries, was refused, or was cut off.",
+  taken_over: "A staff member took the conversation over.",
+  stalled: "The run's worker kept dying; it was given to a person.",
+};
+
+export function label(value) {
+  if (!value) return "—";
+  return LABELS[value] || String(value).replaceAll("_", " ");
+}
+
+/** A status pill. kind: conversation | run | stop | outcome | approval; the raw value is in data-status. */
+export function badge(kind, value, testid) {
+  return h("span", {
+    class: `badge badge-${kind} is-${value || "none"}`,
+    "data-testid": testid,
+    "data-status": value || "",
+    title: kind === "stop" ? STOP_REASON_HELP[value] : null,
+  }, label(value));
+}
+
+// -- numbers and times -----------------------------------------------------------------------------------
+
+const integer = new Intl.NumberFormat("en", { maximumFractionDigits: 0 });
+
+export function fmtInt(n) {
+  return integer.format(Number(n) || 0);
+}
+
+export function plural(n, word) {
+  return `${fmtInt(n)} ${word}${Number(n) === 1 ? "" : "s"}`;
+}
+
+export function fmtCost(value) {
+  if (value === null || value === undefined || value === "") return "—";
+  const n = Number(value);
+  if (!Number.isFinite(n)) return String(value);
+  if (n === 0) return "$0";
+  return n < 0.01 ? `$${n.toFixed(4)}` : `$${n.toFixed(3)}`;
+}
+
+export function fmtMs(ms) {
+  if (ms === null || ms === undefined) return "—";
+  const n = Number(ms);
+  return n >= 1000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`;
+}
+
+const absolute = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "medium" });
+const clock = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit" });
+const dayAndClock = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+
+export function relative(iso) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return "—";
+  const seconds = Math.round((Date.now() - t) / 1000);
+  if (seconds < 10) return "just now";
+  if (seconds < 60) return `${seconds} s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 6 * 3600) return `${Math.floor(seconds / 3600)} h ago`;
+  const date = new Date(t);
+  return new Date().toDateString() === date.toDateString() ? clock.format(date) : dayAndClock.format(date);
+}
+
+/** A <time> that keeps itself current (see tickTimes). */
+export function timeEl(iso, testid, prefix = "") {
+  if (!iso) return h("span", { class: "muted", "data-testid": testid }, "—");
+  const el = h("time", { datetime: iso, title: absolute.format(new Date(iso)), "data-testid": testid,
+    "data-relative": "", "data-prefix": prefix });
+  el.textContent = prefix + relative(iso);
+  return el;
+}
+
+export function tickTimes(root = document) {
+  for (const el of root.querySelectorAll("time[data-relative]")) {
+    el.textContent = (el.dataset.prefix || "") + relative(el.getAttribute("datetime"));
+  }
+}
+
+// -- JSON shown to people --------------------------------------------------------------------------------
+
+/** Arguments as one compact line: get_order({"order_id":"SU-41207"}). Raw text when it is not JSON. */
+export function compactJson(text) {
+  if (text === null || text === undefined || text === "") return "";
+  if (typeof text !== "string") return JSON.stringify(text);
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return text;
+  }
+}
+
+export function prettyJson(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value !== "string") return JSON.stringify(value, null, 2);
+  try {
+    return JSON.stringify(JSON.parse(value), null, 2);
+  } catch {
+    return value;
+  }
+}
+
+export function excerpt(text, length = 90) {
+  const flat = String(text || "").replace(/\s+/g, " ").trim();
+  return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
+}
+
+/** Screen-reader announcements ("Approved issue_refund"), through the page's one polite live region. */
+export function announce(message) {
+  const region = document.getElementById("announcer");
+  if (!region) return;
+  region.textContent = "";
+  window.setTimeout(() => { region.textContent = message; }, 50);
+}
+
+export function conversationUrl(id) {
+  return `/console/conversations/${encodeURIComponent(id)}/`;
+}
+
+export function shortId(id) {
+  return String(id || "").slice(0, 8);
+}

@@ -1,0 +1,116 @@
+// The transcript of one conversation as staff see it: every role, each message once (keyed by seq), tool
+// calls as one compact line, tool results collapsed; the agent's reply streaming token by token below it.
+
+import { compactJson, excerpt, h, prettyJson, timeEl } from "./console-dom.js";
+
+const NEAR_BOTTOM_PX = 80;
+
+function authorLabel(m) {
+  switch (m.author) {
+    case "customer": return "Customer";
+    case "agent": return "Agent";
+    case "tool": return "Tool result";
+    case "staff": return `Staff · ${m.staff_name || "staff"}`;
+    default: return m.role === "system" ? "System prompt" : "System";
+  }
+}
+
+export class Transcript {
+  constructor({ list, scroller, stream, activity }) {
+    this.list = list;
+    this.scroller = scroller;
+    this.stream = stream;
+    this.streamText = stream.querySelector("[data-stream-text]");
+    this.activity = activity;
+    this.bySeq = new Map();
+    this.toolNames = new Map(); // tool call id -> tool name, to title the results
+    this.lastSeq = 0;
+  }
+
+  nearBottom() {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < NEAR_BOTTOM_PX;
+  }
+
+  stick(wasNear) {
+    if (wasNear) this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /** Adds a message unless its seq is already shown; true when added. */
+  add(message) {
+    if (!message || typeof message.seq !== "number" || this.bySeq.has(message.seq)) return false;
+    const wasNear = this.nearBottom();
+    for (const call of message.tool_calls || []) this.toolNames.set(call.id, call.function?.name);
+    const el = this.render(message);
+    this.bySeq.set(message.seq, el);
+    // Usually appended; a replayed older message goes in its place.
+    let before = null;
+    if (message.seq < this.lastSeq) {
+      before = [...this.list.children].find((li) => Number(li.dataset.seq) > message.seq) || null;
+    }
+    this.list.insertBefore(el, before);
+    this.lastSeq = Math.max(this.lastSeq, message.seq);
+    if (message.role === "assistant" && message.author === "agent" && message.content) this.endStream();
+    this.stick(wasNear);
+    return true;
+  }
+
+  render(m) {
+    const kind = m.role === "system" ? "prompt" : m.author;
+    const li = h("li", { class: `msg msg-${kind}`, "data-testid": "message", "data-seq": m.seq,
+      "data-author": m.author, "data-role": m.role },
+    h("div", { class: "msg-head" },
+      h("span", { class: "msg-author" }, authorLabel(m)),
+      h("span", { class: "msg-seq" }, `#${m.seq}`),
+      timeEl(m.created_at, "message-time")));
+    if (m.role === "system") {
+      li.append(h("details", { class: "msg-collapsed" },
+        h("summary", {}, excerpt(m.content, 80)),
+        h("div", { class: "msg-text" }, m.content || "")));
+    } else if (m.role === "tool") {
+      const name = this.toolNames.get(m.tool_call_id) || "tool";
+      const failed = /^ERROR\b/.test(m.content || "");
+      li.classList.toggle("is-error", failed);
+      li.append(h("details", { class: "msg-collapsed", "data-testid": "tool-result" },
+        h("summary", {}, h("code", {}, name), " → ", h("span", { class: "excerpt" }, excerpt(m.content, 110))),
+        h("pre", { class: "json" }, prettyJson(m.content))));
+    } else {
+      if (m.content) li.append(h("div", { class: "msg-text", "data-testid": "message-text" }, m.content));
+      for (const call of m.tool_calls || []) {
+        const fn = call.function || {};
+        li.append(h("code", { class: "tool-call", "data-testid": "tool-call", "data-tool": fn.name || "" },
+          `${fn.name || "?"}(${compactJson(fn.arguments)})`));
+      }
+    }
+    return li;
+  }
+
+  /** token.delta: more of the agent's reply; "" restarts it (a retried model call). */
+  delta(text) {
+    const wasNear = this.nearBottom();
+    if (text === "") {
+      this.streamText.textContent = "";
+    } else {
+      this.streamText.append(document.createTextNode(text));
+    }
+    this.stream.hidden = false;
+    this.stick(wasNear);
+  }
+
+  endStream() {
+    this.streamText.textContent = "";
+    this.stream.hidden = true;
+  }
+
+  /** The "agent is doing X" line (null hides it); waiting: no spinner (nothing is working). */
+  doing(text, tool, { waiting = false } = {}) {
+    if (!text) {
+      this.activity.hidden = true;
+      return;
+    }
+    this.activity.hidden = false;
+    this.activity.classList.toggle("is-waiting", waiting);
+    const label = this.activity.querySelector("[data-activity-text]");
+    label.replaceChildren(text, tool ? " " : "", tool ? h("code", {}, tool) : "");
+  }
+}

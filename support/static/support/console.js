@@ -1,0 +1,54 @@
+// The staff console's entry point: one staff socket and one approval store per page, then the page's part
+// (the conversation list with the queue beside it, one conversation, or the approval queue).
+
+import { ApprovalList } from "./console-approvals.js";
+import { ConversationPage } from "./console-conversation.js";
+import { tickTimes } from "./console-dom.js";
+import { ConversationList } from "./console-list.js";
+import { StaffSocket } from "./console-socket.js";
+import { ApprovalStore, bindApprovalsBadge } from "./console-store.js";
+
+const $ = (testid) => document.querySelector(`[data-testid="${testid}"]`);
+const body = document.body;
+const socket = new StaffSocket($("connection-status"));
+const store = new ApprovalStore(socket);
+bindApprovalsBadge(store, $("approvals-badge"));
+
+function indexPage() {
+  new ApprovalList($("approval-queue"), { store, mode: "pending", empty: $("approval-queue-empty") });
+  new ConversationList({
+    socket, store, table: $("conversation-list"), empty: $("conversation-list-empty"),
+    count: $("conversation-count"), filter: $("status-filter"),
+  });
+  const title = document.title;
+  store.subscribe(() => {
+    const n = store.pendingCount();
+    document.title = n ? `(${n}) ${title}` : title;
+  });
+}
+
+function approvalsPage() {
+  const list = new ApprovalList($("approval-queue"), { store, mode: "pending", empty: $("approval-queue-empty"), heading: "h2" });
+  const tabs = [...$("approval-filter").querySelectorAll("button[data-filter]")];
+  const wanted = new URLSearchParams(window.location.search).get("status");
+  const choose = (mode, push) => {
+    for (const tab of tabs) tab.setAttribute("aria-pressed", String(tab.dataset.filter === mode));
+    $("approval-queue-empty").textContent = mode === "pending" ? "Nothing is waiting for a decision." : "No decisions yet.";
+    if (push) {
+      const url = new URL(window.location.href);
+      url.searchParams.set("status", mode);
+      window.history.replaceState(null, "", url);
+    }
+    list.setMode(mode);
+  };
+  for (const tab of tabs) tab.addEventListener("click", () => choose(tab.dataset.filter, true));
+  choose(["pending", "decided", "all"].includes(wanted) ? wanted : "pending", false);
+}
+
+function conversationPage() {
+  new ConversationPage({ socket, store, id: body.dataset.conversation, me: body.dataset.staffUsername });
+}
+
+({ index: indexPage, approvals: approvalsPage, conversation: conversationPage })[body.dataset.page]?.();
+socket.connect();
+window.setInterval(() => tickTimes(), 15000);
