@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ORDER_ID = re.compile(r"\bSU-\d+\b", re.IGNORECASE)
-DIRECTIVE = re.compile(r"#fault:\S+")
+DIRECTIVE = re.compile(r"#(?:fault|steps):\S+")
+STEPS = re.compile(r"#steps:(\d{1,3})\b")
 
 # Checked in this order: "it never came, where is it?" is a missing parcel, not a status question.
 INTENTS = (
@@ -73,6 +74,7 @@ class Turn:
     results: list[Result] = field(default_factory=list)
     batches: list[list[tuple[str, str]]] = field(default_factory=list)  # (name, arguments) per assistant reply
     last: dict = field(default_factory=dict)
+    steps: int | None = None  # "#steps:N": a run of exactly N model calls, for benchmarks
 
     def latest(self, name: str, **match: Any) -> Result | None:
         """The newest result of `name` whose arguments include `match`."""
@@ -168,6 +170,8 @@ def intent(text: str) -> str:
 
 def read_turn(messages: list[dict]) -> Turn:
     start = turn_start(messages)
+    steps = next((int(x) for m in reversed(messages[start:]) if m.get("role") == "user"
+                  for x in STEPS.findall(text_of(m.get("content")))), None)
     user = [DIRECTIVE.sub("", text_of(m.get("content"))) for m in messages if m.get("role") == "user"]
     now = [DIRECTIVE.sub("", text_of(m.get("content"))) for m in messages[start:] if m.get("role") == "user"]
     if not now and user:
@@ -175,6 +179,7 @@ def read_turn(messages: list[dict]) -> Turn:
     turn = Turn(
         system="\n".join(text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")),
         request="\n".join(now),
+        steps=steps,
         order_id=find_order_id(now) or find_order_id(user),
         last=messages[-1] if messages else {},
     )

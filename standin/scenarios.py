@@ -66,6 +66,8 @@ def _plan_safely(turn: Turn):
 
 
 def plan(t: Turn):
+    if t.steps is not None:
+        return _bench(t)
     oid = t.order_id
     kind = intent(t.request)
     if kind == "thanks" and ORDER_ID.search(t.request):
@@ -86,6 +88,15 @@ def plan(t: Turn):
                       "confirmation email and send it again? If the order was placed from another account, "
                       "please write to us from that account.")
     return FLOWS[kind](t, Order(got.data))
+
+
+def _bench(t: Turn):
+    """"#steps:N": N model calls in all (N-2 distinct policy searches, the outcome, the answer)."""
+    done = sum(1 for r in t.results if r.name == "search_policy")
+    if done < max(t.steps - 2, 0):
+        return Call.of("search_policy", query=f"parcel marked delivered but not received, check {done + 1}")
+    return Finish("resolved", f"Benchmark run of {t.steps} model calls.",
+                  f"I checked our policies {done} times. Everything is in order.")
 
 
 # --- shared steps -------------------------------------------------------------------------------

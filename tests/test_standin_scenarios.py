@@ -219,3 +219,25 @@ def test_it_takes_the_refund_ceiling_from_the_system_prompt_when_the_policies_om
     t = run_ticket(client_for(standin), "I want a refund for SU-41533 please.", FakeShop(policies=quiet),
                    messages=[system])
     assert t.names == ["get_order", "search_policy", "escalate_to_human", "record_outcome"]
+
+
+@pytest.mark.parametrize("steps", [3, 4, 20])
+def test_a_steps_directive_makes_a_run_of_exactly_that_many_model_calls(standin, steps):
+    import openai
+
+    client = openai.OpenAI(base_url=standin.base_url, api_key="x", max_retries=0)
+    tools = [{"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object"}}}
+             for n in ("search_policy", "record_outcome")]
+    messages = [{"role": "user", "content": f"benchmark please #steps:{steps}"}]
+    for calls in range(1, 100):
+        reply = client.chat.completions.create(model="m", messages=messages, tools=tools).choices[0]
+        messages.append(reply.message.model_dump(exclude_none=True))
+        if reply.finish_reason == "stop":
+            break
+        for c in reply.message.tool_calls:
+            out = '{"recorded": "resolved"}' if c.function.name == "record_outcome" else '{"results": []}'
+            messages.append({"role": "tool", "tool_call_id": c.id, "content": out})
+    assert calls == steps
+    queries = [c["function"]["arguments"] for m in messages for c in m.get("tool_calls") or []
+               if c["function"]["name"] == "search_policy"]
+    assert len(queries) == steps - 2 and len(set(queries)) == steps - 2  # distinct: no spin
