@@ -211,8 +211,10 @@ RUN_HEARTBEAT_SECONDS = env_float("RUN_HEARTBEAT_SECONDS", 5.0, minimum=0.0)
 RUN_SWEEP_SECONDS = env_float("RUN_SWEEP_SECONDS", 10.0, minimum=0.5)
 if RUN_STALE_SECONDS <= RUN_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("RUN_STALE_SECONDS must be longer than RUN_HEARTBEAT_SECONDS")
-# Fault injection for recovery tests: "tool_name:seconds" sleeps before that tool runs. Empty: off.
+# Fault injection for recovery tests, "tool_name:seconds" (empty: off): a pause before that tool runs, or
+# after its effect inside the transaction that commits it with its result.
 FAULT_PAUSE_BEFORE_TOOL = env_str("FAULT_PAUSE_BEFORE_TOOL", "")
+FAULT_PAUSE_AFTER_TOOL = env_str("FAULT_PAUSE_AFTER_TOOL", "")
 
 # Approvals.
 APPROVAL_TIMEOUT_SECONDS = env_float("APPROVAL_TIMEOUT_SECONDS", 24 * 3600.0, minimum=1.0)

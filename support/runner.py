@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from dataclasses import replace
 
 from django.conf import settings
 from django.db import transaction
@@ -100,23 +101,33 @@ class DbObserver(agent.Observer):
                 defaults={"status": ToolCall.RUNNING, "attempts": F("attempts") + 1},
                 create_defaults={"name": step.tool, "arguments": _json_or_raw(step.arguments),
                                  "status": ToolCall.RUNNING, "idempotency_key": key, "attempts": 1})
-            _fault_pause(step.tool)
+            _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
         serializers.publish_step(Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label,
                                       tool=step.tool), started=True)
 
     def step(self, step: agent.Step) -> None:
-        row = Step.objects.create(
-            run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
-            tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
-            result=step.result, error=step.error, finish_reason=step.finish_reason or "", attempts=step.attempts,
-            prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens, cost_usd=step.cost_usd,
-            duration_ms=step.duration_ms,
-        )
-        if step.kind == "model":
-            self._save_spending(step)
-        elif step.call_id:
-            self._save_tool_call(step)
+        # Lease first, row second, in one transaction: a worker presumed dead while it waited on the
+        # model adds nothing to the trace when its reply finally arrives.
+        with transaction.atomic():
+            if step.kind == "model":
+                self._save_spending(step)
+            else:
+                self._check_lease()
+            row = Step.objects.create(
+                run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
+                tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
+                result=step.result, error=step.error, finish_reason=step.finish_reason or "",
+                attempts=step.attempts, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
+                cost_usd=step.cost_usd, duration_ms=step.duration_ms,
+            )
+            if step.kind == "tool" and step.call_id:
+                self._save_tool_call(step)
         serializers.publish_step(row, started=False)
+
+    def _check_lease(self) -> None:
+        if not Run.objects.filter(pk=self.run.pk, lease=self.lease).update(heartbeat_at=timezone.now()):
+            raise services.LeaseLost(f"run {self.run.public_id} was claimed by another worker")
+        self._beat = time.monotonic()
 
     def _save_spending(self, step: agent.Step) -> None:
         updated = Run.objects.filter(pk=self.run.pk, lease=self.lease).update(
@@ -145,11 +156,8 @@ class DbObserver(agent.Observer):
 
     # liveness
     def heartbeat(self) -> None:
-        if time.monotonic() - self._beat < settings.RUN_HEARTBEAT_SECONDS:
-            return
-        self._beat = time.monotonic()
-        if not Run.objects.filter(pk=self.run.pk, lease=self.lease).update(heartbeat_at=timezone.now()):
-            raise services.LeaseLost(f"run {self.run.public_id} was claimed by another worker")
+        if time.monotonic() - self._beat >= settings.RUN_HEARTBEAT_SECONDS:
+            self._check_lease()
 
     def token(self, delta: str) -> None:
         serializers.publish_token(self.conversation, self.run, self.last_seq, delta)
@@ -169,11 +177,28 @@ def _json_or_raw(arguments: str):
         return {"_raw": arguments}
 
 
-def _fault_pause(tool_name: str) -> None:
-    """Recovery tests kill the worker while a tool's transaction is open; this holds it open (off by default)."""
-    name, _, seconds = settings.FAULT_PAUSE_BEFORE_TOOL.partition(":")
+def _fault_pause(setting: str, tool_name: str) -> None:
+    name, _, seconds = setting.partition(":")
     if name and name == tool_name:
         time.sleep(float(seconds or 5))
+
+
+def _with_fault_pause(tools: list[Tool]) -> list[Tool]:
+    """Recovery tests kill the worker at chosen points (off, empty, by default):
+    FAULT_PAUSE_BEFORE_TOOL="name:seconds" waits before the tool runs, outside any transaction;
+    FAULT_PAUSE_AFTER_TOOL waits after its effect, inside the transaction its result commits with."""
+    name, _, seconds = settings.FAULT_PAUSE_AFTER_TOOL.partition(":")
+    if not name:
+        return tools
+
+    def paused(fn):
+        def run(ctx, **arguments):
+            value = fn(ctx, **arguments)
+            time.sleep(float(seconds or 5))
+            return value
+        return run
+
+    return [replace(t, fn=paused(t.fn)) if t.name == name else t for t in tools]
 
 
 def decisions_for(run: Run) -> dict[str, agent.Decision]:
@@ -201,7 +226,8 @@ def run_execute(run_id: int) -> str:
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
     transcript = agent.Transcript(history)
     options = dict(
-        model=assistant.shared_model(), tools=assistant.tools(), limits=assistant.limits(), observer=observer,
+        model=assistant.shared_model(), tools=_with_fault_pause(assistant.tools()), limits=assistant.limits(),
+        observer=observer,
         ctx=ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),
                         run_id=str(run.public_id)),
         needs_approval=_approval_policy(observer),

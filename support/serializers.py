@@ -78,6 +78,8 @@ def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
     if staff:
         data.update(customer=conversation.customer.email, attention_reason=conversation.attention_reason,
                     assignee=staff_name(conversation.assignee) if conversation.assignee_id else None,
+                    # unique, unlike the first name above: the console tells "taken over by me" with it
+                    assignee_username=conversation.assignee.get_username() if conversation.assignee_id else None,
                     updated_at=_ts(conversation.updated_at))
     return data
 

@@ -84,8 +84,13 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
             raise LeaseLost(f"run {run.public_id} was claimed by another worker")
         # The conditional UPDATE both hands out the seq and serialises appends to this conversation.
         Conversation.objects.filter(pk=conversation.pk).update(last_seq=F("last_seq") + 1, updated_at=now)
-        seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
-        conversation.last_seq = seq
+        # Read back the seq and the conversation's current state with it: the caller's object may be old (a
+        # customer's websocket keeps the one it loaded on connect), and this message's events describe the
+        # conversation from it (publish_message's conversation.updated: a taken-over one is not "open").
+        seq, conversation.status, conversation.assignee_id, conversation.attention_reason = (
+            Conversation.objects.values_list("last_seq", "status", "assignee_id", "attention_reason")
+            .get(pk=conversation.pk))
+        conversation.last_seq, conversation.updated_at = seq, now
         message = Message.objects.create(
             conversation=conversation, seq=seq, role=wire["role"], author=author, author_user=user,
             content=wire.get("content"), tool_calls=wire.get("tool_calls") or None,
@@ -198,8 +203,8 @@ def approvals_expire(*, now=None) -> int:
     cutoff = now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS)
     count = 0
     for approval in Approval.objects.filter(decided_at__isnull=True, requested_at__lt=cutoff).select_related("run"):
-        hours = settings.APPROVAL_TIMEOUT_SECONDS / 3600
-        reason = f"no one decided within {hours:g} hours; a person will follow up with the customer"
+        reason = (f"no one decided within {_duration(settings.APPROVAL_TIMEOUT_SECONDS)}; "
+                  "a person will follow up with the customer")
         with transaction.atomic():
             if not Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
                     decided_at=now, decision=Approval.EXPIRED, reason=reason):
@@ -211,6 +216,14 @@ def approvals_expire(*, now=None) -> int:
             transaction.on_commit(lambda a=approval: serializers.publish_approval(a))
         count += 1
     return count
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} hours"
+    if seconds >= 60:
+        return f"{seconds / 60:g} minutes"
+    return f"{seconds:g} seconds"
 
 
 def conversation_flag(*, conversation_id: int, reason: str) -> None:
@@ -241,7 +254,12 @@ def runs_recover(*, now=None) -> list[int]:
                     status=Run.STOPPED, stop_reason=Run.STALLED, lease="", finished_at=now,
                     detail=f"the run's worker was lost {run.attempts} times; recovery gave up",
                     summary="The agent's worker stopped repeatedly on this conversation; please take it over."):
-                conversation_flag(conversation_id=run.conversation_id, reason="the agent's run stalled")
+                with transaction.atomic():
+                    from support.runner import NOTICE_STOPPED
+
+                    message_append(conversation=run.conversation, author=Message.SYSTEM, run=run,
+                                   wire={"role": "assistant", "content": NOTICE_STOPPED})
+                    conversation_flag(conversation_id=run.conversation_id, reason="the agent's run stalled")
                 serializers.publish_run(Run.objects.get(pk=run.pk))
             continue
         # Conditional on the heartbeat we read: a worker that is alive after all, or another sweeper,

@@ -112,6 +112,7 @@ class OpenAIModel:
         finish_reason, usage, model = None, None, self.model
         with stream:
             for chunk in stream:
+                sink.heartbeat()  # throttled by the sink; a reply of tool calls streams no tokens
                 model = chunk.get("model") or model
                 if chunk.get("usage"):
                     usage = chunk["usage"]

@@ -19,6 +19,7 @@ export class ConversationPage {
     this.id = id;
     this.me = me;
     this.conversation = null;
+    this.conversationEpoch = 0; // bumped by every live word on the conversation: a detail read older than it is stale
     this.loading = false;
     this.loadAgain = false;
     this.buffered = [];
@@ -56,6 +57,7 @@ export class ConversationPage {
     s.on("run.status", (e) => this.mine(e) && this.later(e, () => this.runStatus(e)));
     const conversationEvent = (e) => {
       if (!this.mine(e)) return;
+      this.conversationEpoch += 1;
       this.conversation = { ...(this.conversation || {}), ...(e.detail || {}), status: e.status };
       this.renderHeader();
     };
@@ -96,8 +98,11 @@ export class ConversationPage {
     this.loading = true;
     const error = $("conversation-error");
     try {
+      const epoch = this.conversationEpoch;
       const data = await staffApi.conversation(this.id);
-      this.conversation = data.conversation;
+      // An event or an action's answer that came while this read was on its way is newer than what it read
+      // (a read started just before "Take over" must not show the conversation as open again).
+      if (epoch === this.conversationEpoch || !this.conversation) this.conversation = data.conversation;
       customers.set(this.id, data.conversation.customer);
       for (const message of data.messages) this.transcript.add(message);
       this.trace.load(data.runs);
@@ -129,7 +134,8 @@ export class ConversationPage {
     $("conversation-customer").textContent = c.customer;
     $("conversation-id").textContent = shortId(c.id);
     fill($("conversation-status-slot"), badge("conversation", c.status, "conversation-status"));
-    const mineNow = c.status === "taken_over" && c.assignee === this.me;
+    // `assignee` is a display name (a first name); `me` is this staff member's username.
+    const mineNow = c.status === "taken_over" && c.assignee_username === this.me;
     const assignee = $("conversation-assignee");
     assignee.textContent = c.status === "taken_over" && c.assignee
       ? `Taken over by ${c.assignee}${mineNow ? " (you)" : ""}` : "";
@@ -158,6 +164,7 @@ export class ConversationPage {
       button.disabled = true;
       try {
         const data = await call();
+        this.conversationEpoch += 1;
         this.conversation = { ...(this.conversation || {}), ...data.conversation };
         done(data);
         this.renderHeader();
