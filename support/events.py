@@ -54,10 +54,10 @@ class Publisher:
             return self._loop
 
     async def _drain(self) -> None:
-        layer = get_channel_layer()
         while True:
             groups, message = await self._queue.get()
             try:
+                layer = get_channel_layer()  # looked up each time: settings may change (tests)
                 for group in groups:
                     await layer.group_send(group, message)
             except Exception as e:  # the UI misses a live event; the database still has it for replay

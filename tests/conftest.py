@@ -41,3 +41,10 @@ def ctx_for(demo):
         )
 
     return build
+
+
+@pytest.fixture(autouse=True)
+def _events_stay_in_process(settings):
+    """Unit tests publish into an in-memory channel layer: nothing reaches a Redis a developer may be
+    running. System tests (tests/system) point this back at their real Redis in their own fixture."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
