@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -173,3 +174,115 @@ def model_control():
 def shot(page, name: str) -> None:
     """Save a screenshot a person can look at (tests/artifacts/<name>.png)."""
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+# -- helpers shared by the browser tests ---------------------------------------------------------------
+
+STAFF_LOGIN = ("staff", "sundry-demo")
+STAFF_NAME = "Sam"  # demo_staff's first name: what customers are told and what the console shows
+
+
+@pytest.fixture
+def model_settings(model_control):
+    """model_control for a test that changes the stand-in (settings, queued faults); reset after the test."""
+    yield model_control
+    model_control("/reset", {})
+
+
+@pytest.fixture
+def customer_page(new_context, site):
+    """customer_page(email=None) -> a shop page in a browser context of its own (its own localStorage,
+    so its own conversation), as Maya by default or as another demo customer. `before(page)` runs before
+    the page loads."""
+
+    def make(email: str | None = None, before=None, **context_options):
+        page = new_context(**context_options).new_page()
+        if before:
+            before(page)
+        page.goto(site + "/" + (f"?as={email}" if email else ""))
+        return page
+
+    return make
+
+
+@pytest.fixture
+def staff_page(new_context, site):
+    """staff_page(path="/console/") -> a console page in a browser context of its own, logged in as staff.
+    `before(page)` runs before the first navigation (e.g. to route the page's websockets)."""
+
+    def make(path: str = "/console/", before=None, **context_options):
+        page = new_context(**context_options).new_page()
+        if before:
+            before(page)
+        page.goto(site + "/accounts/login/?next=" + path)
+        page.locator("input[name=username]").fill(STAFF_LOGIN[0])
+        page.locator("input[name=password]").fill(STAFF_LOGIN[1])
+        page.get_by_test_id("login-button").click()
+        page.wait_for_url("**" + path)
+        expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
+        return page
+
+    return make
+
+
+def open_widget(page):
+    """Open the chat panel and wait until its socket has replayed the conversation (it is then live)."""
+    page.get_by_test_id("widget-button").click()
+    expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-connection", "open")
+
+
+def ask(page, text: str) -> None:
+    """The customer types a message into the widget and sends it."""
+    page.get_by_test_id("widget-input").fill(text)
+    page.get_by_test_id("widget-send").click()
+
+
+def widget_conversation(page) -> dict:
+    """{"id", "token"} of the conversation the page's widget stored (created when the panel first opens)."""
+    return page.evaluate("""() => {
+        const key = Object.keys(localStorage).find((k) => k.startsWith("sundry-widget:"));
+        return key ? JSON.parse(localStorage.getItem(key)) : null;
+    }""")
+
+
+def agent_messages(page):
+    return page.locator('[data-testid="widget-message"][data-author="agent"]')
+
+
+class SocketCutter:
+    """A page's websockets (matching `pattern`) routed through Playwright, so that a test can drop them.
+
+    `drop()` closes every open one on both ends, as a lost network does (the page's socket closes with code
+    1006, the server's end disconnects); while `refuse` is set, new connections are closed as soon as they are made, so the
+    page stays disconnected until the test lets it back in. Chromium's offline emulation
+    (context.set_offline) leaves open websockets untouched, so it cannot do this."""
+
+    def __init__(self, page, pattern: str):
+        self.connections: list = []  # (the page's end, the server's end) of every socket that got through
+        self.refuse = False
+        self.refused = 0
+        page.route_web_socket(pattern, self._route)
+
+    def _route(self, ws) -> None:
+        if self.refuse:
+            self.refused += 1
+            ws.close(code=1006, reason="network down (test)")
+            return
+        self.connections.append((ws, ws.connect_to_server()))
+
+    def drop(self, *, refuse: bool = False) -> None:
+        self.refuse = refuse
+        for page_end, server_end in self.connections:
+            page_end.close(code=1006, reason="network down (test)")
+            server_end.close()
+        self.connections.clear()
+
+
+def wait_for_streaming(page, timeout: float = 20000) -> None:
+    """Until the widget shows the agent's reply streaming in (checked on every animation frame: a short
+    reply streams for less than the gap between two polls of expect())."""
+    page.wait_for_function("""() => {
+        const host = document.querySelector('[data-testid="widget-host"]');
+        const bubble = host && host.shadowRoot.querySelector('[data-testid="widget-streaming"] .sw-bubble');
+        return !!bubble && bubble.textContent.trim().length > 0;
+    }""", polling="raf", timeout=timeout)

@@ -1,0 +1,108 @@
+"""Gated refunds across two browsers: the customer in the shop's widget, a staff member in the console.
+Neither page is reloaded: every change reaches them over their websockets."""
+
+from decimal import Decimal
+
+from playwright.sync_api import expect
+
+from support.models import Approval, Refund
+from tests.browser.conftest import STAFF_NAME, agent_messages, ask, open_widget, shot, widget_conversation
+
+SAME_DOCUMENT = "window.__sameDocument = true"  # gone if the page reloads or navigates
+
+
+def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
+    staff = staff_page("/console/")
+    staff.evaluate(SAME_DOCUMENT)
+    customer = customer_page()
+    open_widget(customer)
+    customer.evaluate(SAME_DOCUMENT)
+    conversation = widget_conversation(customer)["id"]
+
+    ask(customer, "My parcel SU-41310 never came.")
+    banner = customer.get_by_test_id("widget-approval-banner")
+    expect(banner).to_be_visible(timeout=20000)
+    expect(banner).to_contain_text("A specialist is reviewing your request")
+    expect(agent_messages(customer)).to_have_count(0)  # nothing is promised before a person decides
+    shot(customer, "refund-customer-waiting")
+
+    # The staff member's queue shows the request as it is made.
+    card = staff.get_by_test_id("approval-queue").get_by_test_id("approval-card").filter(has_text="SU-41310")
+    expect(card).to_have_count(1, timeout=10000)
+    expect(card).to_have_attribute("data-status", "pending")
+    expect(card.get_by_test_id("approval-tool")).to_have_text("issue_refund")
+    expect(card.get_by_test_id("approval-arguments")).to_contain_text('"amount": "64.00"')
+    expect(card.get_by_test_id("approval-arguments")).to_contain_text('"order_id": "SU-41310"')
+    row = staff.locator(f'[data-testid="conversation-row"][data-conversation="{conversation}"]')
+    expect(row).to_be_visible()
+    assert int(staff.get_by_test_id("approvals-badge").get_attribute("data-count")) >= 1
+    shot(staff, "refund-console-pending")
+
+    card.get_by_test_id("approve-button").click()
+    expect(card).to_have_attribute("data-status", "approved")
+    expect(card.get_by_test_id("approval-decision")).to_have_text("Approved as requested")
+    expect(card.get_by_test_id("approval-decided-by")).to_have_text(STAFF_NAME)
+
+    # The customer's panel follows: the banner goes, the agent says what was done.
+    answer = agent_messages(customer)
+    expect(answer).to_have_count(1, timeout=20000)
+    expect(answer).to_contain_text("refunded 64.00 EUR")
+    expect(banner).to_be_hidden()
+    expect(customer.get_by_test_id("widget-panel")).to_have_attribute("data-conversation", "open")
+    shot(customer, "refund-customer-refunded")
+    shot(staff, "refund-console-approved")
+    assert customer.evaluate("window.__sameDocument") and staff.evaluate("window.__sameDocument")
+
+    refunds = list(Refund.objects.filter(order__number="SU-41310"))
+    assert [r.amount for r in refunds] == [Decimal("64.00")]
+    approval = Approval.objects.get(run__conversation__public_id=conversation)
+    assert approval.decision == Approval.APPROVED and approval.decided_by.first_name == STAFF_NAME
+
+
+def test_the_reject_flow(site, customer_page, staff_page):
+    customer = customer_page()
+    open_widget(customer)
+    customer.evaluate(SAME_DOCUMENT)
+    conversation = widget_conversation(customer)["id"]
+    staff = staff_page(f"/console/conversations/{conversation}/")
+    staff.evaluate(SAME_DOCUMENT)
+
+    ask(customer, "My order SU-41402 arrived cracked.")
+    banner = customer.get_by_test_id("widget-approval-banner")
+    expect(banner).to_be_visible(timeout=20000)
+
+    card = staff.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")
+    expect(card).to_have_count(1, timeout=10000)
+    expect(card).to_have_attribute("data-status", "pending")
+    expect(card.get_by_test_id("approval-arguments")).to_contain_text('"amount": "129.00"')
+    expect(staff.get_by_test_id("run-status")).to_have_attribute("data-status", "awaiting_approval")
+
+    reason = "we need a photo of the cracked item and its packaging first"
+    card.get_by_test_id("reject-button").click()
+    card.get_by_test_id("reason-input").fill(reason)
+    shot(staff, "reject-console-reason")
+    card.get_by_test_id("reject-confirm-button").click()
+
+    expect(card).to_have_attribute("data-status", "rejected")
+    expect(card.get_by_test_id("approval-decision")).to_have_text("Rejected")
+    expect(card.get_by_test_id("approval-decided-by")).to_have_text(STAFF_NAME)
+    expect(card.get_by_test_id("approval-reason")).to_have_text(reason)
+    expect(card.get_by_test_id("approve-button")).to_have_count(0)
+
+    answer = agent_messages(customer)
+    expect(answer).to_have_count(1, timeout=20000)
+    expect(answer).to_contain_text(reason)
+    expect(answer).not_to_contain_text("I've refunded")
+    expect(banner).to_be_hidden()
+    shot(customer, "reject-customer-told")
+    # The console's transcript has the same answer, and the run ended.
+    expect(staff.locator('[data-testid="message"][data-author="agent"] [data-testid="message-text"]').last) \
+        .to_contain_text(reason, timeout=10000)
+    expect(staff.get_by_test_id("run-status")).to_have_attribute("data-status", "stopped")
+    shot(staff, "reject-console-decided")
+    assert customer.evaluate("window.__sameDocument") and staff.evaluate("window.__sameDocument")
+
+    assert not Refund.objects.filter(order__number="SU-41402").exists()
+    approval = Approval.objects.get(run__conversation__public_id=conversation)
+    assert (approval.decision, approval.reason, approval.decided_by.first_name) == (
+        Approval.REJECTED, reason, STAFF_NAME)
