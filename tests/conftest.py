@@ -48,3 +48,6 @@ def _events_stay_in_process(settings):
     """Unit tests publish into an in-memory channel layer: nothing reaches a Redis a developer may be
     running. System tests (tests/system) point this back at their real Redis in their own fixture."""
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    from django.core.cache import cache
+
+    cache.clear()  # rate-limit counters start at zero in every test

@@ -224,3 +224,19 @@ def test_it_answers_other_methods_with_405_in_json(widget, maya_chat, method, pa
 def test_an_unknown_api_path_is_a_json_404(widget):
     response = widget.client.get("/api/nothing/here")
     assert (response.status_code, response.json()) == (404, {"error": "There is no such API endpoint."})
+
+
+def test_it_stops_guessing_order_numbers_after_ten_failures(demo):
+    from django.core.cache import cache
+    from django.test import Client
+
+    cache.clear()
+    client = Client()
+    for n in range(10):
+        r = client.post("/api/conversations", {"email": "maya@example.com", "order_number": f"SU-9{n:04d}"},
+                        content_type="application/json")
+        assert r.status_code == 403
+    r = client.post("/api/conversations", {"email": "maya@example.com", "order_number": "SU-41207"},
+                    content_type="application/json")
+    assert r.status_code == 429 and r.headers["Retry-After"] == "600"  # even the right one, for a while
+    cache.clear()

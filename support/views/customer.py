@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from django.core.cache import cache
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -18,6 +19,7 @@ from support.serializers import conversation_json, message_json
 from .common import ApiError, api, json_body, optional_string
 
 NO_SUCH_CONVERSATION = "No such conversation."
+ORDER_AUTH_FAILURES, ORDER_AUTH_WINDOW = 10, 600  # failed e-mail + order look-ups allowed per 10 minutes
 _SEQ = re.compile(r"[0-9]{1,18}")
 
 
@@ -32,7 +34,7 @@ def _conversation(request, public_id):
     return conversation
 
 
-def _customer(body: dict):
+def _customer(body: dict, client_ip: str):
     """Who is starting the conversation: the shop's signed token, or an order number with its e-mail."""
     if "customer_token" in body:
         token = body["customer_token"]
@@ -48,16 +50,26 @@ def _customer(body: dict):
     if not isinstance(email, str) or not isinstance(order_number, str) or not email.strip() \
             or not order_number.strip():
         raise ApiError(400, "email and order_number must be non-empty strings.")
+    # Order numbers are guessable: failed look-ups are counted per e-mail and per client address.
+    keys = [f"order-auth:email:{email.strip().lower()}", f"order-auth:ip:{client_ip}"]
+    if any(cache.get(k, 0) >= ORDER_AUTH_FAILURES for k in keys):
+        raise ApiError(429, "Too many attempts; try again in a few minutes.",
+                       {"Retry-After": str(ORDER_AUTH_WINDOW)})
     customer = identity.customer_from_order(email, order_number)
     if customer is None:
+        for k in keys:
+            cache.add(k, 0, ORDER_AUTH_WINDOW)
+            cache.incr(k)
         raise ApiError(403, "We could not find that order for that e-mail address.")
     return customer
+
+
 
 
 @csrf_exempt
 @api("POST")
 def conversations(request):
-    customer = _customer(json_body(request))
+    customer = _customer(json_body(request), request.META.get("REMOTE_ADDR", ""))
     conversation = services.conversation_start(customer=customer)
     return JsonResponse({"conversation": conversation_json(conversation, staff=False),
                          "token": identity.conversation_token(conversation)}, status=201)
