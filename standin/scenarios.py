@@ -7,6 +7,8 @@ after. Nothing but the conversation is consulted, so the same conversation alway
 
 from __future__ import annotations
 
+import json
+
 import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -37,7 +39,7 @@ def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
         return Reply(content=step.text if isinstance(step, Finish) else _fallback(turn).text)
     if isinstance(step, Call):
         if step.name in offered and not turn.answered(step.name, step.arguments):
-            return Reply(calls=(step,))
+            return Reply(content=_narrate(step), calls=(step,))
         step = _fallback(turn)
     if "record_outcome" not in offered:
         return Reply(content=step.text)
@@ -45,6 +47,18 @@ def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
     if outcome_style == "with_content":
         return Reply(content=step.text, calls=(record,))
     return Reply(calls=(record,))
+
+
+def _narrate(call: Call) -> str | None:
+    """What a model says while it asks for a call a person must approve: the customer is not left waiting
+    in silence."""
+    if call.name == "issue_refund":
+        amount = json.loads(call.arguments).get("amount")
+        return (f"I've asked our team to approve a refund of {amount} EUR. A member of the team reviews every "
+                "refund; you'll see their decision here.")
+    if call.name == "escalate_to_human":
+        return "This needs a decision from a member of our team, so I'm handing your request to them now."
+    return None
 
 
 SPIN = ("I'm sorry: I keep getting the same result when I check this, so rather than go round in "

@@ -23,7 +23,10 @@ def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
     banner = customer.get_by_test_id("widget-approval-banner")
     expect(banner).to_be_visible(timeout=20000)
     expect(banner).to_contain_text("A specialist is reviewing your request")
-    expect(agent_messages(customer)).to_have_count(0)  # nothing is promised before a person decides
+    # The agent says a person decides, and promises nothing before they have.
+    expect(agent_messages(customer)).to_have_count(1)
+    expect(agent_messages(customer)).to_contain_text("asked our team to approve a refund of 64.00 EUR")
+    expect(agent_messages(customer)).not_to_contain_text("I've refunded")
     shot(customer, "refund-customer-waiting")
 
     # The staff member's queue shows the request as it is made.
@@ -44,8 +47,8 @@ def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
     expect(card.get_by_test_id("approval-decided-by")).to_have_text(STAFF_NAME)
 
     # The customer's panel follows: the banner goes, the agent says what was done.
-    answer = agent_messages(customer)
-    expect(answer).to_have_count(1, timeout=20000)
+    expect(agent_messages(customer)).to_have_count(2, timeout=20000)
+    answer = agent_messages(customer).last
     expect(answer).to_contain_text("refunded 64.00 EUR")
     expect(banner).to_be_hidden()
     expect(customer.get_by_test_id("widget-panel")).to_have_attribute("data-conversation", "open")
@@ -89,8 +92,8 @@ def test_the_reject_flow(site, customer_page, staff_page):
     expect(card.get_by_test_id("approval-reason")).to_have_text(reason)
     expect(card.get_by_test_id("approve-button")).to_have_count(0)
 
-    answer = agent_messages(customer)
-    expect(answer).to_have_count(1, timeout=20000)
+    expect(agent_messages(customer)).to_have_count(2, timeout=20000)
+    answer = agent_messages(customer).last
     expect(answer).to_contain_text(reason)
     expect(answer).not_to_contain_text("I've refunded")
     expect(banner).to_be_hidden()
