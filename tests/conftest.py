@@ -10,6 +10,7 @@ from django.core.management import call_command
 
 from support.agent.tools import ToolContext
 from support.models import Customer, Order
+from tests.standin_fixture import standin  # noqa: F401  (the fixture, for `desk`)
 
 
 @pytest.fixture
@@ -51,3 +52,19 @@ def _events_stay_in_process(settings):
     from django.core.cache import cache
 
     cache.clear()  # rate-limit counters start at zero in every test
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """Run ids handed to Celery, in order, instead of a broker: tests run them with runner.run_execute."""
+    sent = []
+    monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: sent.append(run_id))
+    return sent
+
+
+@pytest.fixture
+def desk(demo, standin, settings, queued):
+    """The demo shop with the model stand-in as the configured model and no queue hop."""
+    settings.MODEL_BASE_URL = standin.base_url
+    settings.MODEL_MAX_RETRY_WAIT = 0.05
+    return demo

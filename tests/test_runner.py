@@ -14,21 +14,6 @@ from tests.standin_fixture import standin  # noqa: F401
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def queued(monkeypatch):
-    """Run ids handed to Celery, in order."""
-    sent = []
-    monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: sent.append(run_id))
-    return sent
-
-
-@pytest.fixture
-def desk(demo, standin, settings, queued):
-    settings.MODEL_BASE_URL = standin.base_url
-    settings.MODEL_MAX_RETRY_WAIT = 0.05
-    return demo
-
-
 def ask(customer, text, queued):
     conversation = services.conversation_start(customer=customer)
     services.conversation_post_message(conversation=conversation, text=text)

@@ -20,19 +20,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def queued(monkeypatch):
-    sent = []
-    monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: sent.append(run_id))
-    return sent
-
-
-@pytest.fixture
-def desk(demo, standin, settings, queued):
-    settings.MODEL_BASE_URL = standin.base_url
-    return demo
-
-
-@pytest.fixture
 def sam():
     return get_user_model().objects.create_user("sam", password="pw", first_name="Sam", is_staff=True)
 
