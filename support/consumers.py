@@ -17,6 +17,12 @@ from support import events, identity, selectors, serializers, services
 AUTH_TIMEOUT = 10.0  # seconds a customer socket may stay open without authenticating
 
 
+def db(fn):
+    """Run a read or a service call in the thread pool: each call is self-contained, and with the default
+    (thread-sensitive) every socket of the process would queue behind one thread."""
+    return database_sync_to_async(fn, thread_sensitive=False)
+
+
 class ReplayingConsumer(AsyncJsonWebsocketConsumer):
     """Joins groups, replays messages after the client's last seq, then relays live events in order.
 
@@ -43,7 +49,7 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
 
     async def replay(self, conversation, last_seq: int) -> None:
         key = str(conversation.public_id)
-        messages = await database_sync_to_async(selectors.messages_after)(conversation, last_seq, staff=self.staff)
+        messages = await db(selectors.messages_after)(conversation, last_seq, staff=self.staff)
         sent = max(last_seq, self.sent_seq.get(key, 0))
         for m in messages:
             if m.seq > sent:
@@ -51,7 +57,7 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
                                       "message": serializers.message_json(m, staff=self.staff)})
                 sent = m.seq
         self.sent_seq[key] = sent
-        state = await database_sync_to_async(selectors.conversation_state)(conversation)
+        state = await db(selectors.conversation_state)(conversation)
         await self.send_json({"type": "replay.done", "seq": sent, "conversation": key, "state": state})
 
     async def desk_event(self, message):
@@ -98,7 +104,7 @@ class CustomerConsumer(ReplayingConsumer):
 
     async def resume(self, content):
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
-        conversation = await database_sync_to_async(identity.conversation_for_token)(content.get("token"), public_id)
+        conversation = await db(identity.conversation_for_token)(content.get("token"), public_id)
         if conversation is None or (self.conversation is not None and conversation.pk != self.conversation.pk):
             await self.close(code=4401)
             return
@@ -110,7 +116,7 @@ class CustomerConsumer(ReplayingConsumer):
         client_id = content.get("client_id")
         client_id = str(client_id)[:64] if client_id is not None else None
         try:
-            message, _, _ = await database_sync_to_async(services.conversation_post_message)(
+            message, _, _ = await db(services.conversation_post_message)(
                 conversation=self.conversation, text=content.get("text"), client_id=client_id)
         except services.InvalidMessage as e:
             await self.send_json({"type": "message.rejected", "client_id": client_id, "error": str(e)})
@@ -135,7 +141,7 @@ class StaffConsumer(ReplayingConsumer):
     async def receive_json(self, content, **kwargs):
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "watch":
-            conversation = await database_sync_to_async(selectors.conversation_by_public_id)(
+            conversation = await db(selectors.conversation_by_public_id)(
                 content.get("conversation"))
             if conversation is None:
                 await self.send_json({"type": "error", "error": "No such conversation."})
