@@ -1,0 +1,208 @@
+"""First token: how long a customer waits, from sending a message on the websocket to the first token of
+the agent's reply, through the real system, minus the model's own time to first token.
+
+Real processes: daphne (Django + Channels), Redis (broker and channel layer), one Celery worker
+(`--pool threads --concurrency 120`), PostgreSQL, the stand-in. The stand-in is set to
+`outcome_style: "with_content"`, so with "#steps:1" its very first reply streams the answer text (with
+a record_outcome call beside it). The stand-in's own time to first token is measured in the same run by
+timing direct streaming requests with the same conversation (system prompt, the message, our tools), and
+its median is subtracted: sequential requests for the 1-conversation case, 100 at once for the 100 case.
+
+Each sample is a fresh conversation (created over the API beforehand, not timed) whose socket is open and
+replayed before the message is sent; the client waits for the run to stop before it moves on.
+
+`python bench/first_token.py [--quick]`
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.clients import (  # noqa: E402
+    close_widgets, create_conversations, customer_tokens, open_widgets, standin_ttft,
+)
+from bench.common import django_setup, section_main, start_daphne, start_worker  # noqa: E402
+from bench.measure import CpuMeter, cpu_table, md_table, med, mmm, pct  # noqa: E402
+
+TEXT = "Hello, are you there? #steps:1"
+TARGET_P99_MS = 50.0
+WORKER_THREADS = 120
+STAGES = ("db_saved", "accepted", "queued", "running", "step", "db_model_start")
+
+
+def run(stack, quick: bool = False) -> dict:
+    sequential = 15 if quick else 60
+    live, rounds = (30, 2) if quick else (100, 3)
+    database_url = stack.database("bench_first_token")
+    django_setup(stack, database_url)
+    stack.flush_redis()
+    stack.standin_reset(latency_ms=0, token_delay_ms=0, outcome_style="with_content")
+    procs = []
+    try:
+        worker = start_worker(stack, database_url, "ft-worker", concurrency=WORKER_THREADS)
+        procs.append(worker)
+        daphne, base = start_daphne(stack, database_url, "ft-daphne")
+        procs.append(daphne)
+        roots = {"worker": worker.pid, "daphne": daphne.pid, **stack.service_pids(), "bench client": os.getpid()}
+        result = asyncio.run(_measure(stack, base, sequential, live, rounds, roots))
+    finally:
+        for p in reversed(procs):
+            p.stop()
+    return _report(stack, result, sequential, live, rounds)
+
+
+def _standin_body() -> bytes:
+    from support import assistant
+    from support.agent.loop import OUTCOME_TOOL
+
+    tools = [t.spec() for t in [*assistant.tools(), OUTCOME_TOOL]]
+    messages = [{"role": "system", "content": assistant.system_prompt()}, {"role": "user", "content": TEXT}]
+    return json.dumps({"model": "sundry-standin-1", "stream": True, "stream_options": {"include_usage": True},
+                       "tools": tools, "messages": messages}, separators=(",", ":")).encode()
+
+
+async def _measure(stack, base: str, sequential: int, live: int, rounds: int, roots: dict) -> dict:
+    tokens = customer_tokens()
+    body = _standin_body()
+    host, port = stack.standin_url.removeprefix("http://").split(":")
+    port = int(port)
+    errors: list[str] = []
+
+    # The stand-in alone, sequential and 100 at once.
+    for _ in range(5):
+        await standin_ttft(host, port, body)
+    standin_seq = [await standin_ttft(host, port, body) for _ in range(max(50, sequential))]
+    standin_conc: list[float] = []
+    for _ in range(rounds):
+        standin_conc += await asyncio.gather(*(standin_ttft(host, port, body) for _ in range(live)))
+
+    async def one_round(n: int) -> list[dict]:
+        conversations, errs = await create_conversations(base, n, tokens)
+        errors.extend(errs)
+        widgets, errs = await open_widgets(base, conversations)
+        errors.extend(errs)
+        try:
+            await asyncio.gather(*(w.send(TEXT) for w in widgets))
+            await asyncio.gather(*(w.wait_first_token(30) for w in widgets))
+            await asyncio.gather(*(w.wait_stopped(30) for w in widgets))
+        finally:
+            await close_widgets(widgets)
+        server = await asyncio.to_thread(_server_times, [w.conversation["id"] for w in widgets])
+        out = []
+        for w in widgets:
+            if w.error or w.first_token_at is None:
+                errors.append(w.error or "no first token")
+                continue
+            if not w.stop_event or w.stop_event.get("stop_reason") != "answered":
+                errors.append(f"run ended {w.stop_event}")
+            out.append({"ttft": w.first_token_at - w.sent_at,
+                        "accepted": w.first_after_send("message.accepted"),
+                        "queued": w.first_after_send("run.status", status="queued"),
+                        "running": w.first_after_send("run.status", status="running"),
+                        "step": w.first_after_send("step.started", kind="model"),
+                        **{k: (v - w.sent_wall if v is not None else None)
+                           for k, v in server.get(w.conversation["id"], {}).items()}})
+        return out
+
+    # Warm-up: the worker's first runs (imports, connection pools) and daphne's.
+    for _ in range(3):
+        await one_round(1)
+    one_live = []
+    cpu_one = CpuMeter(roots).start()
+    for _ in range(sequential):
+        one_live += await one_round(1)
+    cpu_one.stop()
+    many_live, per_round = [], []
+    cpu_many = CpuMeter(roots).start()
+    for _ in range(rounds):
+        samples = await one_round(live)
+        many_live += samples
+        per_round.append(samples)
+    cpu_many.stop()
+    return {"standin_seq": standin_seq, "standin_conc": standin_conc, "one": one_live, "many": many_live,
+            "per_round": per_round, "errors": errors, "cpu": (cpu_one, cpu_many)}
+
+
+def _server_times(conversation_ids: list[str]) -> dict[str, dict]:
+    """Wall-clock times from the database: the customer's message saved (daphne), the run's first model
+    call started (worker: the step row's created_at minus its duration)."""
+    from support.models import Message, Step
+
+    out: dict[str, dict] = {cid: {"db_saved": None, "db_model_start": None} for cid in conversation_ids}
+    for cid, at in Message.objects.filter(conversation__public_id__in=conversation_ids, role="user").values_list(
+            "conversation__public_id", "created_at"):
+        out[str(cid)]["db_saved"] = at.timestamp()
+    for cid, at, ms in Step.objects.filter(run__conversation__public_id__in=conversation_ids, kind="model",
+                                           turn=1).values_list("run__conversation__public_id", "created_at",
+                                                               "duration_ms"):
+        out[str(cid)]["db_model_start"] = at.timestamp() - ms / 1000
+    return out
+
+
+def _report(stack, r: dict, sequential: int, live: int, rounds: int) -> dict:
+    ms = lambda xs: [x * 1000 for x in xs if x is not None]  # noqa: E731
+    s_seq, s_conc = med(ms(r["standin_seq"])), med(ms(r["standin_conc"]))
+    rows, stage_rows, verdicts, data = [], [], [], {}
+    for label, samples, base_ms, sub in (
+            ("1 live conversation", r["one"], s_seq, f"{len(r['standin_seq'])} sequential"),
+            (f"{live} live conversations", r["many"], s_conc, f"{live} at once × {rounds}")):
+        raw = ms(s["ttft"] for s in samples)
+        net = [x - base_ms for x in raw]
+        stages = {k: ms(s.get(k) for s in samples) for k in STAGES}
+        rows.append([label, len(raw), f"{pct(raw, 50):.1f}", f"{pct(raw, 95):.1f}", f"{pct(raw, 99):.1f}",
+                     f"{base_ms:.2f} ({sub})", f"**{pct(net, 50):.1f}**", f"**{pct(net, 95):.1f}**",
+                     f"**{pct(net, 99):.1f}**"])
+        stage_rows.append([label] + [f"{pct(stages[k], 50):.1f} / {pct(stages[k], 99):.1f}" for k in STAGES]
+                          + [f"{pct(raw, 50):.1f} / {pct(raw, 99):.1f}"])
+        p99 = pct(net, 99)
+        verdicts.append(f"{label}: p99 {p99:.1f} ms net of the stand-in (target ≤ {TARGET_P99_MS:g} ms): "
+                        f"**{'met' if p99 <= TARGET_P99_MS else 'missed'}**")
+        data[label] = {"raw_ms": raw, "net_p50": pct(net, 50), "net_p95": pct(net, 95), "net_p99": p99,
+                       "standin_median_ms": base_ms, "stages_ms": stages}
+    rounds_p99 = [pct([s["ttft"] * 1000 - s_conc for s in rs], 99) for rs in r["per_round"] if rs]
+    rounds_p50 = [pct([s["ttft"] * 1000 - s_conc for s in rs], 50) for rs in r["per_round"] if rs]
+    table = md_table(["live conversations", "samples", "raw p50 ms", "raw p95 ms", "raw p99 ms",
+                      "stand-in TTFT median ms", "net p50 ms", "net p95 ms", "net p99 ms"], rows)
+    stage_table = md_table(["live conversations", "DB: message saved", "`message.accepted`",
+                            "`run.status: queued`", "`run.status: running`", "`step.started` (model)",
+                            "DB: model call starts", "first `token.delta`"], stage_rows)
+    md = "\n\n".join([
+        "## 2. First token: customer's send → first `token.delta`, through the real system",
+        f"daphne + Redis + one Celery worker (`--pool threads --concurrency {WORKER_THREADS}`) + "
+        f"{'PostgreSQL' if stack.db_kind == 'postgres' else 'SQLite'} + the stand-in (`outcome_style: with_content`, "
+        f"no latency; message `{TEXT}`). Net = raw minus the stand-in's own median time to first token measured "
+        f"in the same run (direct streaming requests with the same conversation and tools). Percentiles pooled over "
+        f"all samples (linear interpolation). Each sample is a new conversation whose socket is open before the "
+        f"message is sent.",
+        table,
+        "Where the time goes: ms from send to each point, p50 / p99 (raw). Columns in backticks are events as "
+        "the customer's socket received them (so they include daphne's delivery); the DB columns are wall-clock "
+        "times written by the servers: the customer's message row inserted (daphne) and the first model call "
+        "started (worker; its step row's created_at minus duration). `message.accepted`: daphne saved the "
+        "message, created the run and queued the task; `queued`: that run's event came back through Redis; "
+        "`running`: a worker claimed the run; `step.started`: the loop is about to call the model.",
+        stage_table,
+        "CPU by process while each block ran, per conversation (each one: created over the API, its socket "
+        "opened and replayed, one message, a run of 2 model calls and a record_outcome): what the system "
+        "spends to serve a customer's turn, and how many of the machine's cores that kept busy.",
+        cpu_table([("1 live conversation", r["cpu"][0], len(r["one"])),
+                   (f"{live} live conversations", r["cpu"][1], len(r["many"]))], "conversation"),
+        f"Per round with {live} live conversations ({len(rounds_p99)} rounds): net p50 "
+        f"{mmm(rounds_p50, '{:.1f}')} ms, net p99 {mmm(rounds_p99, '{:.1f}')} ms (median (min–max) over rounds).",
+        "\n".join(f"- {v}" for v in verdicts),
+        f"- Errors: {len(r['errors'])}" + (f" (first: {r['errors'][:3]})" if r["errors"] else ""),
+    ])
+    return {"name": "first_token", "markdown": md,
+            "data": {**data, "cpu_ms": {"one": r["cpu"][0].used, "many": r["cpu"][1].used},
+                     "standin_seq_ms": ms(r["standin_seq"]), "standin_conc_ms": ms(r["standin_conc"]),
+                     "errors": r["errors"], "rounds_net_p99": rounds_p99}}
+
+
+if __name__ == "__main__":
+    section_main(run)
