@@ -242,7 +242,7 @@ CHANNEL_LAYERS = {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         # socket_timeout None: a websocket's blocking receive waits for events for as long as it is open
         # (redis-py 8 would otherwise time an idle socket out after 5 s and drop the connection).
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}], "capacity": 1000, "expiry": 30},
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}], "capacity": 20000, "expiry": 30},
     }
 }
 

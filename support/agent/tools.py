@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import json
+
 import jsonschema
 
 
@@ -49,9 +51,22 @@ class Tool:
         """None when the arguments match the schema, else a sentence the model can act on."""
         if not isinstance(arguments, dict):
             return f"arguments must be a JSON object, got {type(arguments).__name__}"
-        try:
-            jsonschema.validate(arguments, self.parameters)
-        except jsonschema.ValidationError as e:
-            where = "/".join(str(p) for p in e.absolute_path) or "arguments"
-            return f"invalid arguments for {self.name} at {where}: {e.message}"
+        error = jsonschema.exceptions.best_match(_validator(self.parameters).iter_errors(arguments))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+            return f"invalid arguments for {self.name} at {where}: {error.message}"
         return None
+
+
+_validators: dict[str, "jsonschema.protocols.Validator"] = {}
+
+
+def _validator(schema: dict):
+    """One validator per schema, built (and the schema checked) once: jsonschema.validate redoes both per call."""
+    key = json.dumps(schema, sort_keys=True)
+    validator = _validators.get(key)
+    if validator is None:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        validator = _validators[key] = cls(schema)
+    return validator
