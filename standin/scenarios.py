@@ -220,18 +220,25 @@ def _no_tracking(o: Order, r: Result) -> Finish:
                   "check it and follow up here.")
 
 
-# --- the flows ----------------------------------------------------------------------------------
-
-
-def missing(t: Turn, o: Order):
-    tracked = _track(t, o, prefer_delivered=True)
+def _scan(t: Turn, o: Order, prefer_delivered: bool):
+    """The parcel's latest scan, or the step to take first: fetch the tracking, or say why there is none."""
+    tracked = _track(t, o, prefer_delivered)
     if tracked is None:
         return _unshipped(o)
     if isinstance(tracked, Call):
         return tracked
     if not tracked.ok:
         return _no_tracking(o, tracked)
-    scan = Scan.of(tracked.data)
+    return Scan.of(tracked.data)
+
+
+# --- the flows ----------------------------------------------------------------------------------
+
+
+def missing(t: Turn, o: Order):
+    scan = _scan(t, o, prefer_delivered=True)
+    if not isinstance(scan, Scan):
+        return scan
     if scan.status != "delivered":
         return Finish("resolved", f"{o.id} is not marked delivered yet; gave the latest scan.",
                       _status_text(o, scan) + " The carrier hasn't marked it as delivered yet, so it is still "
@@ -363,14 +370,9 @@ def refund(t: Turn, o: Order):
 
 
 def status(t: Turn, o: Order):
-    tracked = _track(t, o, prefer_delivered=False)
-    if tracked is None:
-        return _unshipped(o)
-    if isinstance(tracked, Call):
-        return tracked
-    if not tracked.ok:
-        return _no_tracking(o, tracked)
-    scan = Scan.of(tracked.data)
+    scan = _scan(t, o, prefer_delivered=False)
+    if not isinstance(scan, Scan):
+        return scan
     text = _status_text(o, scan)
     if not scan.weather or scan.status == "delivered":
         return Finish("resolved", f"Gave the status of {o.id}: {scan.status}, {scan.hours} h since the last scan.",
