@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import replace
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -61,46 +62,77 @@ def history_for_model(messages) -> tuple[list[dict], list[dict]]:
 
 
 class DbObserver(agent.Observer):
-    """The loop's hooks, backed by the database and the channel layer, fenced by the run's lease."""
+    """The loop's hooks, backed by the database and the channel layer, fenced by the run's lease.
+
+    Every write checks the lease in its transaction; a transaction opened with atomic() checks it once
+    (the run's row stays locked until commit), so a turn's trace row and message cost one check.
+    """
 
     def __init__(self, run: Run, conversation: Conversation, lease: str, held: list[dict], last_seq: int):
         self.run, self.conversation, self.lease = run, conversation, lease
         self.held, self.last_seq = held, last_seq
         # The newest customer message this run has read; separate from last_seq, which our own appends move.
         self.user_cursor = last_seq
+        # Someone else wrote since we last looked (one of our appends skipped a seq): read before the next call.
+        self.unread = False
         self.auto_approved: dict[str, str] = {}
+        self._beat = time.monotonic()
+        self._depth = self._savepoints = 0
+        self._lease_held = False
+
+    # transactions
+    @contextmanager
+    def atomic(self, savepoint: bool = True):
+        real_savepoint = int(self._depth > 0 and savepoint)
+        with transaction.atomic(savepoint=savepoint):
+            self._depth += 1
+            self._savepoints += real_savepoint
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                self._savepoints -= real_savepoint
+                if not self._depth:
+                    self._lease_held = False
+
+    def _lease(self) -> None:
+        if not self._lease_held:
+            services.lease_check(self.run, self.lease)
+            self._leased()
+
+    def _leased(self) -> None:
+        # A lock taken inside a savepoint is let go if that savepoint rolls back: only count it when none is open.
+        self._lease_held = self._depth > 0 and not self._savepoints
         self._beat = time.monotonic()
 
     # messages
     def message(self, message: dict) -> None:
         author = Message.AGENT if message["role"] == "assistant" else Message.TOOL
-        saved = services.message_append(conversation=self.conversation, wire=message, author=author,
-                                        run=self.run, lease=self.lease)
+        with self.atomic(savepoint=False):
+            self._lease()
+            saved = services.message_append(conversation=self.conversation, wire=message, author=author,
+                                            run=self.run)
+        if saved.seq != self.last_seq + 1:
+            self.unread = True
         self.last_seq = saved.seq
-        self._beat = time.monotonic()
 
     def incoming(self) -> list[dict]:
-        status = Conversation.objects.values_list("status", flat=True).get(pk=self.conversation.pk)
+        status, last_seq = Conversation.objects.values_list("status", "last_seq").get(pk=self.conversation.pk)
         if status == Conversation.TAKEN_OVER:
             raise TakenOver()
-        fresh = list(self.conversation.messages.filter(seq__gt=self.user_cursor, role="user").order_by("seq"))
+        fresh = []
+        if self.unread or last_seq > self.last_seq:
+            fresh = list(self.conversation.messages.filter(seq__gt=self.user_cursor, role="user").order_by("seq"))
+            self.unread = False
         if fresh:
             self.user_cursor = fresh[-1].seq
         out, self.held = self.held + [m.wire() for m in fresh], []
         return out
 
-    def atomic(self):
-        return transaction.atomic()
-
     # the trace
     def step_started(self, step: agent.Step) -> None:
         if step.kind == "tool":
-            key = f"{self.run.public_id}:{step.call_id}"
-            ToolCall.objects.update_or_create(
-                run=self.run, call_id=step.call_id,
-                defaults={"status": ToolCall.RUNNING, "attempts": F("attempts") + 1},
-                create_defaults={"name": step.tool, "arguments": _json_or_raw(step.arguments),
-                                 "status": ToolCall.RUNNING, "idempotency_key": key, "attempts": 1})
+            _tool_call_started(self.run, step)
             _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
         serializers.publish_step(Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label,
                                       tool=step.tool), started=True)
@@ -108,11 +140,11 @@ class DbObserver(agent.Observer):
     def step(self, step: agent.Step) -> None:
         # Lease first, row second, in one transaction: a worker presumed dead while it waited on the
         # model adds nothing to the trace when its reply finally arrives.
-        with transaction.atomic():
+        with self.atomic(savepoint=False):
             if step.kind == "model":
                 self._save_spending(step)
             else:
-                self._check_lease()
+                self._lease()
             row = Step.objects.create(
                 run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
                 tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
@@ -122,11 +154,10 @@ class DbObserver(agent.Observer):
             )
             if step.kind == "tool" and step.call_id:
                 self._save_tool_call(step)
-        serializers.publish_step(row, started=False)
+            transaction.on_commit(lambda: serializers.publish_step(row, started=False))
 
     def _check_lease(self) -> None:
-        if not Run.objects.filter(pk=self.run.pk, lease=self.lease).update(heartbeat_at=timezone.now()):
-            raise services.LeaseLost(f"run {self.run.public_id} was claimed by another worker")
+        services.lease_check(self.run, self.lease)
         self._beat = time.monotonic()
 
     def _save_spending(self, step: agent.Step) -> None:
@@ -136,19 +167,20 @@ class DbObserver(agent.Observer):
             cost_usd=F("cost_usd") + step.cost_usd, heartbeat_at=timezone.now())
         if not updated:
             raise services.LeaseLost(f"run {self.run.public_id} was claimed by another worker")
+        self._leased()
 
     def _save_tool_call(self, step: agent.Step) -> None:
         status = ToolCall.FAILED if step.error else ToolCall.EXECUTED
         if step.error == "rejected by staff":
             status = ToolCall.REJECTED
-        call, _ = ToolCall.objects.update_or_create(
-            run=self.run, call_id=step.call_id,
-            defaults={"name": step.tool, "status": status, "result": step.result,
-                      "idempotency_key": f"{self.run.public_id}:{step.call_id}"},
-            create_defaults={"name": step.tool, "status": status, "result": step.result,
-                             "arguments": _json_or_raw(step.arguments),
-                             "idempotency_key": f"{self.run.public_id}:{step.call_id}"})
+        calls = ToolCall.objects.filter(run=self.run, call_id=step.call_id)
+        if not calls.update(status=status, result=step.result, updated_at=timezone.now()):
+            # A call answered without running (unknown tool, bad arguments, a repeat): its first row.
+            ToolCall.objects.create(run=self.run, call_id=step.call_id, name=step.tool, status=status,
+                                    result=step.result, arguments=_json_or_raw(step.arguments),
+                                    idempotency_key=f"{self.run.public_id}:{step.call_id}")
         if step.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
+            call = calls.get()
             Approval.objects.get_or_create(tool_call=call, defaults={
                 "run": self.run, "requested_arguments": call.arguments, "executed_arguments": call.arguments,
                 "decided_at": timezone.now(), "decision": Approval.APPROVED,
@@ -165,6 +197,29 @@ class DbObserver(agent.Observer):
 
     def tokens_reset(self) -> None:
         serializers.publish_token(self.conversation, self.run, self.last_seq, "")
+
+
+def _tool_call_started(run: Run, step: agent.Step) -> None:
+    """The call is about to run: its row is created, or (run again after a crash) its attempts counted.
+
+    One INSERT ... ON CONFLICT statement, committed on its own before the tool runs, so the count survives
+    a crash inside the tool's transaction.
+    """
+    now = timezone.now()
+    values = {"run_id": run.pk, "call_id": step.call_id, "name": step.tool, "arguments": _json_or_raw(step.arguments),
+              "status": ToolCall.RUNNING, "idempotency_key": f"{run.public_id}:{step.call_id}", "attempts": 1,
+              "result": "", "created_at": now, "updated_at": now}
+    meta, quote = ToolCall._meta, connection.ops.quote_name
+    fields = [meta.get_field(name) for name in values]
+    table, run_col, call_col = quote(meta.db_table), quote(meta.get_field("run").column), quote(meta.get_field("call_id").column)
+    columns = ", ".join(quote(f.column) for f in fields)
+    status, attempts, updated = (quote(meta.get_field(n).column) for n in ("status", "attempts", "updated_at"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) "
+            f"ON CONFLICT ({run_col}, {call_col}) DO UPDATE SET {status} = excluded.{status}, "
+            f"{attempts} = {table}.{attempts} + 1, {updated} = excluded.{updated}",
+            [f.get_db_prep_save(values[f.attname if f.attname in values else f.name], connection) for f in fields])
 
 
 def _json_or_raw(arguments: str):

@@ -7,7 +7,7 @@ from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -78,19 +78,12 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
     With a lease, the write happens only while that claim on the run is still current, so a worker
     presumed dead cannot add to a conversation another worker has resumed.
     """
-    with transaction.atomic():
+    # Inside a caller's transaction no savepoint is needed: any failure here fails the caller's block too.
+    with transaction.atomic(savepoint=False):
         now = timezone.now()
-        if lease is not None and not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=now):
-            raise LeaseLost(f"run {run.public_id} was claimed by another worker")
-        # The conditional UPDATE both hands out the seq and serialises appends to this conversation.
-        Conversation.objects.filter(pk=conversation.pk).update(last_seq=F("last_seq") + 1, updated_at=now)
-        # Read back the seq and the conversation's current state with it: the caller's object may be old (a
-        # customer's websocket keeps the one it loaded on connect), and this message's events describe the
-        # conversation from it (publish_message's conversation.updated: a taken-over one is not "open").
-        seq, conversation.status, conversation.assignee_id, conversation.attention_reason = (
-            Conversation.objects.values_list("last_seq", "status", "assignee_id", "attention_reason")
-            .get(pk=conversation.pk))
-        conversation.last_seq, conversation.updated_at = seq, now
+        if lease is not None:
+            lease_check(run, lease, now)
+        seq = next_seq(conversation, now)
         message = Message.objects.create(
             conversation=conversation, seq=seq, role=wire["role"], author=author, author_user=user,
             content=wire.get("content"), tool_calls=wire.get("tool_calls") or None,
@@ -98,6 +91,35 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
         )
         transaction.on_commit(lambda: serializers.publish_message(message))
     return message
+
+
+def lease_check(run: Run, lease: str, now=None) -> None:
+    """LeaseLost unless `lease` is still the run's claim; marks the run alive. Inside a transaction the
+    run's row stays locked until commit, so one check covers every write the transaction makes."""
+    if not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=now or timezone.now()):
+        raise LeaseLost(f"run {run.public_id} was claimed by another worker")
+
+
+def next_seq(conversation: Conversation, now) -> int:
+    """Hand out the conversation's next seq and refresh `conversation` with its current state.
+
+    One conditional UPDATE both allocates the seq and serialises appends to the conversation (it holds the
+    row lock until commit); RETURNING reads back the state with it. The caller's object may be old (a
+    customer's websocket keeps the one it loaded on connect), and the message's events describe the
+    conversation from it (publish_message's conversation.updated: a taken-over one is not "open").
+    """
+    table, pk = (connection.ops.quote_name(n) for n in (Conversation._meta.db_table, Conversation._meta.pk.column))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET last_seq = last_seq + 1, updated_at = %s WHERE {pk} = %s "
+            "RETURNING last_seq, status, assignee_id, attention_reason",
+            [Conversation._meta.get_field("updated_at").get_db_prep_value(now, connection), conversation.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {conversation.pk} is gone")
+    seq, conversation.status, conversation.assignee_id, conversation.attention_reason = row
+    conversation.last_seq, conversation.updated_at = seq, now
+    return seq
 
 
 def conversation_post_message(*, conversation: Conversation, text, client_id: str | None = None):

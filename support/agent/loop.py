@@ -132,8 +132,9 @@ def run_loop(
         step.duration_ms, step.model, step.attempts = _ms(t0), reply.model, reply.attempts
         step.prompt_tokens, step.completion_tokens = reply.prompt_tokens, reply.completion_tokens
         step.cost_usd, step.finish_reason = cost, reply.finish_reason
-        run.observer.step(step)
-        run.append(reply.message)  # verbatim, tool_calls included: a tool result needs its call
+        with run.observer.atomic():  # the trace row and the reply it describes are saved together
+            run.observer.step(step)
+            run.append(reply.message)  # verbatim, tool_calls included: a tool result needs its call
 
         calls = reply.tool_calls
         # The one branch, on the finish reason. Some compatible servers say "stop" while still
@@ -238,8 +239,8 @@ def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
             step.error = f"{type(e).__name__}: {e}"
         out = _truncate(out, run.limits.tool_output_max_chars)
         run.result(call, out)
-    step.duration_ms, step.result = _ms(t0), out[:500]
-    run.observer.step(step)
+        step.duration_ms, step.result = _ms(t0), out[:500]
+        run.observer.step(step)
 
 
 def _answer_open_calls(run: _Run, decisions: Mapping[str, Decision]) -> RunResult | None:

@@ -213,7 +213,8 @@ class Observer:
         return []
 
     def atomic(self):
-        """Wraps a tool's effect and the saving of its result, so both commit together or neither does."""
+        """Writes that must commit together or not at all: a tool's effect, its result and its trace row; a
+        model call's trace row and its reply. Nested, it undoes only its own part when it fails."""
         return contextlib.nullcontext()
 
 
