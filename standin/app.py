@@ -43,7 +43,7 @@ def create_app(state: ControlState | None = None) -> Starlette:
             state.log(n, status, None, False, len(messages) if isinstance(messages, list) else 0,
                       error=error["error"]["message"])
             return JSONResponse(error, status_code=status, headers=_request_id())
-        return await _answer(state, n, body)
+        return await _answer(state, n, body, peer=f"{request.client.host}:{request.client.port}" if request.client else None)
 
     async def models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [_model(MODEL)]})
@@ -101,7 +101,7 @@ def create_app(state: ControlState | None = None) -> Starlette:
     return app
 
 
-async def _answer(state: ControlState, n: int, body: dict) -> Response:
+async def _answer(state: ControlState, n: int, body: dict, peer: str | None = None) -> Response:
     messages, stream = body["messages"], bool(body.get("stream"))
     turn = read_turn(messages)
     fault, directive_repeat = faults.pick(state, messages, turn)
@@ -123,11 +123,13 @@ async def _answer(state: ControlState, n: int, body: dict) -> Response:
     reply = _cap(faults.apply(fault, reply, turn), body)
     prompt = prompt_tokens(body)
     state.log(n, 200, fault, stream, len(messages), finish_reason=reply.finish,
-              tool_calls=[c.name for c in reply.calls])
+              tool_calls=[c.name for c in reply.calls], peer=peer)
     if not stream:
         return JSONResponse(completion(reply, body["model"], prompt), headers=_request_id())
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     events = streaming.chunks(reply, body["model"], prompt, include_usage)
+    if fault is not None and fault.name == "stream_error":
+        events = streaming.broken(events, int(fault.get("after_chunks")))
     stall = fault is not None and fault.name == "stall"
     pacing = streaming.Pacing(token_delay=config["token_delay_ms"] / 1000,
                               stall_after=int(fault.get("after_chunks")) if stall else None,

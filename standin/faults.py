@@ -22,6 +22,7 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "503": {},
     "delay": {"ms": 1000},
     "stall": {"after_chunks": 2, "seconds": 30},
+    "stream_error": {"after_chunks": 2},
     "malformed_args": {},
     "unknown_tool": {},
     "repeat": {},

@@ -63,6 +63,14 @@ def chunks(reply: Reply, model: str, prompt: int, include_usage: bool) -> list[b
     return out
 
 
+def broken(events: list[bytes], after: int) -> list[bytes]:
+    """The stream as OpenAI's servers end one that fails part-way: some chunks, an error event, the end."""
+    error = {"error": {"message": "The server had an error while processing your request. Sorry about that!",
+                       "type": "server_error", "param": None, "code": None}}
+    keep = max(1, min(after, len(events) - 3))  # never the finish chunk: the reply stays unfinished
+    return events[:keep] + [f"data: {json.dumps(error, separators=(',', ':'))}\n\n".encode()]
+
+
 async def stream(events: list[bytes], pacing: Pacing) -> AsyncIterator[bytes]:
     if not pacing.token_delay and pacing.stall_after is None:
         yield b"".join(events)  # nothing to pace: one write, the client still sees every event

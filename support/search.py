@@ -9,6 +9,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.db.models import Q
 
@@ -52,8 +53,14 @@ def stem(word: str) -> str:
 
 
 def tokenise(text: str) -> list[str]:
-    words = _WORD.findall(text.lower())
-    return [stem(w) for w in words if len(w) > 1 and w not in STOP_WORDS]
+    return list(_terms(text))
+
+
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> tuple[str, ...]:
+    """Tokenised once per distinct text: the documents (and their sentences) are the same search after
+    search; a query is new. Keyed by the text itself, so an edited document is simply a new key."""
+    return tuple(stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOP_WORDS)
 
 
 @dataclass(frozen=True)
@@ -72,11 +79,23 @@ class Hit:
 
 def idf_table(docs: list[Doc]) -> dict[str, float]:
     """BM25's idf (the +1 form, never negative) for every term of the corpus."""
+    return dict(_idf(tuple(docs)))
+
+
+@lru_cache(maxsize=64)
+def _idf(docs: tuple[Doc, ...]) -> tuple[tuple[str, float], ...]:
     df: Counter[str] = Counter()
     for doc in docs:
-        df.update(set(tokenise(doc.title + " " + doc.body)))
+        df.update(set(_terms(doc.title)) | set(_terms(doc.body)))
     n = len(docs)
-    return {term: math.log(1 + (n - count + 0.5) / (count + 0.5)) for term, count in df.items()}
+    return tuple((term, math.log(1 + (n - count + 0.5) / (count + 0.5))) for term, count in df.items())
+
+
+@lru_cache(maxsize=1024)
+def _bag(title: str, body: str) -> tuple[Counter, int]:
+    """A document's term counts (its title's words count TITLE_WEIGHT times) and its length."""
+    bag = Counter(_terms(title) * TITLE_WEIGHT + _terms(body))
+    return bag, sum(bag.values())
 
 
 def rank(query: str, docs: list[Doc], limit: int = 4) -> list[Hit]:
@@ -84,12 +103,11 @@ def rank(query: str, docs: list[Doc], limit: int = 4) -> list[Hit]:
     terms = set(tokenise(query))
     if not terms or not docs:
         return []
-    idf = idf_table(docs)
-    bags = [Counter(tokenise(d.title) * TITLE_WEIGHT + tokenise(d.body)) for d in docs]
-    avg_len = sum(sum(bag.values()) for bag in bags) / len(bags) or 1.0
+    idf = dict(_idf(tuple(docs)))
+    bags = [_bag(d.title, d.body) for d in docs]
+    avg_len = sum(length for _, length in bags) / len(bags) or 1.0
     scored = []
-    for doc, bag in zip(docs, bags):
-        length = sum(bag.values())
+    for doc, (bag, length) in zip(docs, bags):
         score = 0.0
         for term in terms:
             tf = bag.get(term, 0)
@@ -108,7 +126,7 @@ def best_passage(body: str, terms: set[str], idf: dict[str, float], limit: int =
     if len(body) <= limit:
         return body
     sentences = [s for s in _SENTENCE_END.split(body) if s]
-    weights = [sum(idf.get(t, 0.0) for t in terms & set(tokenise(s))) for s in sentences]
+    weights = [sum(idf.get(t, 0.0) for t in terms & set(_terms(s))) for s in sentences]
     best = max(range(len(sentences)), key=lambda i: (weights[i], -i))
     lo = hi = best
     length = len(sentences[best])

@@ -154,3 +154,71 @@ def test_connection_errors_are_retried_then_reported():
     with pytest.raises(ModelError) as e:
         model.complete(ticket(), TOOLS, Sink())
     assert e.value.attempts == 3 and len(sleeps) == 2 and "Connection" in str(e.value)
+
+
+def test_calls_reuse_one_connection(standin):
+    # The stream is read to the end of its body, past [DONE], so the connection goes back to the pool.
+    model, _ = make(standin)
+    for text in ("Hello, can you help me?", "Where is my order SU-41210?", "Hello again"):
+        model.complete(ticket(text), TOOLS, Sink())
+    peers = [r["peer"] for r in requests_seen(standin)]
+    assert len(peers) == 3 and len(set(peers)) == 1, peers
+
+
+def test_an_error_event_mid_stream_is_retried(standin):
+    faults(standin, "stream_error:after_chunks=2")
+    model, sleeps = make(standin)
+    sink = Sink()
+    reply = model.complete(ticket("Hello, can you help me?"), TOOLS, sink)
+    assert reply.attempts == 2 and sink.resets == 1 and len(sleeps) == 1
+    assert "".join(sink.tokens) == (reply.content or "")
+    assert [r["fault"] for r in requests_seen(standin)] == ["stream_error:after_chunks=2", None]
+
+
+def _sse_server(bodies: list[bytes]):
+    """A one-shot HTTP server on loopback answering each request with the next raw SSE body."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = bodies.pop(0)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_events_are_read_by_the_sse_rules_and_garbage_is_retried():
+    def chunk(delta, finish=None):
+        return {"model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    good = (": a comment\n\n"
+            "event: message\n"
+            f"data: {json.dumps(chunk({'content': 'Hel'}))}\n\n"
+            # one event may span several data lines (joined with a newline: still one JSON document)
+            + "data: " + json.dumps(chunk({'content': 'lo'})).replace(', "choices"', '\ndata: , "choices"') + "\n\n"
+            + f"data: {json.dumps(chunk({}, 'stop'))}\n\n"
+            "data: [DONE]\n\n").encode()
+    server = _sse_server([b"data: {not json\n\n", good])
+    try:
+        sleeps = Sleeps()
+        model = OpenAIModel(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="x", model="m",
+                            sleep=sleeps, read_timeout=5.0)
+        sink = Sink()
+        reply = model.complete(ticket(), TOOLS, sink)
+    finally:
+        server.shutdown()
+    assert reply.attempts == 2 and len(sleeps) == 1  # the unreadable chunk was retried, not raised
+    assert reply.content == "Hello" and reply.finish_reason == "stop" and sink.tokens == ["Hel", "lo"]

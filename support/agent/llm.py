@@ -24,6 +24,43 @@ class IncompleteStream(Exception):
     """The stream closed before the reply was finished."""
 
 
+class _EventStream(openai.Stream[object]):
+    """The reply's server-sent events as parsed JSON, read to the end of the body.
+
+    openai's own Stream stops reading at `data: [DONE]` and closes the response with the chunked body's
+    last bytes unread, which costs the connection: every call would open a new one. Reading on to the
+    end hands the connection back to the client's pool for the next call.
+    """
+
+    def __stream__(self):
+        response = self.response
+        try:
+            data: list[str] = []
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                    continue
+                if line or not data:
+                    continue  # event:, id:, retry:, comments; or a blank line with nothing gathered
+                payload, data = "\n".join(data), []
+                if payload.strip() == "[DONE]":
+                    continue  # the end is a few bytes on: read it so the connection can be reused
+                try:
+                    chunk = json.loads(payload)
+                except ValueError:
+                    raise openai.APIError(message="the stream sent a chunk that is not JSON",
+                                          request=response.request, body=None) from None
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    error = chunk["error"]
+                    message = error.get("message") if isinstance(error, dict) else None
+                    raise openai.APIError(message=message if isinstance(message, str) and message
+                                          else "An error occurred during streaming",
+                                          request=response.request, body=error)
+                yield chunk
+        finally:
+            response.close()
+
+
 class OpenAIModel:
     def __init__(
         self,
@@ -101,11 +138,11 @@ class OpenAIModel:
         return min(backoff + random.uniform(0, backoff / 2), self.max_retry_wait)
 
     def _stream_once(self, body: bytes, sink: Observer) -> ModelReply:
-        # Stream[object] hands back each chunk as parsed JSON: no response models to build per token.
+        # Each chunk comes back as parsed JSON: no response models to build per token.
         stream = self.client.post(
             "/chat/completions", cast_to=object, content=body,
             options={"headers": {"Content-Type": "application/json"}},
-            stream=True, stream_cls=openai.Stream[object],
+            stream=True, stream_cls=_EventStream,
         )
         content: list[str] = []
         calls: dict[int, dict] = {}
