@@ -118,6 +118,16 @@ class Widget:
                 return at - self.sent_at
         return None
 
+    async def next_turn(self, text: str) -> None:
+        """Forget the previous turn's timings and send the next message on the same socket."""
+        self.events.clear()
+        self.first_token_at = self.accepted_at = self.running_at = self.stopped_at = None
+        self.stop_event = None
+        if self._reader is not None and not self._reader.done():
+            self._stopped.clear()
+            self._first_token.clear()
+        await self.send(text)
+
     async def send(self, text: str) -> None:
         self.sent_at, self.sent_wall = time.perf_counter(), time.time()
         await self.ws.send(json.dumps({"type": "message", "text": text, "client_id": uuid.uuid4().hex}))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -33,12 +34,14 @@ from bench.measure import CpuMeter, cpu_table, md_table, med, mmm, pct  # noqa: 
 TEXT = "Hello, are you there? #steps:1"
 TARGET_P99_MS = 50.0
 WORKER_THREADS = 120
+THINK_SECONDS = (6.0, 24.0)  # steady load: a customer writes again this long after the answer (uniform)
 STAGES = ("db_saved", "accepted", "queued", "running", "step", "db_model_start")
 
 
 def run(stack, quick: bool = False) -> dict:
     sequential = 15 if quick else 60
     live, rounds = (30, 2) if quick else (100, 3)
+    steady_seconds = 20.0 if quick else 60.0
     database_url = stack.database("bench_first_token")
     django_setup(stack, database_url)
     stack.flush_redis()
@@ -50,7 +53,7 @@ def run(stack, quick: bool = False) -> dict:
         daphne, base = start_daphne(stack, database_url, "ft-daphne")
         procs.append(daphne)
         roots = {"worker": worker.pid, "daphne": daphne.pid, **stack.service_pids(), "bench client": os.getpid()}
-        result = asyncio.run(_measure(stack, base, sequential, live, rounds, roots))
+        result = asyncio.run(_measure(stack, base, sequential, live, rounds, roots, steady_seconds))
     finally:
         for p in reversed(procs):
             p.stop()
@@ -67,7 +70,8 @@ def _standin_body() -> bytes:
                        "tools": tools, "messages": messages}, separators=(",", ":")).encode()
 
 
-async def _measure(stack, base: str, sequential: int, live: int, rounds: int, roots: dict) -> dict:
+async def _measure(stack, base: str, sequential: int, live: int, rounds: int, roots: dict,
+                   steady_seconds: float) -> dict:
     tokens = customer_tokens()
     body = _standin_body()
     host, port = stack.standin_url.removeprefix("http://").split(":")
@@ -125,8 +129,44 @@ async def _measure(stack, base: str, sequential: int, live: int, rounds: int, ro
         many_live += samples
         per_round.append(samples)
     cpu_many.stop()
+
+    # Steady: `live` conversations stay open, each customer writing again a while after each answer.
+    conversations, errs = await create_conversations(base, live, tokens)
+    errors.extend(errs)
+    widgets, errs = await open_widgets(base, conversations)
+    errors.extend(errs)
+    loop, rng = asyncio.get_running_loop(), random.Random(5)
+    steady: list[dict] = []
+    cpu_steady = CpuMeter(roots).start()
+    t_start = loop.time()
+    deadline = t_start + steady_seconds
+
+    async def customer(w) -> None:
+        await asyncio.sleep(rng.uniform(0, THINK_SECONDS[1]))  # arrivals spread out from the start
+        while loop.time() < deadline:
+            await w.next_turn(TEXT)
+            await w.wait_first_token(30)
+            await w.wait_stopped(30)
+            if w.error or w.first_token_at is None:
+                errors.append(w.error or "no first token")
+                return
+            if not w.stop_event or w.stop_event.get("stop_reason") != "answered":
+                errors.append(f"run ended {w.stop_event}")
+            steady.append({"ttft": w.first_token_at - w.sent_at,
+                           "accepted": w.first_after_send("message.accepted"),
+                           "queued": w.first_after_send("run.status", status="queued"),
+                           "running": w.first_after_send("run.status", status="running"),
+                           "step": w.first_after_send("step.started", kind="model")})
+            await asyncio.sleep(rng.uniform(*THINK_SECONDS))
+
+    try:
+        await asyncio.gather(*(customer(w) for w in widgets))
+    finally:
+        await close_widgets(widgets)
+    cpu_steady.stop()
     return {"standin_seq": standin_seq, "standin_conc": standin_conc, "one": one_live, "many": many_live,
-            "per_round": per_round, "errors": errors, "cpu": (cpu_one, cpu_many)}
+            "per_round": per_round, "errors": errors, "cpu": (cpu_one, cpu_many, cpu_steady),
+            "steady": steady, "steady_seconds": loop.time() - t_start}
 
 
 def _server_times(conversation_ids: list[str]) -> dict[str, dict]:
@@ -149,9 +189,11 @@ def _report(stack, r: dict, sequential: int, live: int, rounds: int) -> dict:
     ms = lambda xs: [x * 1000 for x in xs if x is not None]  # noqa: E731
     s_seq, s_conc = med(ms(r["standin_seq"])), med(ms(r["standin_conc"]))
     rows, stage_rows, verdicts, data = [], [], [], {}
+    steady_label = f"{live} live conversations, steady"
     for label, samples, base_ms, sub in (
             ("1 live conversation", r["one"], s_seq, f"{len(r['standin_seq'])} sequential"),
-            (f"{live} live conversations", r["many"], s_conc, f"{live} at once × {rounds}")):
+            (f"{live} live conversations, all at once", r["many"], s_conc, f"{live} at once × {rounds}"),
+            (steady_label, r["steady"], s_seq, f"{len(r['standin_seq'])} sequential")):
         raw = ms(s["ttft"] for s in samples)
         net = [x - base_ms for x in raw]
         stages = {k: ms(s.get(k) for s in samples) for k in STAGES}
@@ -178,8 +220,13 @@ def _report(stack, r: dict, sequential: int, live: int, rounds: int) -> dict:
         f"{'PostgreSQL' if stack.db_kind == 'postgres' else 'SQLite'} + the stand-in (`outcome_style: with_content`, "
         f"no latency; message `{TEXT}`). Net = raw minus the stand-in's own median time to first token measured "
         f"in the same run (direct streaming requests with the same conversation and tools). Percentiles pooled over "
-        f"all samples (linear interpolation). Each sample is a new conversation whose socket is open before the "
-        f"message is sent.",
+        f"all samples (linear interpolation). In the first two rows each sample is a new conversation whose "
+        f"socket is open before the message is sent: one at a time, then {live} created, connected and sending "
+        f"in the same instant ({rounds} rounds), a burst of {live} runs started at once. In the steady row "
+        f"{live} conversations stay connected for {r['steady_seconds']:.0f} s and each customer writes again "
+        f"{THINK_SECONDS[0]:g}–{THINK_SECONDS[1]:g} s (uniform) after the previous answer, first messages "
+        f"spread over the first {THINK_SECONDS[1]:g} s: {len(r['steady'])} turns, "
+        f"{len(r['steady']) / max(r['steady_seconds'], 1e-9):.1f} turns/s.",
         table,
         "Where the time goes: ms from send to each point, p50 / p99 (raw). Columns in backticks are events as "
         "the customer's socket received them (so they include daphne's delivery); the DB columns are wall-clock "
@@ -192,14 +239,17 @@ def _report(stack, r: dict, sequential: int, live: int, rounds: int) -> dict:
         "opened and replayed, one message, a run of 2 model calls and a record_outcome): what the system "
         "spends to serve a customer's turn, and how many of the machine's cores that kept busy.",
         cpu_table([("1 live conversation", r["cpu"][0], len(r["one"])),
-                   (f"{live} live conversations", r["cpu"][1], len(r["many"]))], "conversation"),
+                   (f"{live} live conversations, all at once", r["cpu"][1], len(r["many"])),
+                   (f"{steady_label} (per turn: one message and its run)", r["cpu"][2], len(r["steady"]))],
+                  "conversation"),
         f"Per round with {live} live conversations ({len(rounds_p99)} rounds): net p50 "
         f"{mmm(rounds_p50, '{:.1f}')} ms, net p99 {mmm(rounds_p99, '{:.1f}')} ms (median (min–max) over rounds).",
         "\n".join(f"- {v}" for v in verdicts),
         f"- Errors: {len(r['errors'])}" + (f" (first: {r['errors'][:3]})" if r["errors"] else ""),
     ])
     return {"name": "first_token", "markdown": md,
-            "data": {**data, "cpu_ms": {"one": r["cpu"][0].used, "many": r["cpu"][1].used},
+            "data": {**data, "cpu_ms": {"one": r["cpu"][0].used, "many": r["cpu"][1].used,
+                                        "steady": r["cpu"][2].used},
                      "standin_seq_ms": ms(r["standin_seq"]), "standin_conc_ms": ms(r["standin_conc"]),
                      "errors": r["errors"], "rounds_net_p99": rounds_p99}}
 

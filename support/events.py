@@ -55,15 +55,19 @@ class Publisher:
 
     async def _drain(self) -> None:
         while True:
-            groups, message = await self._queue.get()
+            batch = [await self._queue.get()]
+            while not self._queue.empty():  # everything else already waiting goes out in this pass
+                batch.append(self._queue.get_nowait())
             try:
                 layer = get_channel_layer()  # looked up each time: settings may change (tests)
-                for group in groups:
-                    await layer.group_send(group, message)
-            except Exception as e:  # the UI misses a live event; the database still has it for replay
-                log.warning("event not published: %r", e)
+                for groups, message in coalesce(batch):
+                    try:
+                        await asyncio.gather(*(layer.group_send(group, message) for group in groups))
+                    except Exception as e:  # the UI misses a live event; the database still has it for replay
+                        log.warning("event not published: %r", e)
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
 
     def send(self, groups: list[str], event: dict) -> None:
         if get_channel_layer() is None:
@@ -78,6 +82,34 @@ class Publisher:
         if self._loop is None:
             return
         asyncio.run_coroutine_threadsafe(self._queue.join(), self._loop).result(timeout)
+
+
+def coalesce(batch: list[tuple[list[str], dict]]) -> list[tuple[list[str], dict]]:
+    """The batch in order, with token deltas that queued up behind one another joined into one event.
+
+    A delta joins the pending one of the same reply (run and seq) unless an event for any of the same
+    groups came between; a reset (empty text) never joins. When sending keeps up, nothing waits and every
+    delta goes out alone; when it falls behind, fewer, larger deltas catch it up, in the same order.
+    """
+    out: list[tuple[list[str], dict]] = []
+    open_delta: dict[tuple, int] = {}  # (groups, run, seq) -> index in out of a delta that may grow
+    for groups, message in batch:
+        event = message.get("event") or {}
+        key = (tuple(groups), event.get("run"), event.get("seq"))
+        if event.get("type") == "token.delta" and event.get("text"):
+            i = open_delta.get(key)
+            if i is not None:
+                merged = dict(out[i][1], event={**out[i][1]["event"],
+                                                "text": out[i][1]["event"]["text"] + event["text"]})
+                out[i] = (out[i][0], merged)
+                continue
+        touched = set(groups)
+        for k in [k for k in open_delta if touched & set(k[0])]:
+            del open_delta[k]
+        out.append((groups, message))
+        if event.get("type") == "token.delta" and event.get("text"):
+            open_delta[key] = len(out) - 1
+    return out
 
 
 publisher = Publisher()

@@ -151,8 +151,8 @@ def system(redis_server, model_server):
     workers' liveness settings; the queue is empty and the stand-in reset before and after."""
     model_server.reset()
     _purge(redis_server)
-    layers = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                          "CONFIG": {"hosts": [redis_server], "capacity": 1000, "expiry": 30}}}
+    layers = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                          "CONFIG": {"hosts": [redis_server]}}}
     with override_settings(
         REDIS_URL=redis_server, CELERY_BROKER_URL=redis_server, CHANNEL_LAYERS=layers,
         MODEL_BASE_URL=model_server.base_url, RUN_STALE_SECONDS=STALE_SECONDS,
