@@ -294,6 +294,15 @@ def _report(stack, threads_rows, prefork_rows, approval, prefork_cap, cores) -> 
                    for pool, rows_ in (("threads", threads_rows), ("prefork", prefork_rows))
                    for n, c, rs in rows_], "run"),
     ]
+    if threads_rows:
+        n, c, rs = max(threads_rows, key=lambda x: x[0])
+        merged, finished = _merged(rs), sum(r["finished"] for r in rs)
+        spent = sum(v for k, v in merged.used.items() if k != "bench client") / max(finished, 1)
+        md.append(f"- What the CPU allows: at N = {n} the system (every process but the benchmark's clients) spent "
+                  f"{spent * 1000:.1f} ms of CPU per run, so {n} runs at once need {spent * n:.1f} core-seconds: "
+                  f"at least {spent * n / cores:.1f} s on {cores} cores even if nothing else waited. Finishing all "
+                  f"{n} within {TARGET_P99_S:g} s would need at most {TARGET_P99_S * cores / n * 1000:.0f} ms per "
+                  f"run on this machine.")
     for n, c, rs in prefork_rows:
         r = rs[0]
         md.append(f"- prefork N = {n} (concurrency {c} = cores): {r['finished']} of {r['n']} runs finished within "

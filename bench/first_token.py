@@ -100,18 +100,10 @@ async def _measure(stack, base: str, sequential: int, live: int, rounds: int, ro
         server = await asyncio.to_thread(_server_times, [w.conversation["id"] for w in widgets])
         out = []
         for w in widgets:
-            if w.error or w.first_token_at is None:
-                errors.append(w.error or "no first token")
-                continue
-            if not w.stop_event or w.stop_event.get("stop_reason") != "answered":
-                errors.append(f"run ended {w.stop_event}")
-            out.append({"ttft": w.first_token_at - w.sent_at,
-                        "accepted": w.first_after_send("message.accepted"),
-                        "queued": w.first_after_send("run.status", status="queued"),
-                        "running": w.first_after_send("run.status", status="running"),
-                        "step": w.first_after_send("step.started", kind="model"),
-                        **{k: (v - w.sent_wall if v is not None else None)
-                           for k, v in server.get(w.conversation["id"], {}).items()}})
+            sample = _sample(w, errors)
+            if sample is not None:
+                out.append({**sample, **{k: (v - w.sent_wall if v is not None else None)
+                                         for k, v in server.get(w.conversation["id"], {}).items()}})
         return out
 
     # Warm-up: the worker's first runs (imports, connection pools) and daphne's.
@@ -147,16 +139,10 @@ async def _measure(stack, base: str, sequential: int, live: int, rounds: int, ro
             await w.next_turn(TEXT)
             await w.wait_first_token(30)
             await w.wait_stopped(30)
-            if w.error or w.first_token_at is None:
-                errors.append(w.error or "no first token")
+            sample = _sample(w, errors)
+            if sample is None:
                 return
-            if not w.stop_event or w.stop_event.get("stop_reason") != "answered":
-                errors.append(f"run ended {w.stop_event}")
-            steady.append({"ttft": w.first_token_at - w.sent_at,
-                           "accepted": w.first_after_send("message.accepted"),
-                           "queued": w.first_after_send("run.status", status="queued"),
-                           "running": w.first_after_send("run.status", status="running"),
-                           "step": w.first_after_send("step.started", kind="model")})
+            steady.append(sample)
             await asyncio.sleep(rng.uniform(*THINK_SECONDS))
 
     try:
@@ -167,6 +153,20 @@ async def _measure(stack, base: str, sequential: int, live: int, rounds: int, ro
     return {"standin_seq": standin_seq, "standin_conc": standin_conc, "one": one_live, "many": many_live,
             "per_round": per_round, "errors": errors, "cpu": (cpu_one, cpu_many, cpu_steady),
             "steady": steady, "steady_seconds": loop.time() - t_start}
+
+
+def _sample(w, errors: list[str]) -> dict | None:
+    """One turn's times from send, as the customer's socket saw them; None (and the error noted) on failure."""
+    if w.error or w.first_token_at is None:
+        errors.append(w.error or "no first token")
+        return None
+    if not w.stop_event or w.stop_event.get("stop_reason") != "answered":
+        errors.append(f"run ended {w.stop_event}")
+    return {"ttft": w.first_token_at - w.sent_at,
+            "accepted": w.first_after_send("message.accepted"),
+            "queued": w.first_after_send("run.status", status="queued"),
+            "running": w.first_after_send("run.status", status="running"),
+            "step": w.first_after_send("step.started", kind="model")}
 
 
 def _server_times(conversation_ids: list[str]) -> dict[str, dict]:

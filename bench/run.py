@@ -274,6 +274,9 @@ def _markdown(args, started, elapsed, versions, db_kind, stack_commands, results
         lines += [f"# {name}: python bench/{name}.py{' --quick' if args.quick else ''} "
                   f"--out <work>/{name}.json, which started:", *r.get("commands", [])]
     lines += ["```", ""]
+    history = Path(__file__).with_name("history.md")
+    if history.exists():  # hand-written: what changed between recorded runs, and what it did to the numbers
+        lines += [history.read_text().rstrip(), ""]
     return "\n".join(lines)
 
 

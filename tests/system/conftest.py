@@ -151,7 +151,7 @@ def system(redis_server, model_server):
     workers' liveness settings; the queue is empty and the stand-in reset before and after."""
     model_server.reset()
     _purge(redis_server)
-    layers = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+    layers = {"default": {"BACKEND": "support.channel_layer.PubSubChannelLayer",
                           "CONFIG": {"hosts": [redis_server]}}}
     with override_settings(
         REDIS_URL=redis_server, CELERY_BROKER_URL=redis_server, CHANNEL_LAYERS=layers,

@@ -1,0 +1,63 @@
+"""channels_redis' pub/sub channel layer, with a receiver that starts reading as soon as something subscribes.
+
+Upstream's receiver checks every 100 ms whether anything is subscribed while nothing is. A site process
+whose last socket just closed is in that state, so the events of the next socket to connect (a customer
+opening the widget and writing at once) waited up to 100 ms in the connection. Here a subscription wakes
+the receiver at once; everything else is upstream's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels_redis import pubsub
+from channels_redis.utils import decode_hosts
+
+log = logging.getLogger(__name__)
+
+IDLE_CHECK_SECONDS = 0.1  # upstream's poll, kept as a bound for states a subscription cannot signal
+
+
+class _Shard(pubsub.RedisSingleShardConnection):
+    def __init__(self, host, channel_layer):
+        super().__init__(host, channel_layer)
+        self._woken = asyncio.Event()
+
+    async def subscribe(self, channel):
+        await super().subscribe(channel)
+        self._woken.set()
+
+    async def _do_receiving(self):
+        while True:
+            try:
+                if self._pubsub and self._pubsub.subscribed:
+                    message = await self._pubsub.get_message(ignore_subscribe_messages=True,
+                                                             timeout=IDLE_CHECK_SECONDS)
+                    self._receive_message(message)
+                else:
+                    self._woken.clear()
+                    try:
+                        await asyncio.wait_for(self._woken.wait(), IDLE_CHECK_SECONDS)
+                    except asyncio.TimeoutError:
+                        pass
+            except (asyncio.CancelledError, GeneratorExit):
+                raise
+            except Exception:
+                log.exception("channel layer: receiving failed; retrying in 1 s")
+                await asyncio.sleep(1)
+
+
+class _LoopLayer(pubsub.RedisPubSubLoopLayer):
+    def __init__(self, hosts=None, **kwargs):
+        super().__init__(hosts=hosts, **kwargs)
+        self._shards = [_Shard(host, self) for host in decode_hosts(hosts)]
+
+
+class PubSubChannelLayer(pubsub.RedisPubSubChannelLayer):
+    def _get_layer(self):
+        loop = asyncio.get_running_loop()
+        if loop not in self._layers:
+            self._layers[loop] = _LoopLayer(*self._args, **self._kwargs, channel_layer=self)
+            pubsub._wrap_close(self, loop)
+        return self._layers[loop]
