@@ -155,6 +155,18 @@ async def _measure(stack, base: str, sequential: int, live: int, rounds: int, ro
             "steady": steady, "steady_seconds": loop.time() - t_start}
 
 
+def _cpu_floor(meter, conversations: int, live: int) -> str:
+    """What the CPU allows for a burst: runs started together share the cores, so the last first tokens
+    come about when the CPU of the whole burst has been spent."""
+    cores = os.cpu_count() or 1
+    spent = sum(v for k, v in meter.used.items() if k != "bench client") / max(conversations, 1)
+    return (f"What the CPU allows for the burst: the system (every process but the benchmark's clients) spent "
+            f"{spent * 1000:.1f} ms of CPU per conversation (created, connected, one turn), so a burst of {live} "
+            f"costs {spent * live:.2f} core-seconds, about {spent * live / cores * 1000:.0f} ms on {cores} cores "
+            f"if nothing else waited; first tokens within {TARGET_P99_MS:g} ms for all {live} would need about "
+            f"{TARGET_P99_MS * cores / live:.1f} ms per conversation on this machine.")
+
+
 def _sample(w, errors: list[str]) -> dict | None:
     """One turn's times from send, as the customer's socket saw them; None (and the error noted) on failure."""
     if w.error or w.first_token_at is None:
@@ -242,6 +254,7 @@ def _report(stack, r: dict, sequential: int, live: int, rounds: int) -> dict:
                    (f"{live} live conversations, all at once", r["cpu"][1], len(r["many"])),
                    (f"{steady_label} (per turn: one message and its run)", r["cpu"][2], len(r["steady"]))],
                   "conversation"),
+        _cpu_floor(r["cpu"][1], len(r["many"]), live),
         f"Per round with {live} live conversations ({len(rounds_p99)} rounds): net p50 "
         f"{mmm(rounds_p50, '{:.1f}')} ms, net p99 {mmm(rounds_p99, '{:.1f}')} ms (median (min–max) over rounds).",
         "\n".join(f"- {v}" for v in verdicts),

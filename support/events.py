@@ -60,11 +60,15 @@ class Publisher:
                 batch.append(self._queue.get_nowait())
             try:
                 layer = get_channel_layer()  # looked up each time: settings may change (tests)
-                for groups, message in coalesce(batch):
-                    try:
-                        await asyncio.gather(*(layer.group_send(group, message) for group in groups))
-                    except Exception as e:  # the UI misses a live event; the database still has it for replay
-                        log.warning("event not published: %r", e)
+                items = [(group, message) for groups, message in coalesce(batch) for group in groups]
+                send_many = getattr(layer, "group_send_many", None)  # ours: the batch in one round trip
+                if send_many is not None:
+                    await send_many(items)
+                else:
+                    for group, message in items:
+                        await layer.group_send(group, message)
+            except Exception as e:  # the UI misses live events; the database still has them for replay
+                log.warning("%d events not published: %r", len(batch), e)
             finally:
                 for _ in batch:
                     self._queue.task_done()

@@ -287,7 +287,8 @@ def run_execute(run_id: int) -> str:
                         run_id=str(run.public_id)),
         needs_approval=_approval_policy(observer),
     )
-    spent, decisions = run.spent(), decisions_for(run)
+    # Decisions exist only for calls the model made: a run that has not called it yet has none to read.
+    spent, decisions = run.spent(), (decisions_for(run) if run.turns else {})
     try:
         while True:
             result = run_loop(transcript, spent=spent, decisions=decisions, **options)
@@ -343,7 +344,9 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
                                     author=Message.SYSTEM, run=run)
             services.conversation_flag(conversation_id=conversation.pk,
                                        reason=f"{result.stop_reason}: {result.detail or result.outcome_summary}")
-        run.refresh_from_db()
+        for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are read back
+            setattr(run, name, value)
+        run.refresh_from_db(fields=["turns", "prompt_tokens", "completion_tokens", "cost_usd"])
         transaction.on_commit(lambda: serializers.publish_run(run))
     return True
 

@@ -142,7 +142,7 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
         with transaction.atomic():
             message = message_append(conversation=conversation, wire={"role": "user", "content": text},
                                      author=Message.CUSTOMER, client_id=client_id)
-            run = run_start_if_idle(conversation_id=conversation.pk)
+            run = run_start_if_idle(conversation_id=conversation.pk, current=conversation)
     except IntegrityError:
         if client_id is None:
             raise
@@ -155,10 +155,11 @@ def active_run(conversation) -> Run | None:
     return Run.objects.filter(conversation=conversation, status__in=Run.ACTIVE).first()
 
 
-def run_start_if_idle(*, conversation_id: int) -> Run | None:
+def run_start_if_idle(*, conversation_id: int, current: Conversation | None = None) -> Run | None:
     """Start a run for the conversation unless one is active or a person has it. Call inside a transaction
-    that has just appended to the conversation (which holds the conversation's row lock)."""
-    conversation = Conversation.objects.get(pk=conversation_id)
+    that has just appended to the conversation (which holds the conversation's row lock). `current`: the
+    conversation as that append read it back (message_append refreshes it), saving a read."""
+    conversation = current if current is not None else Conversation.objects.get(pk=conversation_id)
     if conversation.status != Conversation.OPEN:
         return None  # a person has this conversation; the message waits for them
     run = Run.objects.filter(conversation_id=conversation_id, status__in=Run.ACTIVE).first()

@@ -69,3 +69,18 @@ def test_an_event_nobody_listens_for_is_dropped_without_error(redis_server):
         return message
 
     assert run(scenario()) == {"type": "desk.event", "after": True}
+
+
+def test_a_batch_is_published_in_order_to_each_group(redis_server):
+    async def scenario():
+        layer = PubSubChannelLayer(hosts=[{"address": redis_server, "socket_timeout": None}])
+        a, b = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add("one", a)
+        await layer.group_add("two", b)
+        await layer.group_send_many([("one", {"type": "e", "n": 1}), ("two", {"type": "e", "n": 2}),
+                                     ("one", {"type": "e", "n": 3}), ("nobody", {"type": "e", "n": 4})])
+        got = [(await layer.receive(a))["n"], (await layer.receive(a))["n"], (await layer.receive(b))["n"]]
+        await layer.flush()
+        return got
+
+    assert run(scenario()) == [1, 3, 2]
