@@ -325,6 +325,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
         if result.status == agent.STOPPED and result.stop_reason == agent.ANSWERED:
             if conversation.messages.filter(seq__gt=observer.user_cursor, role="user").exists():
+                observer.unread = True  # the next model call reads it, whatever the seqs said
                 return False
         fields = dict(outcome=result.outcome or "", outcome_summary=result.outcome_summary,
                       summary=result.summary, detail=result.detail[:2000], lease="")

@@ -136,3 +136,52 @@ def test_an_escalation_approved_ends_the_run_escalated_and_waits_for_a_person(de
     assert not Refund.objects.filter(order__number="SU-41533").exists()
     last = conversation.messages.last()
     assert last.author == Message.SYSTEM and json.dumps(last.content)
+
+
+@pytest.mark.parametrize("when", ["while the tool runs", "after the tool's result is saved"])
+def test_a_message_written_during_a_run_reaches_the_next_model_call_once(desk, queued, monkeypatch, when):
+    # The runner reads new customer messages only when something may have arrived: a seq its own append
+    # skipped, or a conversation newer than its last append. Both ways in must be seen, and only once.
+    from support import assistant
+
+    conversation, run_id = ask(maya(desk), "Where is SU-41210?", queued)
+    late = "Also, could you tell me which carrier it is with?"
+    sent = []
+
+    def post_once():
+        if not sent:
+            sent.append(services.conversation_post_message(conversation=conversation, text=late))
+
+    original_started, original_step = runner.DbObserver.step_started, runner.DbObserver.step
+
+    def step_started(self, step):
+        original_started(self, step)
+        if step.kind == "tool" and when == "while the tool runs":
+            post_once()
+
+    def step(self, step):
+        original_step(self, step)
+        if step.kind == "tool" and when == "after the tool's result is saved":
+            post_once()
+
+    monkeypatch.setattr(runner.DbObserver, "step_started", step_started)
+    monkeypatch.setattr(runner.DbObserver, "step", step)
+    requests = []
+    model = assistant.shared_model()
+    original_complete = model.complete
+
+    def complete(transcript, tools, sink):
+        requests.append([dict(m) for m in transcript.messages])
+        return original_complete(transcript, tools, sink)
+
+    monkeypatch.setattr(model, "complete", complete)
+    assert runner.run_execute(run_id) == "answered"
+    assert sent and sent[0][1].pk == run_id  # handed to the working run, not a second one
+    first_with = next(i for i, r in enumerate(requests) if any(m.get("content") == late for m in r))
+    assert first_with >= 1  # read before a later model call, not lost until the end
+    before = requests[first_with]
+    position = next(i for i, m in enumerate(before) if m.get("content") == late)
+    assert before[position - 1]["role"] == "tool"  # after the result of the call it arrived during
+    assert all(sum(m.get("content") == late for m in r) <= 1 for r in requests)  # never twice
+    assert list(conversation.messages.values_list("seq", flat=True)) == list(
+        range(1, conversation.messages.count() + 1))
