@@ -156,15 +156,16 @@ async def _measure(stack, base: str, sequential: int, live: int, rounds: int, ro
 
 
 def _cpu_floor(meter, conversations: int, live: int) -> str:
-    """What the CPU allows for a burst: runs started together share the cores, so the last first tokens
-    come about when the CPU of the whole burst has been spent."""
+    """What a burst costs in CPU, beside what first tokens within the target would leave for it."""
     cores = os.cpu_count() or 1
     spent = sum(v for k, v in meter.used.items() if k != "bench client") / max(conversations, 1)
-    return (f"What the CPU allows for the burst: the system (every process but the benchmark's clients) spent "
-            f"{spent * 1000:.1f} ms of CPU per conversation (created, connected, one turn), so a burst of {live} "
-            f"costs {spent * live:.2f} core-seconds, about {spent * live / cores * 1000:.0f} ms on {cores} cores "
-            f"if nothing else waited; first tokens within {TARGET_P99_MS:g} ms for all {live} would need about "
-            f"{TARGET_P99_MS * cores / live:.1f} ms per conversation on this machine.")
+    return (f"What the burst costs: the system (every process but the benchmark's clients) spent "
+            f"{spent * 1000:.1f} ms of CPU per conversation (created, connected, one turn): "
+            f"{spent * live:.2f} core-seconds for the {live}, {spent * live / cores * 1000:.0f} ms of this "
+            f"machine's {cores} cores. First tokens come before all of it is spent (a run streams its answer "
+            f"before it ends), but all {live} within {TARGET_P99_MS:g} ms would leave "
+            f"{TARGET_P99_MS * cores / 1000:.2f} core-seconds for the work before them, "
+            f"{TARGET_P99_MS * cores / live:.1f} ms per conversation.")
 
 
 def _sample(w, errors: list[str]) -> dict | None:
