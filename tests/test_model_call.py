@@ -175,8 +175,9 @@ def test_an_error_event_mid_stream_is_retried(standin):
     assert [r["fault"] for r in requests_seen(standin)] == ["stream_error:after_chunks=2", None]
 
 
-def _sse_server(bodies: list[bytes]):
-    """A one-shot HTTP server on loopback answering each request with the next raw SSE body."""
+def _sse_server(bodies: list[bytes], *, short_by: int = 0):
+    """A one-shot HTTP server on loopback answering each request with the next raw SSE body; with
+    `short_by`, the body announced is that many bytes longer than the one sent, and the connection closes."""
     import http.server
     import threading
 
@@ -188,9 +189,11 @@ def _sse_server(bodies: list[bytes]):
             body = bodies.pop(0)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(len(body) + short_by))
             self.end_headers()
             self.wfile.write(body)
+            if short_by:
+                self.close_connection = True
 
         def log_message(self, *args):
             pass
@@ -222,3 +225,18 @@ def test_events_are_read_by_the_sse_rules_and_garbage_is_retried():
         server.shutdown()
     assert reply.attempts == 2 and len(sleeps) == 1  # the unreadable chunk was retried, not raised
     assert reply.content == "Hello" and reply.finish_reason == "stop" and sink.tokens == ["Hel", "lo"]
+
+
+def test_a_reply_is_complete_at_done_whatever_follows_it():
+    # A server that breaks the connection after [DONE] costs that connection, not the finished reply.
+    chunk = {"model": "m", "choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}
+    body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+    server = _sse_server([body], short_by=100)
+    try:
+        sleeps = Sleeps()
+        model = OpenAIModel(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="x", model="m",
+                            sleep=sleeps, read_timeout=5.0)
+        reply = model.complete(ticket(), TOOLS, Sink())
+    finally:
+        server.shutdown()
+    assert (reply.content, reply.finish_reason, reply.attempts, sleeps) == ("Done.", "stop", 1, [])

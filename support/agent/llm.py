@@ -36,7 +36,8 @@ class _EventStream(openai.Stream[object]):
         response = self.response
         try:
             data: list[str] = []
-            for line in response.iter_lines():
+            lines = response.iter_lines()
+            for line in lines:
                 if line.startswith("data:"):
                     data.append(line[5:].removeprefix(" "))
                     continue
@@ -44,7 +45,8 @@ class _EventStream(openai.Stream[object]):
                     continue  # event:, id:, retry:, comments; or a blank line with nothing gathered
                 payload, data = "\n".join(data), []
                 if payload.strip() == "[DONE]":
-                    continue  # the end is a few bytes on: read it so the connection can be reused
+                    _drain(lines)
+                    return
                 try:
                     chunk = json.loads(payload)
                 except ValueError:
@@ -59,6 +61,16 @@ class _EventStream(openai.Stream[object]):
                 yield chunk
         finally:
             response.close()
+
+
+def _drain(lines) -> None:
+    """Read what follows [DONE], normally only the end of the body, so the connection can be reused. The
+    reply is complete by then: a server that misbehaves after it costs the connection, not the reply."""
+    try:
+        for _ in lines:
+            pass
+    except (httpx2.HTTPError, httpx2.StreamError, OSError):
+        pass
 
 
 class OpenAIModel:
