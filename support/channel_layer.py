@@ -64,12 +64,18 @@ class _LoopLayer(pubsub.RedisPubSubLoopLayer):
         self._shards = [_Shard(host, self) for host in decode_hosts(hosts)]
 
     async def group_send_many(self, items: list[tuple[str, dict]]) -> None:
-        """group_send for each (group, message), in order: one pipelined round trip per shard, not one each."""
-        batches: dict[_Shard, list[tuple[str, bytes]]] = {}
+        """group_send for each (group, message), in order: one pipelined round trip for each run of
+        consecutive items on the same shard (one in all with one Redis host), not one per item."""
+        shard, batch = None, []
         for group, message in items:
             channel = self._get_group_channel_name(group)
-            batches.setdefault(self._get_shard(channel), []).append((channel, self.channel_layer.serialize(message)))
-        for shard, batch in batches.items():
+            target = self._get_shard(channel)
+            if target is not shard and batch:
+                await shard.publish_many(batch)  # a socket in groups on two shards still gets them in order
+                batch = []
+            shard = target
+            batch.append((channel, self.channel_layer.serialize(message)))
+        if batch:
             await shard.publish_many(batch)
 
 

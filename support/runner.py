@@ -132,7 +132,7 @@ class DbObserver(agent.Observer):
     # the trace
     def step_started(self, step: agent.Step) -> None:
         if step.kind == "tool":
-            _tool_call_started(self.run, step)
+            _tool_call_started(self.run, self.lease, step)
             _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
         serializers.publish_step(Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label,
                                       tool=step.tool), started=True)
@@ -199,11 +199,11 @@ class DbObserver(agent.Observer):
         serializers.publish_token(self.conversation, self.run, self.last_seq, "")
 
 
-def _tool_call_started(run: Run, step: agent.Step) -> None:
+def _tool_call_started(run: Run, lease: str, step: agent.Step) -> None:
     """The call is about to run: its row is created, or (run again after a crash) its attempts counted.
 
     One INSERT ... ON CONFLICT statement, committed on its own before the tool runs, so the count survives
-    a crash inside the tool's transaction.
+    a crash inside the tool's transaction; it writes only while `lease` is the run's claim.
     """
     now = timezone.now()
     values = {"run_id": run.pk, "call_id": step.call_id, "name": step.tool, "arguments": _json_or_raw(step.arguments),
@@ -214,12 +214,18 @@ def _tool_call_started(run: Run, step: agent.Step) -> None:
     table, run_col, call_col = quote(meta.db_table), quote(meta.get_field("run").column), quote(meta.get_field("call_id").column)
     columns = ", ".join(quote(f.column) for f in fields)
     status, attempts, updated = (quote(meta.get_field(n).column) for n in ("status", "attempts", "updated_at"))
+    runs, run_pk, run_lease = (quote(n) for n in (Run._meta.db_table, Run._meta.pk.column,
+                                                   Run._meta.get_field("lease").column))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) "
+            f"INSERT INTO {table} ({columns}) SELECT {', '.join(['%s'] * len(fields))} "
+            f"WHERE EXISTS (SELECT 1 FROM {runs} WHERE {run_pk} = %s AND {run_lease} = %s) "
             f"ON CONFLICT ({run_col}, {call_col}) DO UPDATE SET {status} = excluded.{status}, "
             f"{attempts} = {table}.{attempts} + 1, {updated} = excluded.{updated}",
-            [f.get_db_prep_save(values[f.attname if f.attname in values else f.name], connection) for f in fields])
+            [f.get_db_prep_save(values[f.attname if f.attname in values else f.name], connection) for f in fields]
+            + [run.pk, lease])
+        if cursor.rowcount == 0:
+            raise services.LeaseLost(f"run {run.public_id} was claimed by another worker")
 
 
 def _json_or_raw(arguments: str):
@@ -287,8 +293,9 @@ def run_execute(run_id: int) -> str:
                         run_id=str(run.public_id)),
         needs_approval=_approval_policy(observer),
     )
-    # Decisions exist only for calls the model made: a run that has not called it yet has none to read.
-    spent, decisions = run.spent(), (decisions_for(run) if run.turns else {})
+    # Read even for a run that has not called the model: it can start with another run's open calls
+    # (a hand-back after a take-over), pause on them and be decided before its first model call.
+    spent, decisions = run.spent(), decisions_for(run)
     try:
         while True:
             result = run_loop(transcript, spent=spent, decisions=decisions, **options)

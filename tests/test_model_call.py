@@ -2,9 +2,11 @@
 
 import json
 import socket
+import ssl
 import time
 
 import httpx2
+import openai
 import pytest
 
 from support.agent.llm import OpenAIModel
@@ -240,3 +242,36 @@ def test_a_reply_is_complete_at_done_whatever_follows_it():
     finally:
         server.shutdown()
     assert (reply.content, reply.finish_reason, reply.attempts, sleeps) == ("Done.", "stop", 1, [])
+
+
+class _FailsAfterOneChunk(httpx2.SyncByteStream):
+    def __init__(self, error):
+        self.error = error
+
+    def __iter__(self):
+        yield b'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
+        raise self.error
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("error", [ssl.SSLError("bad record mac"), httpx2.DecodingError("bad gzip"),
+                                   httpx2.ReadTimeout("slow"), httpx2.RemoteProtocolError("peer closed")],
+                         ids=lambda e: type(e).__name__)
+def test_a_transport_failure_mid_stream_is_retried_then_reported(error):
+    requests = []
+
+    def handler(request):
+        requests.append(request)
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=_FailsAfterOneChunk(error))
+
+    sleeps = Sleeps()
+    model = OpenAIModel(base_url="http://model.invalid/v1", api_key="x", model="m", max_retries=1, sleep=sleeps)
+    model.client = openai.OpenAI(base_url="http://model.invalid/v1", api_key="x", max_retries=0,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    sink = Sink()
+    with pytest.raises(ModelError) as e:
+        model.complete(ticket(), TOOLS, sink)
+    assert e.value.attempts == 2 and len(requests) == 2 and len(sleeps) == 1
+    assert sink.resets == 2 and sink.tokens == []  # the half reply was taken back each time

@@ -185,3 +185,21 @@ def test_a_message_written_during_a_run_reaches_the_next_model_call_once(desk, q
     assert all(sum(m.get("content") == late for m in r) <= 1 for r in requests)  # never twice
     assert list(conversation.messages.values_list("seq", flat=True)) == list(
         range(1, conversation.messages.count() + 1))
+
+
+def test_a_worker_that_lost_its_lease_does_not_start_a_tool(desk, queued, monkeypatch):
+    # The call's start is recorded only under the run's current claim: a worker presumed dead stops
+    # there, before the tool runs, and leaves the call's row as the new owner has it.
+    conversation, run_id = ask(maya(desk), "Where is SU-41210?", queued)
+    original = runner.DbObserver.step_started
+
+    def step_started(self, step):
+        if step.kind == "tool":
+            Run.objects.filter(pk=run_id).update(lease="another-worker")
+        original(self, step)
+
+    monkeypatch.setattr(runner.DbObserver, "step_started", step_started)
+    assert runner.run_execute(run_id) == "lease lost"
+    assert not ToolCall.objects.filter(run_id=run_id).exists()
+    assert not Step.objects.filter(run_id=run_id, kind="tool").exists()
+    assert not conversation.messages.filter(role="tool").exists()

@@ -110,3 +110,27 @@ def test_handing_back_with_nothing_unanswered_starts_no_run(desk, queued, sam):
     services.conversation_take_over(conversation=conversation, user=sam)
     services.conversation_staff_reply(conversation=conversation, user=sam, text="All sorted, refund issued.")
     assert services.conversation_hand_back(conversation=conversation, user=sam) is None and queued == []
+
+
+def test_a_run_that_inherits_an_approved_call_runs_it_when_decided_again(desk, queued, sam):
+    # Approved, then taken over before the resume ran: the approved call is still open when the
+    # conversation is handed back. The new run pauses on it before any model call; its decision must
+    # still reach it, or the run would wait for ever on an approval nobody can decide again.
+    from support.models import Refund, ToolCall
+
+    conversation, run = paused_refund(desk, queued)
+    services.approval_decide(approval=Approval.objects.get(run=run), user=sam, approve=True)
+    assert queued == [run.pk]
+    queued.clear()  # the resume is queued but no worker has claimed it yet
+    services.conversation_take_over(conversation=conversation, user=sam)
+    services.conversation_post_message(conversation=conversation, text="Hello? Any news?")
+    second = services.conversation_hand_back(conversation=conversation, user=sam)
+    assert second is not None and second.pk != run.pk
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"
+    second.refresh_from_db()
+    assert second.turns == 0  # paused on the inherited call, before calling the model
+    services.approval_decide(approval=Approval.objects.get(run=second), user=sam, approve=True)
+    assert queued == [second.pk]
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert Refund.objects.filter(order__number="SU-41310").count() == 1
+    assert ToolCall.objects.get(run=second, name="issue_refund").status == ToolCall.EXECUTED

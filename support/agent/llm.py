@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import json
 import random
+import ssl
 import time
 from typing import Callable
 
+import anyio
 import httpx2
 import openai
 
 from .types import ModelError, ModelReply, Observer, Transcript
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+# Failures of the transport under a streamed reply (what openai's own stream maps to APIConnectionError):
+# anyio's EndOfStream and ssl.SSLError can escape httpx2 unwrapped.
+TRANSPORT_ERRORS = (httpx2.RequestError, httpx2.StreamError, ssl.SSLError, anyio.EndOfStream, OSError)
 
 
 class IncompleteStream(Exception):
@@ -35,32 +40,40 @@ class _EventStream(openai.Stream[object]):
     def __stream__(self):
         response = self.response
         try:
-            data: list[str] = []
-            lines = response.iter_lines()
-            for line in lines:
-                if line.startswith("data:"):
-                    data.append(line[5:].removeprefix(" "))
-                    continue
-                if line or not data:
-                    continue  # event:, id:, retry:, comments; or a blank line with nothing gathered
-                payload, data = "\n".join(data), []
-                if payload.strip() == "[DONE]":
-                    _drain(lines)
-                    return
-                try:
-                    chunk = json.loads(payload)
-                except ValueError:
-                    raise openai.APIError(message="the stream sent a chunk that is not JSON",
-                                          request=response.request, body=None) from None
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    error = chunk["error"]
-                    message = error.get("message") if isinstance(error, dict) else None
-                    raise openai.APIError(message=message if isinstance(message, str) and message
-                                          else "An error occurred during streaming",
-                                          request=response.request, body=error)
-                yield chunk
+            yield from self._events(response)
+        except httpx2.TimeoutException as e:  # a stalled stream
+            raise openai.APITimeoutError(request=response.request) from e
+        except TRANSPORT_ERRORS as e:  # as openai's own stream maps them: the connection failed under us
+            raise openai.APIConnectionError(request=response.request) from e
         finally:
             response.close()
+
+    @staticmethod
+    def _events(response):
+        data: list[str] = []
+        lines = response.iter_lines()
+        for line in lines:
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+                continue
+            if line or not data:
+                continue  # event:, id:, retry:, comments; or a blank line with nothing gathered
+            payload, data = "\n".join(data), []
+            if payload.strip() == "[DONE]":
+                _drain(lines)
+                return
+            try:
+                chunk = json.loads(payload)
+            except ValueError:
+                raise openai.APIError(message="the stream sent a chunk that is not JSON",
+                                      request=response.request, body=None) from None
+            if isinstance(chunk, dict) and chunk.get("error"):
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else None
+                raise openai.APIError(message=message if isinstance(message, str) and message
+                                      else "An error occurred during streaming",
+                                      request=response.request, body=error)
+            yield chunk
 
 
 def _drain(lines) -> None:
@@ -69,7 +82,7 @@ def _drain(lines) -> None:
     try:
         for _ in lines:
             pass
-    except (httpx2.HTTPError, httpx2.StreamError, OSError):
+    except (httpx2.HTTPError, *TRANSPORT_ERRORS):
         pass
 
 
