@@ -6,11 +6,17 @@ import io
 from types import SimpleNamespace
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 
 from support.agent.tools import ToolContext
 from support.models import Customer, Order
 from tests.standin_fixture import standin  # noqa: F401  (the fixture, for `desk`)
+
+# In this process, database connections close after each use, as with CONN_MAX_AGE=0: the consumers'
+# thread pool would otherwise keep connections open past the session and PostgreSQL would refuse to
+# drop the test database. Worker and site subprocesses keep the configured default.
+settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 
 @pytest.fixture
