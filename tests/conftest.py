@@ -19,6 +19,23 @@ from tests.standin_fixture import standin  # noqa: F401  (the fixture, for `desk
 settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _release_test_database(django_db_setup, django_db_blocker):
+    """Before the test database is dropped: connections of threads the tests started (concurrent refunds,
+    a run in a thread) are closed when those threads' objects are collected, which may not have happened
+    yet; PostgreSQL refuses to drop a database that still has sessions."""
+    yield
+    import gc
+
+    from django.db import connection
+
+    gc.collect()
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
 @pytest.fixture
 def demo(db):
     """The demo shop of docs/tools-contract.md, seeded by the real command."""
