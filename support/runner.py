@@ -156,10 +156,6 @@ class DbObserver(agent.Observer):
                 self._save_tool_call(step)
             transaction.on_commit(lambda: serializers.publish_step(row, started=False))
 
-    def _check_lease(self) -> None:
-        services.lease_check(self.run, self.lease)
-        self._beat = time.monotonic()
-
     def _save_spending(self, step: agent.Step) -> None:
         updated = Run.objects.filter(pk=self.run.pk, lease=self.lease).update(
             turns=F("turns") + 1, prompt_tokens=F("prompt_tokens") + step.prompt_tokens,
@@ -189,7 +185,8 @@ class DbObserver(agent.Observer):
     # liveness
     def heartbeat(self) -> None:
         if time.monotonic() - self._beat >= settings.RUN_HEARTBEAT_SECONDS:
-            self._check_lease()
+            services.lease_check(self.run, self.lease)
+            self._leased()
 
     def token(self, delta: str) -> None:
         serializers.publish_token(self.conversation, self.run, self.last_seq, delta)

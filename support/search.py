@@ -103,7 +103,7 @@ def rank(query: str, docs: list[Doc], limit: int = 4) -> list[Hit]:
     terms = set(tokenise(query))
     if not terms or not docs:
         return []
-    idf = dict(_idf(tuple(docs)))
+    idf = idf_table(docs)
     bags = [_bag(d.title, d.body) for d in docs]
     avg_len = sum(length for _, length in bags) / len(bags) or 1.0
     scored = []

@@ -82,7 +82,7 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
     with transaction.atomic(savepoint=False):
         now = timezone.now()
         if lease is not None:
-            lease_check(run, lease, now)
+            lease_check(run, lease)
         seq = next_seq(conversation, now)
         message = Message.objects.create(
             conversation=conversation, seq=seq, role=wire["role"], author=author, author_user=user,
@@ -93,10 +93,10 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
     return message
 
 
-def lease_check(run: Run, lease: str, now=None) -> None:
+def lease_check(run: Run, lease: str) -> None:
     """LeaseLost unless `lease` is still the run's claim; marks the run alive. Inside a transaction the
     run's row stays locked until commit, so one check covers every write the transaction makes."""
-    if not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=now or timezone.now()):
+    if not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=timezone.now()):
         raise LeaseLost(f"run {run.public_id} was claimed by another worker")
 
 
