@@ -7,6 +7,9 @@ caller, reached through the Observer hooks and the values this module returns.
 from __future__ import annotations
 
 import json
+import re
+import secrets
+import string
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
@@ -14,9 +17,9 @@ from typing import Callable, Mapping, Sequence
 from .summary import handoff_summary
 from .tools import Tool, ToolContext, ToolError
 from .types import (
-    ANSWERED, AWAITING_APPROVAL, ESCALATED, HANDED_TO_PERSON, MODEL_ERROR, OUTCOMES, OVER_BUDGET,
-    SPINNING, STOPPED, TURN_LIMIT, UNSTATED, Decision, Limits, Model, ModelError, Observer,
-    PendingCall, RunResult, Spent, Step, ToolCall, Transcript, parse_arguments,
+    ANSWERED, AWAITING_APPROVAL, EMPTY_REPLY, ESCALATED, HANDED_TO_PERSON, MODEL_ERROR, OUTCOMES, OVER_BUDGET,
+    QUOTA_EXCEEDED, SPINNING, STOPPED, TURN_LIMIT, UNSTATED, Decision, Limits, Model, ModelError, ModelReply,
+    Observer, PendingCall, RunResult, Spent, Step, ToolCall, Transcript, parse_arguments,
 )
 
 OUTCOME_TOOL = Tool(
@@ -42,10 +45,19 @@ OUTCOME_TOOL = Tool(
 )
 
 SPIN_WARNING = (
-    "ERROR: not run. You already called {name} with the same arguments {count} times and it gave "
-    "the same result. Do not call it again with the same arguments; try something different or "
-    "answer the customer with what you know."
+    "ERROR: not run. You already called {name} with the same arguments {count} times{same}. Do not call "
+    "it again with the same arguments; try something different or answer the customer with what you know."
 )
+SPIN_SAME_RESULT = " and it gave the same result each time"
+SPIN_WARNING_PREFIX = SPIN_WARNING.split("{name}")[0]
+
+# Stop reasons a failed model call can carry; any other failure is MODEL_ERROR.
+MODEL_FAILURES = (EMPTY_REPLY, QUOTA_EXCEEDED)
+
+# Tool-call ids of this form (nine letters and digits) are the only ones some servers' chat templates
+# accept; an id we mint in place of a colliding one keeps the form of the one it replaces.
+_SHORT_ID = re.compile(r"[A-Za-z0-9]{9}")
+MAX_CALL_ID = 128
 
 
 def needs_approval_by_default(tool: Tool, arguments: dict, call: ToolCall) -> bool:
@@ -65,8 +77,10 @@ class _Run:
     needs_approval: Callable[[Tool, dict, ToolCall], bool]
     outcome: str | None = None
     outcome_summary: str = ""
-    seen: dict[str, int] = field(default_factory=dict)
-    warned: set[str] = field(default_factory=set)
+    seen: dict[str, int] = field(default_factory=dict)  # calls since the customer last wrote, by key
+    warned: set[str] = field(default_factory=set)  # keys whose repeat was answered with the warning
+    results: dict[str, set[str]] = field(default_factory=dict)  # what each key's calls returned
+    call_ids: set[str] = field(default_factory=set)  # every tool-call id in the history
 
     def append(self, message: dict) -> None:
         # Save before acting: the observer persists the message before any tool runs on it.
@@ -75,6 +89,7 @@ class _Run:
 
     def result(self, call: ToolCall, content: str) -> None:
         self.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        self.results.setdefault(_call_key(call), set()).add(content)
 
 
 def run_loop(
@@ -94,7 +109,7 @@ def run_loop(
         transcript=transcript, tools={t.name: t for t in [*tools, OUTCOME_TOOL]}, ctx=ctx, limits=limits,
         observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
     )
-    _count_previous_calls(run)
+    _read_history(run)
     started = time.monotonic()
 
     # Resume: a history that ends in calls without results is answered first (approved calls run,
@@ -104,6 +119,14 @@ def run_loop(
         return paused
 
     while True:
+        for message in run.observer.incoming():  # already saved by whoever received it
+            run.transcript.append(message)
+        # A run resumed after a crash that followed its final answer: that answer stands. Calling the
+        # model again would send the customer a second one.
+        answer = _final_answer(run.transcript.messages)
+        if answer is not None:
+            return _answered(run, answer)
+
         if run.spent.turns >= limits.max_steps:
             return _stop(run, TURN_LIMIT, f"turn limit of {limits.max_steps} model calls reached")
         over = run.spent.over(limits)
@@ -112,9 +135,6 @@ def run_loop(
         if time.monotonic() - started > limits.max_seconds:
             return _stop(run, OVER_BUDGET, f"wall time of {limits.max_seconds:.0f} s reached")
 
-        for message in run.observer.incoming():  # already saved by whoever received it
-            run.transcript.append(message)
-
         run.spent.turns += 1
         step = Step(kind="model", turn=run.spent.turns, label="Thinking")
         run.observer.step_started(step)
@@ -122,26 +142,38 @@ def run_loop(
         try:
             reply = model.complete(transcript, [t.spec() for t in run.tools.values()], run.observer)
         except ModelError as e:
+            # Failed attempts the endpoint reported usage for still count against the budget.
+            failed = ModelReply(message={}, finish_reason=None, prompt_tokens=e.prompt_tokens,
+                                completion_tokens=e.completion_tokens, model=e.model)
+            _spend(run, step, failed, model.cost(failed))
             step.duration_ms, step.error, step.attempts = _ms(t0), str(e), e.attempts
             run.observer.step(step)
-            return _stop(run, MODEL_ERROR, f"model call failed: {e}")
-        cost = model.cost(reply)
-        run.spent.prompt_tokens += reply.prompt_tokens
-        run.spent.completion_tokens += reply.completion_tokens
-        run.spent.cost_usd += cost
-        step.duration_ms, step.model, step.attempts = _ms(t0), reply.model, reply.attempts
-        step.prompt_tokens, step.completion_tokens = reply.prompt_tokens, reply.completion_tokens
-        step.cost_usd, step.finish_reason = cost, reply.finish_reason
+            reason = e.code if e.code in MODEL_FAILURES else MODEL_ERROR
+            return _stop(run, reason, f"model call failed: {e}")
+        _spend(run, step, reply, model.cost(reply))
+        step.duration_ms, step.attempts, step.finish_reason = _ms(t0), reply.attempts, reply.finish_reason
+        calls = _own_ids(run, reply)
+        if not reply.content.strip() and not calls:
+            # Nothing to save: an assistant message with neither text nor calls is refused by servers in
+            # every later request of the conversation.
+            run.observer.step(replace(step, error="empty reply"))
+            if reply.finish_reason == "stop":
+                return _stop(run, EMPTY_REPLY, "the model replied with neither text nor tool calls")
+            return _stop(run, MODEL_ERROR, f"the model stopped with finish reason {reply.finish_reason!r} "
+                                           "and no text")
         with run.observer.atomic():  # the trace row and the reply it describes are saved together
             run.observer.step(step)
-            run.append(reply.message)  # verbatim, tool_calls included: a tool result needs its call
+            run.append(reply.message)  # as the model sent it (ids made unique): a tool result needs its call
 
-        calls = reply.tool_calls
         # The one branch, on the finish reason. Some compatible servers say "stop" while still
         # returning calls; those calls are answered too, or the next request would be rejected.
         if reply.finish_reason == "tool_calls" or (reply.finish_reason == "stop" and calls):
             if not calls:
                 return _stop(run, MODEL_ERROR, "finish reason tool_calls without any tool call")
+            if reply.content.strip() and all(c.name == OUTCOME_TOOL.name for c in calls):
+                # The answer and its outcome in one reply: record the outcome, and the turn is over.
+                stopped = _run_calls(run, calls, {})
+                return stopped if stopped is not None else _answered(run, reply.content)
             over = run.spent.over(limits)
             if over:
                 _close_calls(run, calls, "not run: the run's budget was used up")
@@ -152,14 +184,85 @@ def run_loop(
             continue
         if reply.finish_reason == "stop":
             return _answered(run, reply.content)
-        # "length", "content_filter" or anything unknown: the text is not a finished answer.
+        # "length", "content_filter" or anything unknown: the text is not a finished answer, and calls
+        # in a cut-off reply are not run (their arguments may be cut too), but each gets its result.
+        _close_calls(run, calls, f"not run: the reply was cut off (finish reason {reply.finish_reason})")
         return _stop(run, MODEL_ERROR, f"the model stopped with finish reason {reply.finish_reason!r}")
+
+
+def _spend(run: _Run, step: Step, reply: ModelReply, cost: float) -> None:
+    run.spent.prompt_tokens += reply.prompt_tokens
+    run.spent.completion_tokens += reply.completion_tokens
+    run.spent.cost_usd += cost
+    step.model, step.cost_usd = reply.model, cost
+    step.prompt_tokens, step.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+
+
+def _own_ids(run: _Run, reply: ModelReply) -> list[ToolCall]:
+    """The reply's calls, each with an id no other call of the conversation has.
+
+    Some servers number ids per reply (call_0, call_1… in every reply) or send none; results, audit rows,
+    approvals and idempotency keys are all keyed by the id, so a repeated one would answer, overwrite or
+    swallow another call. A colliding or missing id is replaced in the message before it is saved, so the
+    model, the history and every row agree on ours.
+    """
+    wire_calls = reply.message.get("tool_calls") or []
+    for wire in wire_calls:
+        call_id = wire.get("id")
+        if not isinstance(call_id, str) or not call_id or call_id in run.call_ids or len(call_id) > MAX_CALL_ID:
+            wire["id"] = _new_call_id(call_id if isinstance(call_id, str) else "", run.call_ids)
+        run.call_ids.add(wire["id"])
+    return reply.tool_calls
+
+
+def _new_call_id(like: str, taken: set[str]) -> str:
+    while True:
+        if _SHORT_ID.fullmatch(like):
+            new = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(9))
+        else:
+            new = f"call_{secrets.token_hex(12)}"
+        if new not in taken:
+            return new
+
+
+def _final_answer(messages: list[dict]) -> str | None:
+    """The answer the history ends with, when no customer message came after it: an assistant text with no
+    calls, or only record_outcome calls (answered). None when the model has something left to reply to."""
+    for m in reversed(messages):
+        role = m.get("role")
+        if role == "tool":
+            continue
+        if role != "assistant":
+            return None
+        calls = m.get("tool_calls") or []
+        text = m.get("content") if isinstance(m.get("content"), str) else ""
+        if text.strip() and all((c.get("function") or {}).get("name") == OUTCOME_TOOL.name for c in calls):
+            return text
+        return None
+    return None
 
 
 def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decision]) -> RunResult | None:
     """Answer every call of one assistant message, in order. Returns a result when the run must end."""
     pending: list[PendingCall] = []
     for i, call in enumerate(calls):
+        # Counted before anything else: the same unknown tool or the same malformed arguments, every
+        # turn, is a spin too.
+        key = _call_key(call)
+        run.seen[key] = run.seen.get(key, 0) + 1
+        if run.seen[key] > run.limits.spin_max_repeats:
+            if key in run.warned:
+                run.result(call, "ERROR: not run: the same call was repeated again; a person will take over.")
+                _close_calls(run, calls[i + 1:], "not run: the run was stopped for repeating itself")
+                _trace_tool(run, call, 0.0, "", "spinning")
+                _close_calls(run, [p.call for p in pending], "not run: the run was stopped for repeating itself")
+                return _stop(run, SPINNING, f"{call.name} called with the same arguments {run.seen[key]} times")
+            run.warned.add(key)  # told once; the next repeat stops the run
+            same = SPIN_SAME_RESULT if len(run.results.get(key, ())) == 1 else ""
+            run.result(call, SPIN_WARNING.format(name=call.name, count=run.seen[key] - 1, same=same))
+            _trace_tool(run, call, 0.0, "", "repeated call")
+            continue
+
         tool = run.tools.get(call.name)
         if tool is None:
             run.result(call, f'ERROR: tool "{call.name}" does not exist. Available tools: '
@@ -177,20 +280,6 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
         if invalid:
             run.result(call, f"ERROR: {invalid}")
             _trace_tool(run, call, 0.0, invalid, "invalid arguments")
-            continue
-
-        key = call.name + json.dumps(args, sort_keys=True)
-        run.seen[key] = run.seen.get(key, 0) + 1
-        if run.seen[key] > run.limits.spin_max_repeats:
-            if key in run.warned:
-                run.result(call, "ERROR: not run: the same call was repeated again; a person will take over.")
-                _close_calls(run, calls[i + 1:], "not run: the run was stopped for repeating itself")
-                _trace_tool(run, call, 0.0, "", "spinning")
-                _close_calls(run, [p.call for p in pending], "not run: the run was stopped for repeating itself")
-                return _stop(run, SPINNING, f"{call.name} called with the same arguments {run.seen[key]} times")
-            run.warned.add(key)  # told once; the next repeat stops the run
-            run.result(call, SPIN_WARNING.format(name=call.name, count=run.seen[key] - 1))
-            _trace_tool(run, call, 0.0, "", "repeated call")
             continue
 
         decision = decisions.get(call.id)
@@ -261,23 +350,40 @@ def _answer_open_calls(run: _Run, decisions: Mapping[str, Decision]) -> RunResul
     return _run_calls(run, open_calls, decisions)
 
 
-def _count_previous_calls(run: _Run) -> None:
-    """Rebuild the repeat counter from the calls made since the customer last wrote (spans a pause)."""
+def _read_history(run: _Run) -> None:
+    """Rebuild what a run carries across a pause or a crash from the history alone: every call id, and
+    since the customer last wrote, the repeat counter, which repeats were warned, what each call
+    returned, and the outcome the model recorded."""
     msgs = run.transcript.messages
+    results = {m.get("tool_call_id"): m.get("content") for m in msgs if m.get("role") == "tool"}
     start = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
-    for m in msgs[start + 1:]:
+    for i, m in enumerate(msgs):
         for c in m.get("tool_calls") or []:
-            key = _call_key(ToolCall.from_wire(c))
+            call = ToolCall.from_wire(c)
+            run.call_ids.add(call.id)
+            if i < start:
+                continue
+            key = _call_key(call)
             run.seen[key] = run.seen.get(key, 0) + 1
-    # A call seen more often than allowed was answered with the warning already: the next one stops.
-    run.warned.update(k for k, n in run.seen.items() if n > run.limits.spin_max_repeats)
+            result = results.get(call.id)
+            if not isinstance(result, str):
+                continue
+            if result.startswith(SPIN_WARNING_PREFIX):
+                # Warned only if the warning was saved: a crash right after counting a repeat must
+                # still warn before it stops.
+                run.warned.add(key)
+            else:
+                run.results.setdefault(key, set()).add(result)
+            if call.name == OUTCOME_TOOL.name and not result.startswith("ERROR"):
+                args = parse_arguments(call.arguments)
+                run.outcome, run.outcome_summary = args.get("outcome"), args.get("summary", "")
 
 
 def _call_key(call: ToolCall) -> str:
     try:
         return call.name + json.dumps(parse_arguments(call.arguments), sort_keys=True)
     except ValueError:
-        return call.name + call.arguments
+        return call.name + str(call.arguments)
 
 
 def _close_calls(run: _Run, calls: Sequence[ToolCall], why: str) -> None:

@@ -15,7 +15,11 @@ ESCALATED = "escalated"
 SPINNING = "spinning"
 MODEL_ERROR = "model_error"
 TAKEN_OVER = "taken_over"
-STOP_REASONS = (ANSWERED, TURN_LIMIT, OVER_BUDGET, ESCALATED, SPINNING, MODEL_ERROR, TAKEN_OVER)
+EMPTY_REPLY = "empty_reply"  # the model answered with neither text nor calls, again after one retry
+QUOTA_EXCEEDED = "quota_exceeded"  # the endpoint says the account's quota is used up: not transient
+INTERNAL_ERROR = "internal_error"  # our own code failed unexpectedly; logged with the run id
+STOP_REASONS = (ANSWERED, TURN_LIMIT, OVER_BUDGET, ESCALATED, SPINNING, MODEL_ERROR, TAKEN_OVER, EMPTY_REPLY,
+                QUOTA_EXCEEDED, INTERNAL_ERROR)
 
 # A run that is not stopped but waits for a person to decide on its gated calls.
 AWAITING_APPROVAL = "awaiting_approval"
@@ -91,12 +95,21 @@ class ModelReply:
 
 
 class ModelError(Exception):
-    """The model call failed for good: retries used up, or a request the endpoint will never accept."""
+    """The model call failed for good: retries used up, or a request the endpoint will never accept.
 
-    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1):
+    `code` names failures the loop stops on with a reason of their own (EMPTY_REPLY, QUOTA_EXCEEDED);
+    the tokens are what the endpoint reported for the failed attempts, which still count and cost.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1, code: str = "",
+                 prompt_tokens: int = 0, completion_tokens: int = 0, model: str = ""):
         super().__init__(message)
         self.status = status
         self.attempts = attempts
+        self.code = code
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.model = model
 
 
 class Model(Protocol):
