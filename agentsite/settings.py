@@ -69,6 +69,21 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
 
 
+def env_price(name: str) -> tuple[float, float] | None:
+    """MODEL_DEFAULT_PRICE: [usd per 1M input tokens, usd per 1M output tokens], or unset."""
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+        price = (float(value[0]), float(value[1]))
+    except (ValueError, TypeError, KeyError, IndexError):
+        raise ImproperlyConfigured(f"{name} must be JSON like [input_usd_per_1m, output_usd_per_1m], got {raw!r}") from None
+    if len(value) != 2 or min(price) < 0:
+        raise ImproperlyConfigured(f"{name} must be two prices of at least 0, got {raw!r}")
+    return price
+
+
 def env_prices(name: str) -> dict[str, tuple[float, float]]:
     """MODEL_PRICES: {"model": [usd per 1M input tokens, usd per 1M output tokens], ...}."""
     raw = os.environ.get(name)
@@ -177,6 +192,9 @@ MODEL_BASE_URL = env_str("MODEL_BASE_URL", "")
 MODEL_API_KEY = env_str("MODEL_API_KEY", "standin-no-key-needed")
 MODEL_NAME = env_str("MODEL_NAME", "sundry-standin-1")
 MODEL_PRICES = {"sundry-standin-1": (0.15, 0.60), **env_prices("MODEL_PRICES")}
+# The price of a model missing from MODEL_PRICES. Unset, a run on an unpriced model is refused while a
+# cost cap is set (AGENT_MAX_COST_USD=0 means no cost cap): a cap that counts $0 would never fire.
+MODEL_DEFAULT_PRICE = env_price("MODEL_DEFAULT_PRICE")
 MODEL_CONNECT_TIMEOUT = env_float("MODEL_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 MODEL_READ_TIMEOUT = env_float("MODEL_READ_TIMEOUT", 30.0, minimum=0.1)
 MODEL_MAX_RETRIES = env_int("MODEL_MAX_RETRIES", 3)
@@ -185,7 +203,7 @@ MODEL_MAX_RETRY_WAIT = env_float("MODEL_MAX_RETRY_WAIT", 20.0)
 # Limits of one run of the agent loop.
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12, minimum=1)
 AGENT_MAX_TOKENS = env_int("AGENT_MAX_TOKENS", 200_000, minimum=1)
-AGENT_MAX_COST_USD = env_float("AGENT_MAX_COST_USD", 0.50)
+AGENT_MAX_COST_USD = env_float("AGENT_MAX_COST_USD", 0.50)  # 0: no cost cap
 AGENT_MAX_SECONDS = env_float("AGENT_MAX_SECONDS", 300.0, minimum=1.0)
 AGENT_SPIN_MAX_REPEATS = env_int("AGENT_SPIN_MAX_REPEATS", 2, minimum=1)
 TOOL_OUTPUT_MAX_CHARS = env_int("TOOL_OUTPUT_MAX_CHARS", 4000, minimum=100)

@@ -49,6 +49,17 @@ def limits() -> Limits:
     )
 
 
+def model_price_problem() -> str:
+    """Why runs must not start on the configured model's pricing, or "" when they may."""
+    if not settings.AGENT_MAX_COST_USD or settings.MODEL_NAME in settings.MODEL_PRICES:
+        return ""
+    if settings.MODEL_DEFAULT_PRICE is not None:
+        return ""
+    return (f"the model {settings.MODEL_NAME!r} has no price, so the cost cap of "
+            f"${settings.AGENT_MAX_COST_USD:.2f} per run cannot be counted; add it to MODEL_PRICES, set "
+            "MODEL_DEFAULT_PRICE, or set AGENT_MAX_COST_USD=0 to run without a cost cap")
+
+
 _standin = None
 _standin_lock = threading.Lock()
 

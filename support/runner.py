@@ -13,13 +13,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from support import assistant, serializers, services
 from support.agent import types as agent
 from support.agent.loop import run_loop
+from support.agent.summary import handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 
@@ -43,6 +44,8 @@ def history_for_model(messages) -> tuple[list[dict], list[dict]]:
     """
     out, held, open_ids = [], [], set()
     for m in messages:
+        if m.role == "assistant" and not m.tool_calls and not (m.content or "").strip():
+            continue  # an empty reply saved by an older version: servers refuse it in every later request
         wire = m.wire()
         if m.role == "tool":
             if wire["tool_call_id"] in open_ids:
@@ -148,7 +151,7 @@ class DbObserver(agent.Observer):
             row = Step.objects.create(
                 run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
                 tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
-                result=step.result, error=step.error, finish_reason=step.finish_reason or "",
+                result=step.result, error=step.error, finish_reason=(step.finish_reason or "")[:20],
                 attempts=step.attempts, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
                 cost_usd=step.cost_usd, duration_ms=step.duration_ms,
             )
@@ -172,7 +175,7 @@ class DbObserver(agent.Observer):
         calls = ToolCall.objects.filter(run=self.run, call_id=step.call_id)
         if not calls.update(status=status, result=step.result, updated_at=timezone.now()):
             # A call answered without running (unknown tool, bad arguments, a repeat): its first row.
-            ToolCall.objects.create(run=self.run, call_id=step.call_id, name=step.tool, status=status,
+            ToolCall.objects.create(run=self.run, call_id=step.call_id, name=step.tool[:64], status=status,
                                     result=step.result, arguments=_json_or_raw(step.arguments),
                                     idempotency_key=f"{self.run.public_id}:{step.call_id}")
         if step.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
@@ -203,7 +206,7 @@ def _tool_call_started(run: Run, lease: str, step: agent.Step) -> None:
     a crash inside the tool's transaction; it writes only while `lease` is the run's claim.
     """
     now = timezone.now()
-    values = {"run_id": run.pk, "call_id": step.call_id, "name": step.tool, "arguments": _json_or_raw(step.arguments),
+    values = {"run_id": run.pk, "call_id": step.call_id, "name": step.tool[:64], "arguments": _json_or_raw(step.arguments),
               "status": ToolCall.RUNNING, "idempotency_key": f"{run.public_id}:{step.call_id}", "attempts": 1,
               "result": "", "created_at": now, "updated_at": now}
     meta, quote = ToolCall._meta, connection.ops.quote_name
@@ -277,8 +280,26 @@ def run_execute(run_id: int) -> str:
             status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
     run = Run.objects.select_related("conversation__customer").get(pk=run_id)
+    try:
+        return _work(run, lease)
+    except TakenOver:
+        _stop_taken_over(run, lease)
+        return agent.TAKEN_OVER
+    except services.LeaseLost:
+        log.warning("run %s: lease lost; another worker carries on", run.public_id)
+        return "lease lost"
+    except Exception as e:  # our own failure: never leave the run "running" until the sweeper notices
+        log.exception("run %s (conversation %s) failed unexpectedly", run.public_id, run.conversation.public_id)
+        return _recover_from_error(run, lease, e)
+
+
+def _work(run: Run, lease: str) -> str:
     conversation = run.conversation
     serializers.publish_run(run)
+    problem = assistant.model_price_problem()
+    if problem:  # refused before any spending: a cost cap that cannot count is no cap
+        log.error("run %s not started: %s", run.public_id, problem)
+        return _stop_with(run, lease, agent.MODEL_ERROR, problem)
     messages = list(conversation.messages.order_by("seq"))
     history, held = history_for_model(messages)
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
@@ -293,18 +314,69 @@ def run_execute(run_id: int) -> str:
     # Read even for a run that has not called the model: it can start with another run's open calls
     # (a hand-back after a take-over), pause on them and be decided before its first model call.
     spent, decisions = run.spent(), decisions_for(run)
+    while True:
+        result = run_loop(transcript, spent=spent, decisions=decisions, **options)
+        if _finish(run, conversation, lease, observer, result):
+            return result.stop_reason or result.status
+        spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
+
+
+TRANSIENT_ERRORS = (OperationalError, InterfaceError)  # the database went away or is busy: worth another try
+
+
+def _recover_from_error(run: Run, lease: str, error: Exception) -> str:
+    """A transient database failure requeues the run at once (within its attempts); anything else stops
+    it as internal_error and hands it to a person. If even that cannot be written, the sweeper's
+    heartbeat check requeues it later."""
     try:
-        while True:
-            result = run_loop(transcript, spent=spent, decisions=decisions, **options)
-            if _finish(run, conversation, lease, observer, result):
-                return result.stop_reason or result.status
-            spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
-    except TakenOver:
-        _stop_taken_over(run, lease)
-        return agent.TAKEN_OVER
-    except services.LeaseLost:
-        log.warning("run %s: lease lost; another worker carries on", run.public_id)
-        return "lease lost"
+        _fresh_connection()
+        if isinstance(error, TRANSIENT_ERRORS) and run.attempts < settings.RUN_MAX_ATTEMPTS:
+            with transaction.atomic():
+                if Run.objects.filter(pk=run.pk, lease=lease).update(status=Run.QUEUED, lease="",
+                                                                      heartbeat_at=timezone.now()):
+                    services.run_enqueue(run)
+            return "requeued"
+        return _stop_with(run, lease, agent.INTERNAL_ERROR,
+                          f"the run failed unexpectedly ({type(error).__name__}); see the worker's log")
+    except Exception:
+        log.exception("run %s: could not record the failure; the sweeper will pick it up", run.public_id)
+        return "failed"
+
+
+def _fresh_connection() -> None:
+    """After a failure the connection may be unusable (a broken transaction, a dead server): start afresh."""
+    if connection.connection is not None and (connection.needs_rollback or not connection.is_usable()):
+        connection.close()
+
+
+def _stop_with(run: Run, lease: str, reason: str, detail: str) -> str:
+    """Stop the run now with `reason` (its lease still held), every open call answered as not run, and
+    hand the conversation to a person with a notice for the customer."""
+    conversation = run.conversation
+    with transaction.atomic():
+        messages = list(conversation.messages.order_by("seq"))
+        history, _ = history_for_model(messages)
+        if not Run.objects.filter(pk=run.pk, lease=lease).update(
+                status=Run.STOPPED, stop_reason=reason, lease="", finished_at=timezone.now(), detail=detail[:2000],
+                outcome=agent.HANDED_TO_PERSON, summary=handoff_summary(history, reason, detail)):
+            return "lease lost"
+        for call_id in open_call_ids(messages):
+            services.message_append(conversation=conversation, author=Message.TOOL, run=run, wire={
+                "role": "tool", "tool_call_id": call_id, "content": "ERROR: not run: the run was stopped"})
+            ToolCall.objects.filter(run=run, call_id=call_id).exclude(
+                status__in=(ToolCall.EXECUTED, ToolCall.FAILED, ToolCall.REJECTED)).update(status=ToolCall.FAILED)
+        services.message_append(conversation=conversation, wire={"role": "assistant", "content": NOTICE_STOPPED},
+                                author=Message.SYSTEM, run=run)
+        services.conversation_flag(conversation_id=conversation.pk, reason=f"{reason}: {detail}")
+        transaction.on_commit(lambda: serializers.publish_run(Run.objects.get(pk=run.pk)))
+    return reason
+
+
+def open_call_ids(messages) -> list[str]:
+    """Ids of the saved tool calls that have no result yet, in the order they were made."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    return [c.get("id") for m in messages if m.role == "assistant" for c in m.tool_calls or []
+            if c.get("id") not in answered]
 
 
 def _approval_policy(observer: DbObserver):
