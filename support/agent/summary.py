@@ -11,6 +11,10 @@ REASON_TEXT = {
     "spinning": "the agent kept repeating the same call",
     "model_error": "the model could not be reached or gave an unusable reply",
     "taken_over": "a staff member took it over",
+    "empty_reply": "the model twice replied with nothing",
+    "quota_exceeded": "the model provider's quota for this account is used up",
+    "internal_error": "the desk failed unexpectedly while working on it",
+    "stalled": "the agent's worker kept stopping",
 }
 
 
