@@ -62,6 +62,9 @@ export const LABELS = {
   over_budget: "Over budget",
   spinning: "Spinning",
   model_error: "Model error",
+  empty_reply: "Empty reply",
+  quota_exceeded: "Model quota used up",
+  internal_error: "Desk error",
   stalled: "Stalled",
   resolved: "Resolved",
   waiting_on_customer: "Waiting on customer",
@@ -83,6 +86,9 @@ export const STOP_REASON_HELP = {
   model_error: "The model call failed after its retries, was refused, or was cut off.",
   taken_over: "A staff member took the conversation over.",
   stalled: "The run's worker kept dying; it was given to a person.",
+  empty_reply: "The model replied with nothing, twice.",
+  quota_exceeded: "The model provider refused: the account's quota is used up. Tell whoever runs the desk.",
+  internal_error: "The desk failed unexpectedly while working on it; the error is in the worker's log.",
 };
 
 export function label(value) {
