@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from . import faults, streaming
+from . import dialects, faults, streaming
 from .conversation import read_turn
 from .faults import Fault
 from .reply import Reply, completion, estimate_tokens, new_id, prompt_tokens
@@ -37,7 +37,8 @@ def create_app(state: ControlState | None = None) -> Starlette:
             body = None
             status, error = parse_error()
         else:
-            status, error = validate_request(body) or (200, None)
+            dialect = dialects.DIALECTS[state.config["dialect"]]
+            status, error = validate_request(body) or dialects.validate(dialect, body) or (200, None)
         if error is not None:
             messages = body.get("messages") if isinstance(body, dict) else None
             state.log(n, status, None, False, len(messages) if isinstance(messages, list) else 0,
@@ -109,7 +110,7 @@ async def _answer(state: ControlState, n: int, body: dict, peer: str | None = No
     if config["latency_ms"]:
         await asyncio.sleep(config["latency_ms"] / 1000)
     if fault is not None and fault.name in faults.HTTP_ERRORS:
-        state.log(n, int(fault.name), fault, stream, len(messages))
+        state.log(n, faults.HTTP_ERRORS[fault.name], fault, stream, len(messages))
         return _http_fault(fault, body)
     if fault is not None and fault.name == "delay":
         await asyncio.sleep(fault.get("ms") / 1000)
@@ -120,14 +121,16 @@ async def _answer(state: ControlState, n: int, body: dict, peer: str | None = No
         reply = faults.repeat(turn)  # the "same call forever" model, until the loop warns it
     else:
         reply = decide(messages, body.get("tools"), body.get("tool_choice"), config["outcome_style"], turn)
-    reply = _cap(faults.apply(fault, reply, turn), body)
+    dialect = dialects.DIALECTS[config["dialect"]]
+    reply = dialects.restyle(dialect, _cap(faults.apply(fault, reply, turn), body))
     prompt = prompt_tokens(body)
     state.log(n, 200, fault, stream, len(messages), finish_reason=reply.finish,
               tool_calls=[c.name for c in reply.calls], peer=peer)
     if not stream:
-        return JSONResponse(completion(reply, body["model"], prompt), headers=_request_id())
+        return JSONResponse(dialects.bend_completion(dialect, reply, completion(reply, body["model"], prompt)),
+                            headers=_request_id())
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    events = streaming.chunks(reply, body["model"], prompt, include_usage)
+    events = streaming.chunks(reply, body["model"], prompt, include_usage, dialect)
     if fault is not None and fault.name == "stream_error":
         events = streaming.broken(events, int(fault.get("after_chunks")))
     stall = fault is not None and fault.name == "stall"
@@ -147,6 +150,12 @@ def _cap(reply: Reply, body: dict) -> Reply:
 
 
 def _http_fault(fault: Fault, body: dict) -> Response:
+    if fault.name == "quota":  # OpenAI's answer to an account out of credit: a 429 that waiting does not cure
+        message = ("You exceeded your current quota, please check your plan and billing details. For more "
+                   "information on this error, read the docs: "
+                   "https://platform.openai.com/docs/guides/error-codes/api-errors.")
+        return JSONResponse(error_body(message, None, "insufficient_quota", "insufficient_quota"), status_code=429,
+                            headers=_request_id())
     if fault.name == "429":
         wait = fault.get("retry_after")
         seconds = str(int(wait)) if float(wait).is_integer() else str(wait)

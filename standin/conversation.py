@@ -183,16 +183,21 @@ def read_turn(messages: list[dict]) -> Turn:
         order_id=find_order_id(now) or find_order_id(user),
         last=messages[-1] if messages else {},
     )
-    calls: dict[str, tuple[str, str]] = {}
+    # The calls of the latest assistant message still owed a result, in order: a result takes the first
+    # with its id, so ids that repeat (numbered per reply, or empty, as some servers make them) still pair.
+    owed: list[tuple[str, tuple[str, str]]] = []
     for i, m in enumerate(messages):
         if m.get("role") == "assistant" and m.get("tool_calls"):
             batch = [(c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"]]
-            calls.update({c["id"]: b for c, b in zip(m["tool_calls"], batch)})
+            owed = [(c["id"], b) for c, b in zip(m["tool_calls"], batch)]
             if i >= start:
                 turn.batches.append(batch)
-        elif m.get("role") == "tool" and i >= start:
+        elif m.get("role") == "tool":
+            at = next((k for k, (call_id, _) in enumerate(owed) if call_id == m.get("tool_call_id")), None)
+            name, arguments = owed.pop(at)[1] if at is not None else (m.get("name") or "", "")
+            if i < start:
+                continue
             # Its call may sit just before the turn: an answer sent along with record_outcome.
-            name, arguments = calls.get(m.get("tool_call_id"), (m.get("name") or "", ""))
             text = text_of(m.get("content"))
             try:
                 data = json.loads(text)

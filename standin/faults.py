@@ -27,8 +27,11 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "unknown_tool": {},
     "repeat": {},
     "length": {},
+    "empty": {},
+    "quota": {},
+    "parallel": {},
 }
-HTTP_ERRORS = ("429", "500", "503")
+HTTP_ERRORS = {"429": 429, "500": 500, "503": 503, "quota": 429}  # fault -> the status it answers with
 SPEC = re.compile(r"(?P<name>[a-z0-9_]+?)(?::(?P<params>[a-z_]+=[0-9.]+(?:,[a-z_]+=[0-9.]+)*))?(?:x(?P<count>\d+))?")
 DIRECTIVE = re.compile(r"#fault:(\S+)")
 MAX_COUNT = 1000
@@ -132,6 +135,11 @@ def apply(fault: Fault | None, reply: Reply, turn: Turn) -> Reply:
         return Reply(calls=(Call.of("cancel_everything", **args),))
     if fault.name == "repeat":
         return repeat(turn) or reply
+    if fault.name == "empty":  # a finished reply with nothing in it, as some servers send now and then
+        return Reply(content="")
+    if fault.name == "parallel" and reply.calls:
+        # Two calls in one reply: the planned one and a look at the refund policy beside it.
+        return Reply(content=reply.content, calls=(*reply.calls, Call.of("search_policy", query="refunds")))
     if fault.name == "length":
         return truncated(reply.content or "Let me look into this for you and check the details of your order.")
     return reply

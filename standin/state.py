@@ -11,9 +11,10 @@ import time
 from collections import OrderedDict, deque
 from typing import Callable
 
+from .dialects import DIALECTS
 from .faults import Fault, parse_all
 
-DEFAULT_CONFIG = {"latency_ms": 0.0, "token_delay_ms": 0.0, "outcome_style": "separate"}
+DEFAULT_CONFIG = {"latency_ms": 0.0, "token_delay_ms": 0.0, "outcome_style": "separate", "dialect": "openai"}
 OUTCOME_STYLES = ("separate", "with_content")
 LOG_SIZE = 10_000
 DIRECTIVE_KEYS = 10_000
@@ -78,7 +79,10 @@ class ControlState:
         for key, value in changes.items():
             if key not in DEFAULT_CONFIG:
                 raise ValueError(f"unknown setting {key!r}; known: {', '.join(DEFAULT_CONFIG)}")
-            if key == "outcome_style":
+            if key == "dialect":
+                if value not in DIALECTS:
+                    raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}")
+            elif key == "outcome_style":
                 if value not in OUTCOME_STYLES:
                     raise ValueError(f"outcome_style must be one of {', '.join(OUTCOME_STYLES)}")
             elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:

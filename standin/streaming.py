@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import AsyncIterator
 
+from . import dialects
+from .dialects import OPENAI, THINKING, Dialect
 from .reply import FINGERPRINT, Reply, new_id, usage
 
 WORDS = re.compile(r"\s*\S+\s*")
@@ -32,33 +34,36 @@ def pieces(text: str) -> list[str]:
     return found if "".join(found) == text else [text]
 
 
-def chunks(reply: Reply, model: str, prompt: int, include_usage: bool) -> list[bytes]:
-    """Every SSE event of the stream, in order, `[DONE]` included."""
+def chunks(reply: Reply, model: str, prompt: int, include_usage: bool, dialect: Dialect = OPENAI) -> list[bytes]:
+    """Every SSE event of the stream, in order, `[DONE]` included, as `dialect`'s server writes them."""
     head = json.dumps({"id": new_id("chatcmpl-", 29), "object": "chat.completion.chunk",
                        "created": int(time.time()), "model": model,
                        "system_fingerprint": FINGERPRINT}, separators=(",", ":"))[:-1]
-    tail = ',"usage":null}' if include_usage else "}"
+    asked = include_usage and dialect.usage == "asked"
+    tail = ',"usage":null}' if asked else "}"
 
-    def event(delta: dict, finish: str | None = None) -> bytes:
+    def event(delta: dict, finish: str | None = None, extra: str = "") -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         body = json.dumps(choice, ensure_ascii=False, separators=(",", ":"))
-        return f'data: {head},"choices":[{body}]{tail}\n\n'.encode()
+        end = tail if not extra else f",{extra}}}"
+        return f'data: {head},"choices":[{body}]{end}\n\n'.encode()
 
-    out = [event({"role": "assistant", "content": "" if reply.content is not None else None,
-                  "refusal": None})]
+    out = []
+    if dialect.keepalive:  # Azure's first chunk: the prompt's filter results, no choices
+        out.append(f'data: {{"id":"","object":"","created":0,"model":"","choices":[],'
+                   f'"prompt_filter_results":[{{"prompt_index":0,"content_filter_results":{{}}}}]}}\n\n'.encode())
+    out.append(event({"role": "assistant", "content": "" if reply.content is not None else None,
+                      "refusal": None}))
+    if dialect.reasoning:
+        out += [event({dialect.reasoning: piece}) for piece in pieces(THINKING)]
     for piece in pieces(reply.content or ""):
         out.append(event({"content": piece}))
-    for index, call in enumerate(reply.calls):
-        out.append(event({"tool_calls": [{"index": index, "id": call.id, "type": "function",
-                                          "function": {"name": call.name, "arguments": ""}}]}))
-        args = call.arguments
-        for start in range(0, len(args), ARG_PIECE):
-            out.append(event({"tool_calls": [{"index": index,
-                                              "function": {"arguments": args[start:start + ARG_PIECE]}}]}))
-    out.append(event({}, reply.finish))
-    if include_usage:
-        body = json.dumps({"choices": [], "usage": usage(reply, prompt)}, separators=(",", ":"))[1:]
-        out.append(f"data: {head},{body}\n\n".encode())
+    for calls in dialects.call_deltas(dialect, reply.calls, ARG_PIECE):
+        out.append(event({"tool_calls": calls}))
+    used = json.dumps(usage(reply, prompt), separators=(",", ":"))
+    out.append(event({}, dialects.finish(dialect, reply), f'"usage":{used}' if dialect.usage == "always" else ""))
+    if asked:
+        out.append(f'data: {head},"choices":[],"usage":{used}}}\n\n'.encode())
     out.append(b"data: [DONE]\n\n")
     return out
 
