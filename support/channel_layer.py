@@ -3,8 +3,8 @@
 Upstream's receiver checks every 100 ms whether anything is subscribed while nothing is. A site process
 whose last socket just closed is in that state, so the events of the next socket to connect (a customer
 opening the widget and writing at once) waited up to 100 ms in the connection. Here a subscription wakes
-the receiver at once. group_send_many publishes a batch of events in one pipelined round trip. Everything
-else is upstream's.
+the receiver at once. group_send_many publishes a batch of events in one pipelined round trip, and after a
+connection error leaves no dead connection in the pool for the publisher's retry. Everything else is upstream's.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import logging
 
 from channels_redis import pubsub
 from channels_redis.utils import decode_hosts
+from redis import exceptions as redis_errors
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,16 @@ class _Shard(pubsub.RedisSingleShardConnection):
         """PUBLISH each (channel, data) in order, in one round trip."""
         async with self._lock:
             self._ensure_redis()
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for channel, data in batch:
-                    pipe.publish(channel, data)
-                await pipe.execute()
+            try:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for channel, data in batch:
+                        pipe.publish(channel, data)
+                    await pipe.execute()
+            except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError):
+                # Redis restarted or was replaced: every idle pooled connection is as dead as this one, so
+                # drop them and the caller's retry dials afresh (the subscription reconnects by itself).
+                await self._redis.connection_pool.disconnect(inuse_connections=False)
+                raise
 
     async def _do_receiving(self):
         while True:

@@ -17,6 +17,9 @@ from channels.layers import get_channel_layer
 log = logging.getLogger(__name__)
 
 STAFF_GROUP = "staff"  # every staff console: conversation list, runs, approvals
+# Seconds between tries of a failed publish: enough to outlast a Redis restart, short enough that the
+# events queued behind a batch are not held up for long when Redis stays away.
+PUBLISH_RETRY_PAUSES = (0.05, 0.25, 1.0, 2.0)
 
 
 def conversation_group(public_id) -> str:
@@ -59,19 +62,33 @@ class Publisher:
             while not self._queue.empty():  # everything else already waiting goes out in this pass
                 batch.append(self._queue.get_nowait())
             try:
+                await self._publish([(group, message) for groups, message in coalesce(batch) for group in groups])
+            except Exception:  # never let one bad batch stop the thread that sends every later event
+                log.exception("%d events not published", len(batch))
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    async def _publish(self, items: list[tuple[str, dict]]) -> None:
+        """Send, retrying a failure: after Redis restarts, the first command on a pooled connection fails
+        (the layer then drops its idle connections, so the next try dials afresh). A retried batch may
+        repeat events that went out before the failure: they keep their ids and sockets send them once."""
+        for attempt, pause in enumerate(PUBLISH_RETRY_PAUSES + (None,)):
+            try:
                 layer = get_channel_layer()  # looked up each time: settings may change (tests)
-                items = [(group, message) for groups, message in coalesce(batch) for group in groups]
                 send_many = getattr(layer, "group_send_many", None)  # ours: the batch in one round trip
                 if send_many is not None:
                     await send_many(items)
                 else:
                     for group, message in items:
                         await layer.group_send(group, message)
-            except Exception as e:  # the UI misses live events; the database still has them for replay
-                log.warning("%d events not published: %r", len(batch), e)
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
+                return
+            except Exception as e:
+                if pause is None:  # the UIs miss these live; they find the gap and replay it from the database
+                    dropped = len({message.get("id") for _, message in items})
+                    log.warning("%d events not published after %d attempts: %r", dropped, attempt + 1, e)
+                    return
+                await asyncio.sleep(pause)
 
     def send(self, groups: list[str], event: dict) -> None:
         if get_channel_layer() is None:

