@@ -13,8 +13,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from support import events, identity, selectors, serializers, services
+from support.models import Conversation
 
 AUTH_TIMEOUT = 10.0  # seconds a customer socket may stay open without authenticating
+SEQ_EVENTS = ("message.saved", "message.hidden")  # the live events that account for one seq each
 
 
 def db(fn):
@@ -23,17 +25,53 @@ def db(fn):
     return database_sync_to_async(fn, thread_sensitive=False)
 
 
+class Delivered:
+    """The seqs of one conversation a socket's client has: all up to `floor`, and `above` it some more.
+
+    Events reach a process out of order (daphne and the workers publish separately), so a seq below the
+    highest sent may still be owed to the client: only a seq in here is a duplicate.
+    """
+
+    LIMIT = 512  # seqs held above a hole; forgetting one only risks sending it twice (clients dedupe)
+
+    def __init__(self):
+        self.floor, self.above = 0, set()
+
+    def __contains__(self, seq: int) -> bool:
+        return seq <= self.floor or seq in self.above
+
+    def add(self, seq: int) -> None:
+        if seq > self.floor:
+            self.above.add(seq)
+            self._settle()
+            if len(self.above) > self.LIMIT:
+                self.above.discard(min(self.above))
+
+    def cover(self, seq: int) -> None:
+        """Every seq up to `seq` is with the client (it said so, or a replay read that far)."""
+        if seq > self.floor:
+            self.floor = seq
+            self.above = {s for s in self.above if s > seq}
+            self._settle()
+
+    def _settle(self) -> None:
+        while self.floor + 1 in self.above:
+            self.floor += 1
+            self.above.discard(self.floor)
+
+
 class ReplayingConsumer(AsyncJsonWebsocketConsumer):
     """Joins groups, replays messages after the client's last seq, then relays live events in order.
 
     The group is joined before the replay reads the database, so nothing falls between the two; a
-    message.saved already replayed is dropped when its live event arrives.
+    message.saved already replayed is dropped when its live event arrives. A client that finds a hole in
+    the seqs it received asks for a replay again (docs/events.md): it gets what it lacks, nothing twice.
     """
 
     staff = False
 
     async def connect(self):
-        self.sent_seq: dict[str, int] = {}
+        self.delivered: dict[str, Delivered] = {}
         self.joined: set[str] = set()
         self.recent_ids: deque[str] = deque(maxlen=256)  # events reaching us through two groups
         await self.accept()
@@ -49,16 +87,19 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
 
     async def replay(self, conversation, last_seq: int) -> None:
         key = str(conversation.public_id)
-        messages = await db(selectors.messages_after)(conversation, last_seq, staff=self.staff)
-        sent = max(last_seq, self.sent_seq.get(key, 0))
+        delivered = self.delivered.setdefault(key, Delivered())
+        delivered.cover(last_seq)
+        read_to, messages = await db(_replay_read)(conversation, last_seq, self.staff)
         for m in messages:
-            if m.seq > sent:
+            if m.seq not in delivered:
                 await self.send_json({"type": "message.saved", "seq": m.seq, "conversation": key,
                                       "message": serializers.message_json(m, staff=self.staff)})
-                sent = m.seq
-        self.sent_seq[key] = sent
+                delivered.add(m.seq)
+        # Every seq up to read_to was read: sent now or before, or one this client does not see.
+        delivered.cover(max([read_to] + [m.seq for m in messages]))
         state = await db(selectors.conversation_state)(conversation)
-        await self.send_json({"type": "replay.done", "seq": sent, "conversation": key, "state": state})
+        await self.send_json({"type": "replay.done", "seq": delivered.floor, "conversation": key,
+                              "state": state})
 
     async def desk_event(self, message):
         event_id = message.get("id")
@@ -68,11 +109,18 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
             self.recent_ids.append(event_id)
         event = message["event"]
         key = event.get("conversation")
-        if event["type"] == "message.saved" and key is not None:
-            if event["seq"] <= self.sent_seq.get(key, 0):
-                return  # already sent by the replay
-            self.sent_seq[key] = event["seq"]
+        if event["type"] in SEQ_EVENTS and key is not None:
+            delivered = self.delivered.setdefault(key, Delivered())
+            if event["seq"] in delivered:
+                return  # already sent by a replay, or this very event again
+            delivered.add(event["seq"])
         await self.send_json(event)
+
+    async def last_seqs(self, conversations) -> dict[str, int]:
+        """Each conversation's last seq, for the answer to a ping: a client that lacks one asks for a replay,
+        so an event lost on the live path is found even when it was the last one."""
+        seqs = await db(_last_seqs)([c.pk for c in conversations])
+        return {str(c.public_id): seqs.get(c.pk, 0) for c in conversations}
 
 
 class CustomerConsumer(ReplayingConsumer):
@@ -98,7 +146,9 @@ class CustomerConsumer(ReplayingConsumer):
         elif kind == "message":
             await self.post(content)
         elif kind == "ping":
-            await self.send_json({"type": "pong"})
+            key = str(self.conversation.public_id)
+            seqs = await self.last_seqs([self.conversation])
+            await self.send_json({"type": "pong", "conversation": key, "seq": seqs[key]})
         else:
             await self.send_json({"type": "error", "error": "Unknown frame type."})
 
@@ -136,6 +186,7 @@ class StaffConsumer(ReplayingConsumer):
             await self.close(code=4403)
             return
         await super().connect()
+        self.watched: dict[str, Conversation] = {}
         await self.join(events.STAFF_GROUP)
 
     async def receive_json(self, content, **kwargs):
@@ -147,16 +198,29 @@ class StaffConsumer(ReplayingConsumer):
                 await self.send_json({"type": "error", "error": "No such conversation."})
                 return
             await self.join(events.staff_conversation_group(conversation.public_id))
+            self.watched[str(conversation.public_id)] = conversation
             await self.replay(conversation, _seq(content.get("last_seq")))
         elif kind == "unwatch":
             group = events.staff_conversation_group(content.get("conversation"))
             if group in self.joined:
                 await self.channel_layer.group_discard(group, self.channel_name)
                 self.joined.discard(group)
+            self.watched.pop(str(content.get("conversation")), None)
         elif kind == "ping":
-            await self.send_json({"type": "pong"})
+            await self.send_json({"type": "pong", "seqs": await self.last_seqs(list(self.watched.values()))})
         else:
             await self.send_json({"type": "error", "error": "Unknown frame type."})
+
+
+def _replay_read(conversation, after_seq: int, staff: bool):
+    """(the conversation's last seq, its messages after after_seq). The seq is read first: a seq is handed
+    out in the transaction that saves its message, so every message up to it is in the read that follows."""
+    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+    return last_seq, selectors.messages_after(conversation, after_seq, staff=staff)
+
+
+def _last_seqs(pks: list[int]) -> dict[int, int]:
+    return dict(Conversation.objects.filter(pk__in=pks).values_list("pk", "last_seq")) if pks else {}
 
 
 def _seq(value) -> int:

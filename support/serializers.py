@@ -105,6 +105,8 @@ def publish_message(message: Message) -> None:
     _staff(conversation, {**base, "message": message_json(message, staff=True)})
     if customer_can_see(message):
         _customer(conversation, {**base, "message": message_json(message, staff=False)})
+    else:  # the seq alone: the customer's client then tells a seq it may not see from one it lost
+        _customer(conversation, {**base, "type": "message.hidden"})
     if message.author in (Message.CUSTOMER, Message.STAFF):  # the console's list shows it moved
         events.publisher.send([events.STAFF_GROUP], _event(conversation, "conversation.updated",
                               status=conversation.status, detail=conversation_json(conversation, staff=True)))
@@ -119,9 +121,12 @@ def publish_run(run: Run) -> None:
 
 
 def publish_step(step: Step, *, started: bool) -> None:
+    """step.started of a model step also tells both UIs that a new reply begins: a run resumed after its
+    worker died streams its reply again from the start, so a partial reply still shown is dropped."""
     conversation = step.run.conversation
     event_type = "step.started" if started else "step.finished"
-    _customer(conversation, _event(conversation, event_type, kind=step.kind, label=step.label))
+    _customer(conversation, _event(conversation, event_type, run=str(step.run.public_id), kind=step.kind,
+                                   label=step.label))
     _staff(conversation, _event(conversation, event_type, step=step_json(step)))
 
 
