@@ -38,7 +38,7 @@ def create_app(state: ControlState | None = None) -> Starlette:
             status, error = parse_error()
         else:
             dialect = dialects.DIALECTS[state.config["dialect"]]
-            status, error = validate_request(body) or dialects.validate(dialect, body) or (200, None)
+            status, error = dialects.validate(dialect, body) or validate_request(body) or (200, None)
         if error is not None:
             messages = body.get("messages") if isinstance(body, dict) else None
             state.log(n, status, None, False, len(messages) if isinstance(messages, list) else 0,

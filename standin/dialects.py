@@ -118,10 +118,12 @@ def finish(dialect: Dialect, reply: Reply) -> str:
     return dialect.finish_with_calls if reply.calls and reply.finish == "tool_calls" else reply.finish
 
 
-def validate(dialect: Dialect, body: dict) -> None | tuple[int, dict]:
-    """This dialect's refusals beyond OpenAI's rules (which the request already passed)."""
-    for i, message in enumerate(body["messages"]):
-        if message["role"] != "assistant":
+def validate(dialect: Dialect, body) -> None | tuple[int, dict]:
+    """This dialect's own refusals, in its server's words; checked before OpenAI's rules, which every
+    dialect also applies (so only the shapes those rules let through need care here)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         problem = _assistant_problem(dialect, message)
         if problem:
@@ -131,6 +133,7 @@ def validate(dialect: Dialect, body: dict) -> None | tuple[int, dict]:
 
 def _assistant_problem(dialect: Dialect, message: dict) -> str | None:
     content, calls = message.get("content"), message.get("tool_calls") or []
+    calls = [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
     if content is None and (dialect.null_content == "never" or (dialect.null_content == "with_calls" and not calls)):
         if dialect.name == "ollama":
             return "invalid message content type: <nil>"
@@ -139,12 +142,14 @@ def _assistant_problem(dialect: Dialect, message: dict) -> str | None:
     if not dialect.empty_assistant and not calls and not text.strip():
         return "Assistant message must have either content or tool_calls, but not none."
     for call in calls:
-        if dialect.id_pattern and not re.fullmatch(dialect.id_pattern, call["id"]):
-            return f"Tool call id was {call['id']} but must be a-z, A-Z, 0-9, with a length of 9."
+        call_id = call.get("id")
+        if dialect.id_pattern and not re.fullmatch(dialect.id_pattern, call_id if isinstance(call_id, str) else ""):
+            return f"Tool call id was {call_id} but must be a-z, A-Z, 0-9, with a length of 9."
         if dialect.args_json:
+            fn = call.get("function")
             try:
-                ok = isinstance(json.loads(call["function"]["arguments"]), dict)
-            except ValueError:
+                ok = isinstance(json.loads(fn.get("arguments")), dict)
+            except (ValueError, TypeError, AttributeError):
                 ok = False
             if not ok:
                 return "invalid tool call arguments"
