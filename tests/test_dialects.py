@@ -137,3 +137,13 @@ def test_the_desk_works_a_refund_with_approval_under_each_dialect(desk, queued, 
     services.approval_decide(approval=Approval.objects.get(run_id=run_id), user=None, approve=True)
     assert runner.run_execute(queued.pop()) == "answered"
     assert Refund.objects.filter(order__number="SU-41310").count() == 1
+
+
+# -- whole tickets that end on the endpoint's failures ---------------------------------------------
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fault,stop_reason", [("emptyx2", "empty_reply"), ("quota", "quota_exceeded")])
+def test_a_ticket_stops_with_the_reason_the_endpoint_gave(standin, shop, fault, stop_reason):
+    result, _, tools, _ = work(standin, f"Where is SU-41210? #fault:{fault}")
+    assert result.stop_reason == stop_reason and result.summary and tools == []
+    assert result.spent.prompt_tokens > 0 or stop_reason == "quota_exceeded"  # empty replies cost tokens too

@@ -140,7 +140,8 @@ def test_a_used_up_quota_stops_at_once_with_an_error_an_operator_sees(standin, c
     assert (e.value.status, e.value.code, e.value.attempts, sleeps) == (429, QUOTA_EXCEEDED, 1, [])
     assert len(requests_seen(standin)) == 1
     [record] = [r for r in caplog.records if r.name == "support.agent.llm"]
-    assert record.levelno == logging.ERROR and "quota" in record.getMessage() and standin.base_url in record.getMessage()
+    said = record.getMessage()
+    assert record.levelno == logging.ERROR and "quota" in said and standin.base_url in said
 
 
 def test_a_quota_named_only_by_the_error_type_is_not_retried_either():

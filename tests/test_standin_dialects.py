@@ -92,7 +92,8 @@ def test_a_non_streaming_reply_speaks_the_dialect_too(standin):
 
 # --- what each dialect's validator refuses --------------------------------------------------------
 
-CALL = {"id": "call_abc", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id": "SU-41210"}'}}
+CALL = {"id": "call_abc", "type": "function",
+        "function": {"name": "get_order", "arguments": '{"order_id": "SU-41210"}'}}
 RESULT = {"role": "tool", "tool_call_id": "call_abc", "content": "{}"}
 USER = {"role": "user", "content": "Where is SU-41210?"}
 
