@@ -175,11 +175,36 @@ def run_start_if_idle(*, conversation_id: int, current: Conversation | None = No
 
 
 def run_enqueue(run: Run) -> None:
-    """Hand the run to a worker once the transaction that queued it has committed."""
+    """Hand the run to a worker once the transaction that queued it has committed.
+
+    Nothing here may raise: it runs after the commit, so the message or decision that queued the run is
+    saved, and an error would tell the client it was not (a retry without client_id would save it twice).
+    A run the broker did not take stays queued; the sweeper (runs_recover) sends it again once its
+    heartbeat is RUN_STALE_SECONDS old, which is how it reaches a worker after a Redis outage.
+    """
+    import logging
+
     from support import tasks
 
-    transaction.on_commit(lambda: tasks.run_agent.delay(run.pk))
-    transaction.on_commit(lambda: serializers.publish_run(run))
+    log = logging.getLogger(__name__)
+
+    def send():
+        try:
+            tasks.run_agent.delay(run.pk)
+        except Exception as error:  # kombu's OperationalError once its publish retries are spent, or worse
+            log.error("run %s (conversation id %s) stays queued: the broker did not take it (%s: %s); "
+                      "the sweeper sends it again", run.public_id, run.conversation_id,
+                      type(error).__name__, error)
+
+    def publish():
+        try:
+            serializers.publish_run(run)
+        except Exception:  # the live UIs miss this event; they replay from the database
+            log.warning("run %s (conversation id %s): status event not published", run.public_id,
+                        run.conversation_id, exc_info=True)
+
+    transaction.on_commit(send)
+    transaction.on_commit(publish)
 
 
 # -- approvals --------------------------------------------------------------------------------------
