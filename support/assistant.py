@@ -80,7 +80,8 @@ def model_base_url() -> str:
 def model(**overrides) -> OpenAIModel:
     options = dict(
         base_url=model_base_url(), api_key=settings.MODEL_API_KEY, model=settings.MODEL_NAME,
-        prices=settings.MODEL_PRICES, connect_timeout=settings.MODEL_CONNECT_TIMEOUT,
+        prices=settings.MODEL_PRICES, default_price=settings.MODEL_DEFAULT_PRICE,
+        connect_timeout=settings.MODEL_CONNECT_TIMEOUT,
         read_timeout=settings.MODEL_READ_TIMEOUT, max_retries=settings.MODEL_MAX_RETRIES,
         max_retry_wait=settings.MODEL_MAX_RETRY_WAIT,
     )

@@ -129,3 +129,11 @@ def test_a_run_on_an_unpriced_model_is_refused_before_any_model_call(desk, queue
     assert assistant.model_price_problem() == ""
     settings.AGENT_MAX_COST_USD, settings.MODEL_DEFAULT_PRICE = 0.5, (1.0, 2.0)
     assert assistant.model_price_problem() == ""
+
+
+def test_the_default_price_prices_a_model_missing_from_the_table(desk, queued, standin, settings):
+    settings.MODEL_NAME, settings.MODEL_DEFAULT_PRICE = "someones-model", (1000.0, 1000.0)
+    conversation, run_id = ask(desk.maya, "Where is SU-41210?", queued)
+    runner.run_execute(run_id)
+    run = Run.objects.get(pk=run_id)
+    assert run.turns >= 1 and run.cost_usd > 0
