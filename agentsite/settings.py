@@ -119,6 +119,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "support.middleware.ApiErrorsMiddleware",  # first: it rewrites any non-JSON error under /api/
     "django.middleware.security.SecurityMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -159,8 +160,26 @@ DATABASES = {
         conn_max_age=env_int("CONN_MAX_AGE", 60, minimum=0), conn_health_checks=True,
     )
 }
+# PostgreSQL: a statement that waits for a lock longer than DB_LOCK_TIMEOUT_MS, or runs longer than
+# DB_STATEMENT_TIMEOUT_MS, is cancelled (0: no limit), so a request fails fast with a retryable 503
+# instead of waiting as long as anyone holds a lock. Set as startup options of every connection, site and
+# worker alike: a worker's statements are as short as a request's (it waits on the model outside any
+# statement), and one stuck on a lock is better ended (the sweeper resumes its run) than left holding its
+# own. Each process reads its own environment, so a worker or a long migration can be given other values.
+DB_LOCK_TIMEOUT_MS = env_int("DB_LOCK_TIMEOUT_MS", 5000, minimum=0)
+DB_STATEMENT_TIMEOUT_MS = env_int("DB_STATEMENT_TIMEOUT_MS", 30000, minimum=0)
+DB_CONNECT_TIMEOUT = env_int("DB_CONNECT_TIMEOUT", 5, minimum=0)  # s; libpq counts less than 2 as 2; 0: wait
+if DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis")):
+    _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _pg_options["options"] = " ".join(filter(None, [  # after any the URL carried, so these win
+        _pg_options.get("options", ""),
+        f"-c lock_timeout={DB_LOCK_TIMEOUT_MS}", f"-c statement_timeout={DB_STATEMENT_TIMEOUT_MS}"]))
+    if DB_CONNECT_TIMEOUT:
+        _pg_options.setdefault("connect_timeout", DB_CONNECT_TIMEOUT)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Runs and the web process write concurrently: wait for the lock rather than fail at once.
+    # Runs and the web process write concurrently: wait for the lock rather than fail at once. Still
+    # locked after `timeout` seconds ("database is locked"), the API answers a retryable 503. Longer than
+    # PostgreSQL's DB_LOCK_TIMEOUT_MS: SQLite has one writer at a time, so every write queues for this lock.
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"

@@ -1,4 +1,10 @@
-"""What every API view shares: JSON errors, allowed methods, "a JSON object or 4xx", "staff or 403"."""
+"""What every API view shares: JSON errors, allowed methods, "a JSON object or 4xx", "staff or 403".
+
+Every error under /api/ has one shape: {"error": "<plain words for a person>", "code": "<stable code>",
+"retryable": true|false}. Clients branch on `code` (or the status), never on the words; the codes are
+listed in ERROR_CODES and in the README. support/middleware.py gives errors raised outside a view's
+ApiError (a database that is down, an unexpected exception, Django's own 404) the same shape.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,25 @@ from django.middleware.csrf import CsrfViewMiddleware, get_token
 from django.views.decorators.http import require_http_methods
 
 
+# status -> the stable code of an error with that status. Only 429 and 503 are worth retrying (after the
+# Retry-After they carry): the same request will be refused the same way otherwise.
+ERROR_CODES = {
+    400: "invalid_request",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+    500: "internal_error",
+    503: "unavailable",
+}
+RETRYABLE = {429, 503}
+
+
 class ApiError(Exception):
-    """Raised anywhere in a view: answered as {"error": message} with this status."""
+    """Raised anywhere in a view: answered as {"error": message, "code": ..., "retryable": ...}."""
 
     def __init__(self, status: int, message: str, headers: dict | None = None):
         super().__init__(message)
@@ -23,7 +46,9 @@ class ApiError(Exception):
 
 
 def json_error(status: int, message: str, headers: dict | None = None) -> JsonResponse:
-    return JsonResponse({"error": message}, status=status, headers=headers)
+    code = ERROR_CODES.get(status) or ("internal_error" if status >= 500 else "invalid_request")
+    return JsonResponse({"error": message, "code": code, "retryable": status in RETRYABLE},
+                        status=status, headers=headers)
 
 
 def api(*methods: str):
