@@ -20,7 +20,7 @@ from support.models import Conversation, Message, Run
 from tests.desk_factories import customer_messages, pending_refund_approval, start_conversation
 from tests.desk_factories import maya_chat, queued, widget  # noqa: F401  (fixtures)
 
-NOT_FOUND = {"error": "No such conversation."}
+NOT_FOUND = {"error": "No such conversation.", "code": "not_found", "retryable": False}
 
 
 # -- starting a conversation ----------------------------------------------------------------------------
@@ -50,7 +50,8 @@ def test_it_starts_a_conversation_from_an_order_number_and_its_email(widget, dem
 def test_it_refuses_an_order_number_that_is_not_the_emails_with_one_answer(widget, body):
     response = widget.start(body)
     assert response.status_code == 403
-    assert response.json() == {"error": "We could not find that order for that e-mail address."}
+    assert response.json() == {"error": "We could not find that order for that e-mail address.",
+                               "code": "forbidden", "retryable": False}
     assert not Conversation.objects.exists()
 
 
@@ -75,7 +76,8 @@ def test_it_refuses_a_forged_or_expired_customer_token(widget):
 ])
 def test_it_tells_a_malformed_start_request_what_is_wrong(widget, raw, error):
     response = widget.start(raw)
-    assert (response.status_code, response.json()) == (400, {"error": error})
+    assert (response.status_code, response.json()) == (400, {"error": error,
+                                                             "code": "invalid_request", "retryable": False})
     assert not Conversation.objects.exists()
 
 
@@ -140,7 +142,8 @@ def test_it_wants_after_to_be_a_non_negative_whole_number(widget, maya_chat, aft
     conversation, token = maya_chat
     response = widget.get(f"/api/conversations/{conversation.public_id}/messages?after={after}", token)
     assert response.status_code == 400
-    assert response.json() == {"error": "after must be a non-negative whole number (a message seq)."}
+    assert response.json() == {"error": "after must be a non-negative whole number (a message seq).",
+                               "code": "invalid_request", "retryable": False}
 
 
 # -- you may not: somebody else's conversation ----------------------------------------------------------
@@ -223,7 +226,8 @@ def test_it_answers_other_methods_with_405_in_json(widget, maya_chat, method, pa
 
 def test_an_unknown_api_path_is_a_json_404(widget):
     response = widget.client.get("/api/nothing/here")
-    assert (response.status_code, response.json()) == (404, {"error": "There is no such API endpoint."})
+    assert (response.status_code, response.json()) == (404, {"error": "There is no such API endpoint.",
+                                                             "code": "not_found", "retryable": False})
 
 
 def test_it_stops_guessing_order_numbers_after_ten_failures(demo):

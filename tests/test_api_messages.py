@@ -67,7 +67,8 @@ def test_a_retried_post_with_the_same_client_id_is_saved_once(widget, maya_chat,
 def test_it_refuses_texts_it_will_not_save_and_says_why(widget, maya_chat, queued, raw, error):
     conversation, token = maya_chat
     response = widget.post(f"/api/conversations/{conversation.public_id}/messages", token, raw)
-    assert (response.status_code, response.json()) == (400, {"error": error})
+    assert (response.status_code, response.json()) == (400, {"error": error,
+                                                             "code": "invalid_request", "retryable": False})
     assert customer_messages(conversation) == [] and queued == []
 
 
@@ -76,7 +77,7 @@ def test_it_refuses_a_text_over_the_size_limit(widget, maya_chat, settings):
     conversation, token = maya_chat
     response = widget.say(conversation, token, "é" * 51)  # 102 bytes in UTF-8
     assert (response.status_code, response.json()) == (
-        400, {"error": "The message is 102 bytes; the limit is 100."})
+        400, {"error": "The message is 102 bytes; the limit is 100.", "code": "invalid_request", "retryable": False})
     assert widget.say(conversation, token, "é" * 50).status_code == 202
     assert [m.content for m in customer_messages(conversation)] == ["é" * 50]
 
@@ -88,7 +89,8 @@ def test_it_limits_messages_per_minute_and_says_when_to_retry(widget, maya_chat,
     response = widget.say(conversation, token, "message 3")
     assert response.status_code == 429
     assert response["Retry-After"] == "60"
-    assert response.json() == {"error": "Too many messages; try again in 60 s."}
+    assert response.json() == {"error": "Too many messages; try again in 60 s.",
+                               "code": "rate_limited", "retryable": True}
     assert [m.content for m in customer_messages(conversation)] == ["message 1", "message 2"]
 
 
@@ -109,7 +111,8 @@ def test_it_refuses_an_oversized_body_before_parsing_it(widget, maya_chat, setti
     url = f"/api/conversations/{conversation.public_id}/messages"
     response = widget.post(url, token, json.dumps({"text": "x" * limit}))
     assert response.status_code == 413
-    assert response.json() == {"error": f"The request body is larger than {limit} bytes."}
+    assert response.json() == {"error": f"The request body is larger than {limit} bytes.",
+                               "code": "too_large", "retryable": False}
     # Even when it is not JSON at all: the size is checked first.
     assert widget.post(url, token, "x" * (limit + 1), content_type="text/plain").status_code == 413
     assert customer_messages(conversation) == []
@@ -129,7 +132,8 @@ def test_it_wants_a_json_content_type(widget, maya_chat):
     response = widget.post(f"/api/conversations/{conversation.public_id}/messages", token,
                            '{"text": "hi"}', content_type="text/plain")
     assert response.status_code == 415
-    assert response.json() == {"error": "Send the request body as JSON (Content-Type: application/json)."}
+    assert response.json() == {"error": "Send the request body as JSON (Content-Type: application/json).",
+                               "code": "unsupported_media_type", "retryable": False}
     assert customer_messages(conversation) == []
 
 

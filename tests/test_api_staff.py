@@ -81,7 +81,7 @@ def test_only_staff_may_use_the_staff_api(client, approval, queued, who, method,
     assert response.status_code == 403
     expected = "Log in with a staff account to use the staff API." if who == "anonymous" \
         else "This needs a staff account."
-    assert response.json() == {"error": expected}
+    assert response.json() == {"error": expected, "code": "forbidden", "retryable": False}
     assert snapshot(approval) == before and queued == []
 
 
@@ -137,7 +137,8 @@ def test_it_lists_pending_approvals_oldest_first_and_drops_them_once_decided(sta
 
 def test_it_refuses_an_unknown_approval_status_filter(staff):
     response = staff.get("/api/staff/approvals?status=maybe")
-    assert (response.status_code, response.json()) == (400, {"error": "status must be one of: pending, decided, all."})
+    assert (response.status_code, response.json()) == (400, {"error": "status must be one of: pending, decided, all.",
+                                                             "code": "invalid_request", "retryable": False})
 
 
 # -- deciding -------------------------------------------------------------------------------------------
@@ -198,7 +199,8 @@ def test_a_second_decision_is_told_409_and_changes_nothing(staff, approval, queu
     assert decide(staff, approval, first, {"reason": "first"}).status_code == 200
     after_first, queued_after_first = snapshot(approval), list(queued)
     response = decide(staff, approval, second, {"reason": "second", "arguments": {**REFUND_ARGUMENTS, "amount": "1"}})
-    assert (response.status_code, response.json()) == (409, {"error": "This approval was already decided."})
+    assert (response.status_code, response.json()) == (409, {"error": "This approval was already decided.",
+                                                             "code": "conflict", "retryable": False})
     assert snapshot(approval) == after_first and queued == queued_after_first
 
 
@@ -206,7 +208,8 @@ def test_a_second_decision_is_told_409_and_changes_nothing(staff, approval, queu
 @pytest.mark.parametrize("verb", ["approve", "reject"])
 def test_deciding_an_unknown_approval_is_404(staff, public_id, verb):
     response = staff.post_json(f"/api/staff/approvals/{public_id}/{verb}", {"reason": "x"})
-    assert (response.status_code, response.json()) == (404, {"error": "No such approval."})
+    assert (response.status_code, response.json()) == (404, {"error": "No such approval.",
+                                                             "code": "not_found", "retryable": False})
 
 
 def test_a_decision_is_a_post(staff, approval):
@@ -289,7 +292,8 @@ def test_it_shows_a_conversation_with_everything_for_staff(staff, demo):
 @pytest.mark.parametrize("public_id", [str(uuid.uuid4()), "nope"])
 def test_an_unknown_conversation_is_404_for_staff_too(staff, public_id):
     response = staff.get(f"/api/staff/conversations/{public_id}")
-    assert (response.status_code, response.json()) == (404, {"error": "No such conversation."})
+    assert (response.status_code, response.json()) == (404, {"error": "No such conversation.",
+                                                             "code": "not_found", "retryable": False})
 
 
 # -- logging in -----------------------------------------------------------------------------------------
