@@ -284,6 +284,11 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
 
         decision = decisions.get(call.id)
         if decision is None and run.needs_approval(tool, args, call):
+            refused = _refused_before_approval(run, tool, call, args, pending)
+            if refused:
+                run.result(call, f"ERROR: not run: {refused}")
+                _trace_tool(run, call, 0.0, refused, "refused before approval")
+                continue
             pending.append(PendingCall(call=call, arguments=args))
             continue
         if decision is not None and not decision.approved:
@@ -306,6 +311,21 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
         return RunResult(status=AWAITING_APPROVAL, pending=pending, spent=run.spent,
                          outcome=run.outcome, outcome_summary=run.outcome_summary)
     return None
+
+
+def _refused_before_approval(run: _Run, tool: Tool, call: ToolCall, args: dict,
+                             pending: list[PendingCall]) -> str:
+    """Why a gated call must not be put in front of a person, or "": the tool would refuse it, or a call
+    that ends the run (a hand-over) already waits in this reply."""
+    if tool.terminal and any(p.call.name == tool.name for p in pending):
+        return f"{tool.name} is already waiting for a person in this reply"
+    if tool.check is None:
+        return ""
+    try:
+        tool.check(replace(run.ctx, call_id=call.id), **args)
+    except ToolError as e:
+        return str(e)
+    return ""
 
 
 def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:

@@ -39,6 +39,10 @@ class Tool:
     gated: bool = False  # a person approves each call before it runs
     terminal: bool = False  # once it has run, the run ends
     label: str = ""  # what a customer is shown while it runs, e.g. "Looking up your order"
+    # For a gated tool: check(ctx, **arguments) raises ToolError when the call could not be carried out
+    # (not this customer's order, over a ceiling, over a balance), so no person is asked to approve a
+    # call the tool would refuse. The tool checks again when it runs: things change while a call waits.
+    check: Callable[..., None] | None = None
 
     def spec(self) -> dict:
         """The entry for the request's `tools` list."""

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from support.agent.tools import Tool, ToolContext
+from support.agent.tools import Tool, ToolContext, ToolError
+from support.models import Approval
 
 
 def escalate_to_human(ctx: ToolContext, reason: str, summary: str) -> dict:
     # Nothing to write in the shop: the conversation layer flags the conversation for a person
     # when it records this call's result.
     return {"status": "escalated", "queue": "support"}
+
+
+def check_escalation(ctx: ToolContext, reason: str, summary: str) -> None:
+    """One open hand-over per conversation: a second would only page the same people again."""
+    if ctx.conversation_id and Approval.objects.filter(
+            run__conversation__public_id=ctx.conversation_id, tool_call__name="escalate_to_human",
+            decided_at__isnull=True).exists():
+        raise ToolError("A hand-over to a person is already waiting for this conversation; tell the customer "
+                        "a person will follow up.")
 
 
 ESCALATE_TO_HUMAN = Tool(
@@ -34,4 +44,5 @@ ESCALATE_TO_HUMAN = Tool(
         "additionalProperties": False,
     },
     fn=escalate_to_human,
+    check=check_escalation,
 )

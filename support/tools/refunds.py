@@ -31,6 +31,25 @@ def _already_issued(key: str | None, order: Order) -> Refund | None:
     return refund
 
 
+def check_refund(ctx: ToolContext, order_id: str, amount: str, reason: str) -> None:
+    """Before a person is asked: the order is this customer's, and the amount within the ceiling and the
+    order's refundable balance. The same rules hold again, under a lock, when the refund is issued."""
+    value = parse_amount(amount)
+    order = order_for_customer(ctx, order_id)
+    _within_limits(order, value, order.refundable())
+
+
+def _within_limits(order: Order, value, left) -> None:
+    ceiling = settings.REFUND_CEILING
+    if value > ceiling:
+        raise ToolError(
+            f"Refund of {money(value)} exceeds the {money(ceiling)} limit an agent may issue; "
+            "escalate to a person instead."
+        )
+    if value > left:
+        raise ToolError(f"Order {order.number} has {money(left)} left to refund; {money(value)} was asked.")
+
+
 def issue_refund(ctx: ToolContext, order_id: str, amount: str, reason: str) -> dict:
     value = parse_amount(amount)
     reason = str(reason).strip()[:500]
@@ -47,15 +66,7 @@ def issue_refund(ctx: ToolContext, order_id: str, amount: str, reason: str) -> d
             # its refund, although the balance has shrunk since.
             if existing := _already_issued(key, order):
                 return _result(existing)
-            ceiling = settings.REFUND_CEILING
-            if value > ceiling:
-                raise ToolError(
-                    f"Refund of {money(value)} exceeds the {money(ceiling)} limit an agent may issue; "
-                    "escalate to a person instead."
-                )
-            left = locked.refundable()
-            if value > left:
-                raise ToolError(f"Order {order.number} has {money(left)} left to refund; {money(value)} was asked.")
+            _within_limits(order, value, locked.refundable())
             refund = Refund.objects.create(order=locked, amount=value, reason=reason, tool_call_id=key)
     except IntegrityError:
         # The same call id committed between our check and our insert (a writer that took no lock):
@@ -90,4 +101,5 @@ ISSUE_REFUND = Tool(
         "additionalProperties": False,
     },
     fn=issue_refund,
+    check=check_refund,
 )
