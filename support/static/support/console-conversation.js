@@ -50,6 +50,8 @@ export class ConversationPage {
     s.on("step.started", (e) => {
       if (!this.mine(e) || !e.step) return;
       const step = e.step;
+      // A model call begins a new reply: a partial one (its worker died mid-stream) is not continued.
+      if (step.kind === "model") this.transcript.endStream();
       if (step.kind === "tool") this.transcript.doing(`Agent is ${lower(step.label) || "running a tool"}:`, step.tool);
       else this.transcript.doing(`Agent is ${lower(step.label) || "thinking"} (model call, turn ${step.turn})…`);
     });

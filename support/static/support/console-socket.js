@@ -1,23 +1,77 @@
 // The staff socket (docs/events.md): list-level events of every conversation, plus the events of the
 // conversations this page watches. Reconnects with exponential backoff and jitter; on every (re)open it
-// watches again from the last seq this page has, so the server replays exactly what was missed.
+// watches again from the last seq this page has, so the server replays exactly what was missed. While
+// open, a watched conversation's seqs are checked for holes (the live path may lose an event or deliver
+// two out of order): a hole, or a pong naming a later last seq, asks for a replay again.
 
 const PING_EVERY_MS = 20000;
 const PONG_WITHIN_MS = 8000;
 const MAX_BACKOFF_MS = 15000;
+const GAP_GRACE_MS = 1500; // a merely late event (another process published it) may still arrive
+const IDLE_CHECK_MS = 4000; // after a watched conversation goes quiet, ask for its last seq once
+
+/** The seqs of one watched conversation this page has: all up to `covered`, some `ahead` of it. */
+class SeqTrack {
+  constructor(lastSeq) {
+    this.lastSeq = lastSeq; // () => the page's highest seq, until a replay has said what is covered
+    this.covered = null;
+    this.ahead = new Set();
+    this.wanted = 0;
+    this.timer = null;
+  }
+
+  /** The last_seq to watch from: what is covered, which is never past a hole. */
+  from() {
+    if (this.covered === null) this.covered = this.lastSeq();
+    return this.covered;
+  }
+
+  got(seq, askAgain) {
+    if (this.covered === null) return;
+    if (seq > this.covered) this.ahead.add(seq);
+    while (this.ahead.delete(this.covered + 1)) this.covered += 1;
+    this.expect(seq, askAgain);
+  }
+
+  expect(seq, askAgain) {
+    if (this.covered === null) return;
+    this.wanted = Math.max(this.wanted, seq);
+    if (this.wanted > this.covered && !this.timer) {
+      this.timer = window.setTimeout(() => {
+        this.timer = null;
+        if (this.wanted > this.covered) askAgain(this.covered);
+      }, GAP_GRACE_MS);
+    }
+  }
+
+  /** replay.done: every seq up to `seq` is here now. */
+  replayed(seq) {
+    this.covered = Math.max(this.covered ?? 0, seq);
+    for (const s of this.ahead) if (s <= this.covered) this.ahead.delete(s);
+    while (this.ahead.delete(this.covered + 1)) this.covered += 1;
+    this.stop();
+    this.wanted = this.covered; // the database's word: nothing else is owed
+  }
+
+  stop() {
+    window.clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
 
 export class StaffSocket {
   constructor(indicator) {
     this.indicator = indicator;
     this.handlers = new Map();
     this.openHandlers = [];
-    this.watches = new Map(); // conversation id -> () => last seq seen
+    this.watches = new Map(); // conversation id -> SeqTrack
     this.attempt = 0;
     this.opens = 0;
     this.ws = null;
     this.retryTimer = null;
     this.pingTimer = null;
     this.pongTimer = null;
+    this.idleTimer = null;
     this.gaveUp = false;
     window.addEventListener("online", () => this.reconnectNow());
     document.addEventListener("visibilitychange", () => {
@@ -37,8 +91,12 @@ export class StaffSocket {
   }
 
   watch(conversationId, lastSeq) {
-    this.watches.set(conversationId, lastSeq);
-    if (this.isOpen()) this.send({ type: "watch", conversation: conversationId, last_seq: lastSeq() });
+    this.watches.set(conversationId, new SeqTrack(lastSeq));
+    if (this.isOpen()) this.sendWatch(conversationId, this.watches.get(conversationId).from());
+  }
+
+  sendWatch(conversation, lastSeq) {
+    this.send({ type: "watch", conversation, last_seq: lastSeq });
   }
 
   isOpen() {
@@ -74,8 +132,9 @@ export class StaffSocket {
     this.opens += 1;
     this.attempt = 0;
     this.show("live", "Live");
-    for (const [conversation, lastSeq] of this.watches) {
-      this.send({ type: "watch", conversation, last_seq: lastSeq() });
+    for (const [conversation, track] of this.watches) {
+      track.stop();
+      this.sendWatch(conversation, track.from());
     }
     this.schedulePing();
     for (const handler of this.openHandlers) handler({ reconnected });
@@ -91,6 +150,7 @@ export class StaffSocket {
       return;
     }
     if (!event || typeof event.type !== "string") return;
+    this.track(event);
     for (const handler of [...(this.handlers.get(event.type) || []), ...(this.handlers.get("*") || [])]) {
       try {
         handler(event);
@@ -100,10 +160,30 @@ export class StaffSocket {
     }
   }
 
+  /** Follows the seqs of watched conversations; asks for a replay when one is missing. */
+  track(event) {
+    if (event.type === "pong") {
+      for (const [conversation, seq] of Object.entries(event.seqs || {})) {
+        this.watches.get(conversation)?.expect(seq, (from) => this.sendWatch(conversation, from));
+      }
+      return;
+    }
+    const conversation = event.conversation;
+    const track = this.watches.get(conversation);
+    if (!track) return;
+    const askAgain = (from) => this.sendWatch(conversation, from);
+    if (event.type === "message.saved") track.got(event.seq, askAgain);
+    else if (event.type === "replay.done") track.replayed(event.seq);
+    window.clearTimeout(this.idleTimer); // quiet for a while: check for a lost last event
+    this.idleTimer = window.setTimeout(() => this.send({ type: "ping" }), IDLE_CHECK_MS);
+  }
+
   closed(ws, event) {
     if (ws !== this.ws) return;
     window.clearTimeout(this.pingTimer);
     window.clearTimeout(this.pongTimer);
+    window.clearTimeout(this.idleTimer);
+    for (const track of this.watches.values()) track.stop();
     this.ws = null;
     if (event.code === 4403) {
       // Not (or no longer) a logged-in staff member: retrying cannot help.

@@ -236,7 +236,6 @@
 
   // -- transcript rendering --------------------------------------------------------------------------
   var seen = new Set();          // seqs on screen: a message.saved is shown exactly once
-  var lastSeq = 0;               // the highest seq received, sent with resume
   var pending = [];              // the customer's messages not yet accepted: {client_id, text, node}
   var stream = null;             // the provisional bubble of the agent's streaming reply
   var streamBroken = false;      // deltas were lost while reconnecting: ignore them until the next reply
@@ -299,9 +298,9 @@
   function same(a, b) { return a.normalize("NFC").trim() === String(b || "").normalize("NFC").trim(); }
 
   function onSaved(m) {
+    gotSeq(m.seq);
     if (seen.has(m.seq)) return;
     seen.add(m.seq);
-    lastSeq = Math.max(lastSeq, m.seq);
     if (m.author === "customer") { // our own message may be on screen already, waiting for its accepted
       var own = pending.filter(function (p) { return same(p.text, m.content); })[0];
       if (own) { settle(own, m.seq); return changed(true); }
@@ -317,7 +316,7 @@
     pending.splice(pending.indexOf(p), 1);
     p.node.dataset.seq = seq; delete p.node.dataset.state; delete p.node.dataset.clientId;
     p.node.querySelector(".sw-state").remove();
-    seen.add(seq);
+    seen.add(seq); gotSeq(seq);
     list.removeChild(p.node); place(p.node, seq);
   }
 
@@ -371,7 +370,34 @@
 
   // -- the conversation and its socket ---------------------------------------------------------------
   var conv = null, starting = null, ws = null, ready = false, replaying = false;
-  var attempt = 0, retryTimer = null, pingTimer = null, awaitingPong = false, expired = false, stateEpoch = 0;
+  var attempt = 0, retryTimer = null, pingTimer = null, awaitingPong = false, pingSentAt = 0, expired = false, stateEpoch = 0;
+
+  // -- gaps: the live path may lose an event (Redis restarted) or deliver two out of order (daphne and the
+  // workers publish separately); the database has every message. Every seq up to `covered` is on screen or
+  // not for the customer (message.hidden). A seq past a hole, or a pong naming a later last seq, asks for
+  // a replay from `covered`, after a grace in which a merely late event can still arrive (docs/events.md).
+  var GAP_GRACE_MS = 1500, IDLE_CHECK_MS = 4000, PING_EVERY_MS = 25000, PONG_WITHIN_MS = 10000;
+  var covered = 0, ahead = new Set(), wanted = 0, gapTimer = null, idleTimer = null;
+  function gotSeq(seq) {
+    if (seq > covered) ahead.add(seq);
+    while (ahead.delete(covered + 1)) covered++;
+    expect(seq);
+  }
+  function expect(seq) {
+    wanted = Math.max(wanted, seq);
+    if (wanted > covered && !gapTimer) gapTimer = setTimeout(askAgain, GAP_GRACE_MS);
+  }
+  function askAgain() {
+    gapTimer = null;
+    if (wanted > covered && ready) ws.send(JSON.stringify({type: "resume", token: conv.token, last_seq: covered}));
+  }
+  function replayed(seq) { // replay.done: every seq up to `seq` is here now
+    covered = Math.max(covered, seq);
+    ahead.forEach(function (s) { if (s <= covered) ahead.delete(s); });
+    while (ahead.delete(covered + 1)) covered++;
+    clearTimeout(gapTimer); gapTimer = null; wanted = covered; // the database's word: nothing else is owed
+  }
+  function forgetSeqs() { covered = 0; ahead.clear(); wanted = 0; clearTimeout(gapTimer); gapTimer = null; }
 
   function api(path, options) {
     return fetch(BASE + "api/" + path, options).catch(function () {
@@ -411,14 +437,14 @@
     var socket = ws = new WebSocket(WS_BASE + "ws/conversations/" + conv.id + "/");
     ready = false;
     panel.dataset.connection = attempt ? "reconnecting" : "connecting";
-    socket.onopen = function () { socket.send(JSON.stringify({type: "resume", token: conv.token, last_seq: lastSeq})); replaying = true; };
+    socket.onopen = function () { socket.send(JSON.stringify({type: "resume", token: conv.token, last_seq: covered})); replaying = true; };
     socket.onmessage = function (e) { if (socket === ws) { try { handle(JSON.parse(e.data)); } catch (err) { console.error("sundry widget:", err); } } };
     socket.onclose = function (e) { if (socket === ws) closed(e.code); };
   }
 
   function closed(code) {
-    ws = null; ready = false; replaying = false;
-    clearInterval(pingTimer);
+    ws = null; ready = false; replaying = false; awaitingPong = false;
+    clearInterval(pingTimer); clearTimeout(idleTimer); clearTimeout(gapTimer); gapTimer = null;
     if (stream) { dropStream(); streamBroken = true; } // deltas are not replayed: wait for the saved answer
     pendingLabels();
     if (code === 4401) return forget();
@@ -439,19 +465,23 @@
   }
 
   function reset() { // a new conversation: clear the old one off the screen
-    expired = false; list.textContent = ""; seen.clear(); lastSeq = 0; dropStream(); lastStaffName = null;
+    expired = false; list.textContent = ""; seen.clear(); forgetSeqs(); dropStream(); lastStaffName = null;
     state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null}; setLabel(null);
   }
 
   function handle(ev) {
+    if (ev.type !== "pong") { clearTimeout(idleTimer); idleTimer = setTimeout(sendPing, IDLE_CHECK_MS); } // quiet: check for a lost last event
     switch (ev.type) {
       case "message.saved": return onSaved(ev.message);
+      case "message.hidden": return gotSeq(ev.seq);
       case "replay.done":
-        lastSeq = Math.max(lastSeq, ev.seq || 0);
+        replayed(ev.seq || 0);
+        refreshState(); // events besides messages may have been lost with the ones just replayed
+        if (ready) return; // a replay asked for to fill a gap: the socket was live already
         ready = true; replaying = false; attempt = 0; conv.resumed = true;
         reconnecting.hidden = true; panel.dataset.connection = "open";
-        clearInterval(pingTimer); pingTimer = setInterval(ping, 25000);
-        refreshState(); flush();
+        clearInterval(pingTimer); pingTimer = setInterval(ping, PING_EVERY_MS);
+        flush();
         if (pinned) toBottom(false);
         return;
       case "message.accepted": {
@@ -465,7 +495,11 @@
         if (ev.text === "") { streamBroken = false; if (stream) { stream.text = ""; stream.lastChild.textContent = ""; } }
         else if (!streamBroken) { showStream(ev.text); changed(false); }
         return renderState();
-      case "step.started": return setLabel(ev.label || null);
+      case "step.started":
+        // A model call begins a new reply: a partial one still shown (its worker died mid-stream, and the
+        // resumed run streams the reply again from the start) is dropped, and the deltas are whole again.
+        if (ev.kind === "model") { dropStream(); streamBroken = false; }
+        return setLabel(ev.label || null);
       case "step.finished": clearTimeout(labelTimer); labelTimer = setTimeout(function () { setLabel(null); }, 250); return;
       case "run.status": stateEpoch++; return setRun(ev.status);
       case "approval.requested": stateEpoch++; state.awaiting = true; return renderState();
@@ -475,14 +509,18 @@
         stateEpoch++; state.conversation = ev.status || (ev.detail && ev.detail.status) || state.conversation;
         if (ev.type === "conversation.assigned") state.assignee = ev.assignee || null;
         return renderState();
-      case "pong": awaitingPong = false; return;
+      case "pong": awaitingPong = false; if (typeof ev.seq === "number") expect(ev.seq); return;
     }
   }
 
-  function ping() { // a socket that stopped answering is closed and reconnected
+  function ping() { // every PING_EVERY_MS: a socket that stopped answering is closed and reconnected
     if (!ws || ws.readyState !== 1) return;
-    if (awaitingPong) { awaitingPong = false; return ws.close(); }
-    awaitingPong = true; ws.send(JSON.stringify({type: "ping"}));
+    if (awaitingPong && Date.now() - pingSentAt > PONG_WITHIN_MS) { awaitingPong = false; return ws.close(); }
+    sendPing();
+  }
+  function sendPing() { // the pong names the conversation's last seq: a lost last event shows as a gap
+    if (!ready || awaitingPong) return;
+    awaitingPong = true; pingSentAt = Date.now(); ws.send(JSON.stringify({type: "ping"}));
   }
 
   // Only messages are replayed after resume; the run's and the conversation's state are read over HTTP.

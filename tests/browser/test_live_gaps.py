@@ -1,0 +1,172 @@
+"""Live events lost on the way, or a reply that starts over: the widget and the console still end up showing
+what the database has (docs/events.md: the gap and replay protocol; step.started of a model step).
+
+Each page's socket is routed through Playwright, so a test can drop frames the server sent (an event Redis
+lost) or hand the page frames of its own (what a resumed run would send), and read the frames the page sent.
+"""
+
+import json
+
+from playwright.sync_api import expect
+
+from support.models import Conversation, Message
+from tests.browser.conftest import agent_messages, ask, open_widget, shot, widget_conversation
+from tests.browser.test_reconnect import assert_console_matches_database, assert_widget_matches_database
+
+
+class Tap:
+    """One page's websockets: frames from the server pass unless `lose(frame)` says so; frames the page
+    sent are kept in `sent`; `inject` hands the page a frame as if the server sent it."""
+
+    def __init__(self, page, pattern: str, lose=lambda frame: False):
+        self.lose, self.sent, self.lost, self.routes = lose, [], [], []
+        page.route_web_socket(pattern, self._route)
+
+    def _route(self, ws) -> None:
+        server = ws.connect_to_server()
+        self.routes.append(ws)
+
+        def from_page(message):
+            self.sent.append(json.loads(message))
+            server.send(message)
+
+        def from_server(message):
+            frame = json.loads(message)
+            if self.lose(frame):
+                self.lost.append(frame)
+            else:
+                ws.send(message)
+
+        ws.on_message(from_page)
+        server.on_message(from_server)
+
+    def inject(self, frame: dict) -> None:
+        self.routes[-1].send(json.dumps(frame))
+
+    def sent_of(self, kind: str) -> list[dict]:
+        return [f for f in self.sent if f.get("type") == kind]
+
+
+def lose_first(predicate):
+    """A `lose` that drops the first frame matching predicate, and nothing else."""
+    state = {"done": False}
+
+    def lose(frame):
+        if not state["done"] and predicate(frame):
+            state["done"] = True
+            return True
+        return False
+
+    return lose
+
+
+def is_agent_answer(frame) -> bool:
+    return frame.get("type") == "message.saved" and frame["message"].get("author") == "agent" \
+        and bool(frame["message"].get("content"))
+
+
+def streaming_text(page) -> str:
+    return page.evaluate("""() => {
+        const bubble = document.querySelector('[data-testid="widget-host"]').shadowRoot
+            .querySelector('[data-testid="widget-streaming"] .sw-bubble');
+        return bubble ? bubble.textContent : null;
+    }""")
+
+
+def test_the_widget_finds_a_lost_last_answer_and_shows_it(site, customer_page):
+    taps = []
+    page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**", lose_first(is_agent_answer))))
+    open_widget(page)
+    tap = taps[0]
+    conversation = widget_conversation(page)["id"]
+
+    ask(page, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
+    # The answer's event never reaches the page; it was the run's last message, so no later seq shows a hole:
+    # the widget's check when the socket goes quiet (ping -> pong with the last seq) finds it.
+    answer = agent_messages(page)
+    expect(answer).to_have_count(1, timeout=20000)
+    expect(answer).to_contain_text("48 hours")
+    assert len(tap.lost) == 1 and tap.lost[0]["seq"] == int(answer.get_attribute("data-seq"))
+    assert any(f.get("type") == "resume" and f["last_seq"] < tap.lost[0]["seq"] for f in tap.sent[1:]), tap.sent
+    expect(page.get_by_test_id("widget-typing")).to_be_hidden()
+    assert_widget_matches_database(page, conversation)
+    shot(page, "live-gaps-widget-lost-answer-found")
+
+
+def test_the_widget_asks_again_when_a_seq_is_skipped(site, customer_page):
+    # The agent's tool call reaches the customer as its seq alone (message.hidden); lose that one, and the
+    # next seq shows the hole at once.
+    taps = []
+    lose = lose_first(lambda f: f.get("type") == "message.hidden")
+    page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**", lose)))
+    open_widget(page)
+    tap = taps[0]
+    conversation = widget_conversation(page)["id"]
+
+    ask(page, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
+    expect(agent_messages(page)).to_have_count(1, timeout=20000)
+    assert len(tap.lost) == 1
+    hole = tap.lost[0]["seq"]
+    page.wait_for_timeout(2500)  # the grace before asking again (a late event may still come)
+    resumes = [f for f in tap.sent_of("resume")[1:]]
+    assert resumes and resumes[0]["last_seq"] == hole - 1, tap.sent
+    assert_widget_matches_database(page, conversation)
+
+
+def test_the_widget_drops_a_partial_reply_when_the_model_step_starts_again(site, customer_page):
+    # What a run resumed after its worker died sends: the first worker streamed part of the reply, the
+    # second starts the model step again and streams the reply from the beginning.
+    taps = []
+    page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**")))
+    open_widget(page)
+    tap = taps[0]
+    conversation = widget_conversation(page)["id"]
+    base = {"conversation": conversation, "seq": 0, "run": "r1"}
+    tap.inject({**base, "type": "token.delta", "text": "w01 w02 w03 w04 w05 w06"})
+    expect(page.get_by_test_id("widget-streaming")).to_contain_text("w06")
+    tap.inject({**base, "type": "step.started", "kind": "model", "label": "Thinking"})
+    tap.inject({**base, "type": "token.delta", "text": "w01 w02"})
+    expect(page.get_by_test_id("widget-streaming").locator(".sw-bubble")).to_have_text("w01 w02")
+    assert streaming_text(page) == "w01 w02"
+    shot(page, "live-gaps-widget-restarted-reply")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "live-gaps-widget-restarted-reply-390")
+
+
+def test_the_console_drops_a_partial_reply_when_the_model_step_starts_again(site, customer_page, staff_page):
+    customer = customer_page()
+    open_widget(customer)
+    conversation = widget_conversation(customer)["id"]
+    taps = []
+    staff = staff_page(f"/console/conversations/{conversation}/",
+                       before=lambda p: taps.append(Tap(p, "**/ws/staff/")))
+    expect(staff.get_by_test_id("transcript").get_by_test_id("message")).to_have_count(1)
+    base = {"conversation": conversation, "seq": 1, "run": "r1"}
+    step = {"run": "r1", "kind": "model", "turn": 1, "label": "Thinking", "tool": ""}
+    reply = staff.locator('[data-testid="streaming-reply"] [data-stream-text]')
+    taps[0].inject({**base, "type": "token.delta", "text": "w01 w02 w03 w04 w05 w06"})
+    expect(reply).to_have_text("w01 w02 w03 w04 w05 w06")
+    taps[0].inject({**base, "type": "step.started", "step": step})
+    taps[0].inject({**base, "type": "token.delta", "text": "w01 w02"})
+    expect(reply).to_have_text("w01 w02")
+
+
+def test_the_console_finds_a_lost_message_of_the_conversation_it_watches(site, customer_page, staff_page):
+    customer = customer_page()
+    open_widget(customer)
+    conversation = widget_conversation(customer)["id"]
+    taps = []
+    staff = staff_page(f"/console/conversations/{conversation}/",
+                       before=lambda p: taps.append(Tap(p, "**/ws/staff/", lose_first(is_agent_answer))))
+    expect(staff.get_by_test_id("transcript").get_by_test_id("message")).to_have_count(1)  # the system prompt
+
+    ask(customer, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    answer = Message.objects.filter(conversation__public_id=conversation, author="agent").exclude(content="") \
+        .exclude(content__isnull=True).latest("seq")
+    expect(staff.locator(f'[data-testid="message"][data-seq="{answer.seq}"]')).to_have_count(1, timeout=15000)
+    assert [f["seq"] for f in taps[0].lost] == [answer.seq]
+    expect(staff.get_by_test_id("streaming-reply")).to_be_hidden()
+    assert Conversation.objects.get(public_id=conversation).last_seq == answer.seq
+    assert_console_matches_database(staff, conversation)
+    shot(staff, "live-gaps-console-lost-answer-found")
