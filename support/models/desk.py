@@ -1,10 +1,12 @@
 """The support desk: conversations, their messages, runs of the agent, the trace, tool calls and approvals."""
 
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from support.agent import types as agent
 
@@ -157,6 +159,11 @@ class ToolCall(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "call_id"], name="tool_call_unique_per_run")]
 
 
+def approval_expiry():
+    """When a gated call asked for now stops waiting: APPROVAL_TIMEOUT_SECONDS from now."""
+    return timezone.now() + timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS)
+
+
 class Approval(models.Model):
     APPROVED, REJECTED, EXPIRED = "approved", "rejected", "expired"
     DECISIONS = [(d, d) for d in (APPROVED, REJECTED, EXPIRED)]
@@ -171,6 +178,11 @@ class Approval(models.Model):
     decision = models.CharField(max_length=10, choices=DECISIONS, blank=True)
     reason = models.TextField(blank=True)
     executed_arguments = models.JSONField(null=True, blank=True)  # what ran: the staff's edit, or as requested
+    # requested_at + APPROVAL_TIMEOUT_SECONDS: no decision is accepted after it, swept or not.
+    expires_at = models.DateTimeField(default=approval_expiry, db_index=True)
+    # Why the call never ran although asked for (a staff member took the conversation over); the
+    # decision itself, approved included, stays as it was written.
+    not_run_reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["requested_at"]
