@@ -120,9 +120,13 @@ class DbObserver(agent.Observer):
         self.last_seq = saved.seq
 
     def incoming(self) -> list[dict]:
-        status, last_seq = Conversation.objects.values_list("status", "last_seq").get(pk=self.conversation.pk)
+        # A take-over stops the run and clears its lease: end here rather than pay for another model call.
+        lease, status, last_seq = Run.objects.filter(pk=self.run.pk).values_list(
+            "lease", "conversation__status", "conversation__last_seq").get()
         if status == Conversation.TAKEN_OVER:
             raise TakenOver()
+        if lease != self.lease:
+            raise _lease_lost(self.run)
         fresh = []
         if self.unread or last_seq > self.last_seq:
             fresh = list(self.conversation.messages.filter(seq__gt=self.user_cursor, role="user").order_by("seq"))
@@ -396,6 +400,10 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
     """Record how the loop ended. False when the customer wrote while it answered: the run goes on."""
     now = timezone.now()
     with transaction.atomic():
+        # The run's row first, then the conversation's: the lock order of services.py, which every other
+        # write of this worker follows too (the opposite could deadlock with a take-over or a decision).
+        if not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=now):
+            raise _lease_lost(run)
         # Lock the conversation row (as a customer's append does) so a message cannot slip in between
         # "nothing new" and "stopped" and be left without a run.
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
@@ -411,8 +419,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             fields.update(status=Run.AWAITING_APPROVAL, attempts=0)
         else:
             fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
-        if not Run.objects.filter(pk=run.pk, lease=lease).update(**fields):
-            raise services.LeaseLost(f"run {run.public_id} was claimed by another worker")
+        Run.objects.filter(pk=run.pk, lease=lease).update(**fields)  # its lock is ours: the lease holds
         if result.status == agent.AWAITING_APPROVAL:
             _request_approvals(run, result.pending)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
@@ -441,7 +448,19 @@ def _request_approvals(run: Run, pending: list[agent.PendingCall]) -> None:
 
 
 def _stop_taken_over(run: Run, lease: str) -> None:
+    """The worker's end after a take-over. The take-over has stopped the run, answered its open calls and
+    published it, so there is normally nothing left to write; the conditional UPDATE is for a run it
+    could not stop (none today), and does nothing once the lease is gone."""
     if Run.objects.filter(pk=run.pk, lease=lease).update(
             status=Run.STOPPED, stop_reason=agent.TAKEN_OVER, lease="", finished_at=timezone.now(),
-            detail="a staff member took the conversation over"):
+            detail=services.TAKEN_OVER):
         serializers.publish_run(Run.objects.get(pk=run.pk))
+    log.info("run %s: taken over by staff; the worker stops", run.public_id)
+
+
+def _lease_lost(run: Run) -> Exception:
+    """What a worker whose lease is gone raises: TakenOver when a take-over stopped its run (it ends
+    quietly, like any run taken over), LeaseLost when another worker claimed it."""
+    if Run.objects.filter(pk=run.pk, status=Run.STOPPED, stop_reason=agent.TAKEN_OVER).exists():
+        return TakenOver()
+    return services.LeaseLost(f"run {run.public_id} was claimed by another worker")

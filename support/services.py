@@ -1,5 +1,18 @@
 """Writes: conversations, messages, runs and approvals. Every rule about who may change what lives here."""
 
+# Lock order, for every transaction that touches a run and its conversation: the run's row first, then
+# the conversation's row, then rows of the run (its tool calls, approvals). The worker's hot path sets it:
+# each of its writes checks the lease (an UPDATE of the run) and then appends (next_seq's UPDATE of the
+# conversation). So:
+#   - runner._finish: the lease check first, then the conversation;
+#   - approval_decide and approvals_expire: SELECT ... FOR UPDATE of the run, then the approval, its tool
+#     call, and the conversation when it is flagged; deciders of one run so take turns;
+#   - take-over and hand-back: every run of the conversation (FOR UPDATE, by id), then the conversation;
+#     a run created between the two is not locked, so they start over (_with_runs_then_conversation);
+#   - a customer's message locks only the conversation and may create a run: a row no one else sees,
+#     let alone locks, before it commits. Runs are created only under the conversation's lock.
+# Taking them the other way round anywhere can deadlock with a worker.
+
 from __future__ import annotations
 
 import unicodedata
@@ -8,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from support import events, serializers
@@ -209,8 +222,24 @@ def run_enqueue(run: Run) -> None:
 
 # -- approvals --------------------------------------------------------------------------------------
 
+class ApprovalExpired(AlreadyDecided):
+    """The approval's time ran out before this decision came: it is expired, by the system."""
+
+
+def _lock_run(run_id: int) -> None:
+    """The run's row lock, taken before anything else of the run or its conversation (the lock order)."""
+    list(Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True))
+
+
+def _expired(now) -> Q:
+    """Approvals past their time: the expiry stamped when asked, or a timeout shortened since then."""
+    return Q(expires_at__lte=now) | Q(requested_at__lte=now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS))
+
+
 def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "") -> Approval:
-    """Write a staff decision once. Approval may carry edited arguments, validated against the tool's schema."""
+    """Write a staff decision once, while the approval is in time. Approval may carry edited arguments,
+    validated against the tool's schema. AlreadyDecided when someone decided first; ApprovalExpired once
+    its time is up, whatever the sweeper has done (this request then expires it, as the sweeper would)."""
     reason = (reason or "").strip()
     executed = None
     if approve:
@@ -221,23 +250,34 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
             raise InvalidArguments(problem)
     elif not reason:
         raise InvalidArguments("A rejection needs a reason; the agent relays it to the customer.")
+    now = timezone.now()
     with transaction.atomic():
-        decided = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
-            decided_at=timezone.now(), decided_by=user, reason=reason[:2000],
+        # Deciders of one run take turns on its row: each sees the decisions committed before it, so
+        # exactly one finds nothing pending and requeues the run (with two at once, neither would).
+        _lock_run(approval.run_id)
+        decided = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).exclude(_expired(now)).update(
+            decided_at=now, decided_by=user, reason=reason[:2000],
             decision=Approval.APPROVED if approve else Approval.REJECTED, executed_arguments=executed,
         )
-        if decided != 1:
-            raise AlreadyDecided("This approval was already decided.")
+        if decided:
+            approval.refresh_from_db()
+            ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
+                status=ToolCall.APPROVED if approve else ToolCall.REJECTED)
+            _resume_when_decided(approval.run_id)
+            transaction.on_commit(lambda: serializers.publish_approval(approval))
+        else:
+            _expire(approval, now)  # too late, if still pending: expired now, as the sweeper would
+    if not decided:  # raised after the commit, so an expiry written here is kept
         approval.refresh_from_db()
-        ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
-            status=ToolCall.APPROVED if approve else ToolCall.REJECTED)
-        _resume_when_decided(approval.run_id)
-        transaction.on_commit(lambda: serializers.publish_approval(approval))
+        if approval.decision == Approval.EXPIRED:
+            raise ApprovalExpired(f"This approval expired: {approval.reason}.")
+        raise AlreadyDecided("This approval was already decided.")
     return approval
 
 
 def _resume_when_decided(run_id: int) -> None:
-    """Once no approval of the run is pending, queue the run again; a conditional UPDATE does it once."""
+    """Once no approval of the run is pending, queue the run again. Call holding the run's lock: the
+    deciders before this one have committed, so the check sees their decisions."""
     if Approval.objects.filter(run_id=run_id, decided_at__isnull=True).exists():
         return
     if Run.objects.filter(pk=run_id, status=Run.AWAITING_APPROVAL).update(
@@ -246,24 +286,32 @@ def _resume_when_decided(run_id: int) -> None:
 
 
 def approvals_expire(*, now=None) -> int:
-    """Pending approvals older than the timeout are rejected by the system, and the conversation flagged."""
+    """Pending approvals past their time are rejected by the system, and the conversation flagged."""
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS)
     count = 0
-    for approval in Approval.objects.filter(decided_at__isnull=True, requested_at__lt=cutoff).select_related("run"):
-        reason = (f"no one decided within {_duration(settings.APPROVAL_TIMEOUT_SECONDS)}; "
-                  "a person will follow up with the customer")
+    for approval in Approval.objects.filter(_expired(now), decided_at__isnull=True):
         with transaction.atomic():
-            if not Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
-                    decided_at=now, decision=Approval.EXPIRED, reason=reason):
-                continue  # a person decided in the meantime
-            ToolCall.objects.filter(pk=approval.tool_call_id).update(status=ToolCall.REJECTED)
-            conversation_flag(conversation_id=approval.run.conversation_id, reason=f"approval expired: {reason}")
-            _resume_when_decided(approval.run_id)
-            approval.refresh_from_db()
-            transaction.on_commit(lambda a=approval: serializers.publish_approval(a))
-        count += 1
+            _lock_run(approval.run_id)  # as a staff decision does: one of the two requeues the run
+            count += _expire(approval, now)
     return count
+
+
+def _expire(approval: Approval, now) -> bool:
+    """Reject a pending approval for the system, flag the conversation, resume the run once nothing is
+    pending. False if it was decided meanwhile. Call holding the run's lock."""
+    reason = (f"no one decided within {_duration(settings.APPROVAL_TIMEOUT_SECONDS)}; "
+              "a person will follow up with the customer")
+    if not Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
+            decided_at=now, decision=Approval.EXPIRED, reason=reason):
+        return False
+    ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
+        status=ToolCall.REJECTED)
+    conversation_id = Run.objects.values_list("conversation_id", flat=True).get(pk=approval.run_id)
+    conversation_flag(conversation_id=conversation_id, reason=f"approval expired: {reason}")
+    _resume_when_decided(approval.run_id)
+    approval.refresh_from_db()
+    transaction.on_commit(lambda: serializers.publish_approval(approval))
+    return True
 
 
 def _duration(seconds: float) -> str:
@@ -322,39 +370,90 @@ def runs_recover(*, now=None) -> list[int]:
 
 # -- staff taking a conversation over ----------------------------------------------------------------
 
-TAKEN_OVER_RESULT = "ERROR: not run: a staff member took the conversation over"
+TAKEN_OVER = "a staff member took the conversation over"
+TAKEN_OVER_RESULT = f"ERROR: not run: {TAKEN_OVER}"
+HANDED_BACK = "a person had the conversation before it was handed back"
+
+
+class _RunStartedMeanwhile(Exception):
+    """A customer's message created a run after the runs were locked and before the conversation was."""
+
+
+def _with_runs_then_conversation(conversation: Conversation, work):
+    """work(runs) in a transaction that holds every run of the conversation, then the conversation.
+
+    Runs are created only under the conversation's lock: one that appears between the two steps was
+    committed by a message that got the lock first, and locking it now, after the conversation, could
+    deadlock with a worker claiming it. So start over; the next attempt locks it in order.
+    """
+    for attempt in range(5):
+        try:
+            with transaction.atomic():
+                runs = list(Run.objects.select_for_update().filter(conversation=conversation).order_by("pk"))
+                list(Conversation.objects.select_for_update().filter(pk=conversation.pk).values_list("pk"))
+                if Run.objects.filter(conversation=conversation).exclude(pk__in=[r.pk for r in runs]).exists():
+                    raise _RunStartedMeanwhile()
+                return work(runs)
+        except _RunStartedMeanwhile:
+            if attempt == 4:
+                raise
 
 
 def conversation_take_over(*, conversation: Conversation, user) -> Conversation:
-    """A staff member answers from now on. A working run stops before its next model call; a queued or
-    paused run stops now, its waiting calls answered as not run so the history stays valid."""
-    with transaction.atomic():
+    """A staff member answers from now on. The active run stops now, whatever it is doing: a worker on it
+    finds its lease gone at its next write and saves nothing more (a tool transaction in progress holds
+    the run's lock, so this waits for it and sees its result). Every call of the history without a result
+    is answered as not run, so nothing asked for before (pending, approved, half-run) runs after."""
+    def take_over(runs: list[Run]) -> None:
         if not Conversation.objects.filter(pk=conversation.pk).exclude(
                 status=Conversation.TAKEN_OVER, assignee=user).update(
                 status=Conversation.TAKEN_OVER, assignee=user, attention_reason="", updated_at=timezone.now()):
-            return conversation  # already taken over by this person
+            return  # already taken over by this person
         conversation.refresh_from_db()
-        for run in Run.objects.filter(conversation=conversation, status__in=(Run.QUEUED, Run.AWAITING_APPROVAL)):
-            _stop_paused_run(run, conversation)
+        for run in runs:
+            if run.status in Run.ACTIVE:
+                _stop_taken_over_run(run)
+        _close_open_calls(conversation, runs, TAKEN_OVER)
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
+
+    _with_runs_then_conversation(conversation, take_over)
     return conversation
 
 
-def _stop_paused_run(run: Run, conversation: Conversation) -> None:
-    if not Run.objects.filter(pk=run.pk, status=run.status).update(
-            status=Run.STOPPED, stop_reason="taken_over", lease="", finished_at=timezone.now(),
-            detail="a staff member took the conversation over"):
-        return  # a worker claimed it meanwhile: it stops at its next model call
-    now = timezone.now()
-    for approval in Approval.objects.filter(run=run, decided_at__isnull=True).select_related("tool_call"):
-        Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
-            decided_at=now, decision=Approval.EXPIRED, reason="a staff member took the conversation over")
-        ToolCall.objects.filter(pk=approval.tool_call_id).update(status=ToolCall.REJECTED)
-        message_append(conversation=conversation, author=Message.TOOL, run=run, wire={
-            "role": "tool", "tool_call_id": approval.tool_call.call_id, "content": TAKEN_OVER_RESULT})
-        transaction.on_commit(lambda pk=approval.pk: serializers.publish_approval(Approval.objects.get(pk=pk)))
+def _stop_taken_over_run(run: Run) -> None:
+    """Stop a run whose lock is held. Clearing the lease fences its worker, if it has one, out."""
+    Run.objects.filter(pk=run.pk).update(status=Run.STOPPED, stop_reason="taken_over", lease="",
+                                         finished_at=timezone.now(), detail=TAKEN_OVER)
     run.refresh_from_db()
     transaction.on_commit(lambda: serializers.publish_run(run))
+
+
+def _close_open_calls(conversation: Conversation, runs: list[Run], why: str) -> None:
+    """Answer every call of the history that has no result as not run, and mark its rows: the tool call
+    rejected, a pending approval expired, an approved one kept as decided but marked not run. Call holding
+    the runs' and the conversation's locks: no worker can add a result meanwhile."""
+    messages = list(conversation.messages.filter(role__in=("assistant", "tool")).order_by("seq").only(
+        "role", "tool_calls", "tool_call_id", "run_id"))
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    open_calls = [(m.run_id, c["id"]) for m in messages if m.role == "assistant" for c in m.tool_calls or []
+                  if c.get("id") and c["id"] not in answered]
+    if not open_calls:
+        return
+    by_pk, now, result = {r.pk: r for r in runs}, timezone.now(), f"ERROR: not run: {why}"
+    for run_id, call_id in open_calls:
+        message_append(conversation=conversation, author=Message.TOOL, run=by_pk.get(run_id),
+                       wire={"role": "tool", "tool_call_id": call_id, "content": result})
+    calls = ToolCall.objects.filter(run__conversation=conversation, call_id__in=[c for _, c in open_calls])
+    approvals = Approval.objects.filter(tool_call__in=calls)
+    changed = list(approvals.filter(Q(decided_at__isnull=True) | Q(decision=Approval.APPROVED, not_run_reason=""))
+                   .values_list("pk", flat=True))
+    approvals.filter(decided_at__isnull=True).update(decided_at=now, decision=Approval.EXPIRED, reason=why,
+                                                     not_run_reason=why)
+    approvals.filter(decision=Approval.APPROVED, not_run_reason="").update(not_run_reason=why)
+    calls.exclude(status__in=(ToolCall.EXECUTED, ToolCall.FAILED, ToolCall.REJECTED)).update(
+        status=ToolCall.REJECTED, result=result, updated_at=now)
+    for pk in changed:
+        transaction.on_commit(lambda pk=pk: serializers.publish_approval(Approval.objects.get(pk=pk)))
 
 
 class NotTakenOver(Exception):
@@ -373,15 +472,21 @@ def conversation_staff_reply(*, conversation: Conversation, user, text) -> Messa
 
 
 def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
-    """The agent answers again; if the customer's last message is unanswered, a run starts for it."""
-    with transaction.atomic():
+    """The agent answers again; if the customer's last message is unanswered, a run starts for it. Calls
+    still without a result (a run that stalled inside a tool) are answered as not run first: a person had
+    the conversation, so nothing asked for before it runs now."""
+    def hand_back(runs: list[Run]) -> Run | None:
         if not Conversation.objects.filter(pk=conversation.pk).exclude(status=Conversation.OPEN).update(
                 status=Conversation.OPEN, assignee=None, attention_reason="", updated_at=timezone.now()):
             return None
         conversation.refresh_from_db()
+        if not any(run.status in Run.ACTIVE for run in runs):  # an active run answers its own calls
+            _close_open_calls(conversation, runs, HANDED_BACK)
         last = conversation.messages.exclude(role__in=("tool", "system")).order_by("-seq").first()
         run = None
         if last is not None and last.role == "user":
             run = run_start_if_idle(conversation_id=conversation.pk)
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
-    return run
+        return run
+
+    return _with_runs_then_conversation(conversation, hand_back)

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from support import runner, services
-from support.models import Approval, Conversation, Message, Run
+from support.models import Approval, Conversation, Message, Refund, Run, Step, ToolCall
 from tests.standin_fixture import standin  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,12 +58,13 @@ def test_taking_over_a_paused_run_stops_it_and_closes_its_waiting_calls(desk, qu
     assert new_run is None and queued == []  # the person answers now
 
 
-def test_a_working_run_stops_before_its_next_model_call(desk, queued, sam, standin):
+def test_a_working_run_stops_at_once_and_its_late_reply_is_neither_saved_nor_acted_on(desk, queued, sam, standin):
+    # The reply to this question calls a tool; it arrives after the take-over, which has cleared the
+    # run's lease: the worker's next write fails, so nothing of the reply is saved and no tool runs.
     standin.queue_faults(["delay:ms=1500"], match="Where is SU-41210?")
     conversation = services.conversation_start(customer=desk.maya)
     services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
-    outcome = []
-    worker = threading.Thread(target=lambda: outcome.append(runner.run_execute(queued.pop())))
+    worker = threading.Thread(target=runner.run_execute, args=(queued.pop(),))
     worker.start()
     deadline = time.monotonic() + 5  # claimed, and so inside its first (delayed) model call
     while not Run.objects.filter(conversation=conversation, status=Run.RUNNING).exists():
@@ -71,11 +72,14 @@ def test_a_working_run_stops_before_its_next_model_call(desk, queued, sam, stand
         time.sleep(0.02)
     time.sleep(0.3)
     services.conversation_take_over(conversation=conversation, user=sam)
-    worker.join(10)
-    assert outcome == ["taken_over"]
     run = Run.objects.get(conversation=conversation)
-    assert run.stop_reason == "taken_over" and run.turns == 1
-    assert not conversation.messages.filter(role="assistant", author=Message.AGENT).exclude(content=None).exists()
+    assert (run.status, run.stop_reason, run.lease) == ("stopped", "taken_over", "")  # now, not later
+    worker.join(10)
+    assert not worker.is_alive()
+    run.refresh_from_db()
+    assert (run.status, run.stop_reason, run.turns) == ("stopped", "taken_over", 0)
+    assert not conversation.messages.filter(author=Message.AGENT).exists()
+    assert not ToolCall.objects.filter(run=run).exists() and not Step.objects.filter(run=run).exists()
 
 
 def test_staff_replies_reach_the_conversation_as_the_staff_member(desk, queued, sam):
@@ -112,25 +116,68 @@ def test_handing_back_with_nothing_unanswered_starts_no_run(desk, queued, sam):
     assert services.conversation_hand_back(conversation=conversation, user=sam) is None and queued == []
 
 
-def test_a_run_that_inherits_an_approved_call_runs_it_when_decided_again(desk, queued, sam):
-    # Approved, then taken over before the resume ran: the approved call is still open when the
-    # conversation is handed back. The new run pauses on it before any model call; its decision must
-    # still reach it, or the run would wait for ever on an approval nobody can decide again.
-    from support.models import Refund, ToolCall
-
+def test_an_approved_call_not_yet_run_is_answered_as_not_run_and_never_runs_after_hand_back(desk, queued, sam):
+    # Approved, then taken over before the resume ran: the person handles the case, so the refund must
+    # not happen later behind their back, nor be asked for again under a new approval.
     conversation, run = paused_refund(desk, queued)
-    services.approval_decide(approval=Approval.objects.get(run=run), user=sam, approve=True)
+    approval = Approval.objects.get(run=run)
+    services.approval_decide(approval=approval, user=sam, approve=True)
     assert queued == [run.pk]
-    queued.clear()  # the resume is queued but no worker has claimed it yet
     services.conversation_take_over(conversation=conversation, user=sam)
+    approval.refresh_from_db()
+    call = ToolCall.objects.get(pk=approval.tool_call_id)
+    assert (approval.decision, approval.decided_by, approval.not_run_reason) == ("approved", sam, services.TAKEN_OVER)
+    assert (call.status, call.result) == (ToolCall.REJECTED, services.TAKEN_OVER_RESULT)
+    assert conversation.messages.get(role="tool", tool_call_id=call.call_id).content == services.TAKEN_OVER_RESULT
+    assert runner.run_execute(queued.pop()) == "not claimed"  # the resume finds the run stopped
+
     services.conversation_post_message(conversation=conversation, text="Hello? Any news?")
     second = services.conversation_hand_back(conversation=conversation, user=sam)
-    assert second is not None and second.pk != run.pk
-    assert runner.run_execute(queued.pop()) == "awaiting_approval"
-    second.refresh_from_db()
-    assert second.turns == 0  # paused on the inherited call, before calling the model
-    services.approval_decide(approval=Approval.objects.get(run=second), user=sam, approve=True)
-    assert queued == [second.pk]
     assert runner.run_execute(queued.pop()) == "answered"
-    assert Refund.objects.filter(order__number="SU-41310").count() == 1
-    assert ToolCall.objects.get(run=second, name="issue_refund").status == ToolCall.EXECUTED
+    assert not Refund.objects.filter(tool_call_id__isnull=False).exists()
+    assert not Approval.objects.filter(run=second).exists()
+
+
+def test_a_half_run_call_of_a_queued_run_is_answered_as_not_run_and_not_run_again(desk, queued, sam):
+    # The worker died inside a tool (its effect rolled back with its result) and the sweeper requeued
+    # the run; a person takes over before it runs again.
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    run = Run.objects.get(pk=queued.pop())
+    call = {"id": "call_track_1", "type": "function",
+            "function": {"name": "get_order", "arguments": json.dumps({"order_id": "SU-41210"})}}
+    services.message_append(conversation=conversation, author=Message.AGENT, run=run,
+                            wire={"role": "assistant", "content": None, "tool_calls": [call]})
+    ToolCall.objects.create(run=run, call_id="call_track_1", name="get_order", arguments={"order_id": "SU-41210"},
+                            status=ToolCall.RUNNING, attempts=1, idempotency_key=f"{run.public_id}:call_track_1")
+    services.conversation_take_over(conversation=conversation, user=sam)
+    run.refresh_from_db()
+    assert (run.status, run.stop_reason) == ("stopped", "taken_over")
+    assert ToolCall.objects.get(run=run).status == ToolCall.REJECTED
+    assert conversation.messages.get(role="tool").content == services.TAKEN_OVER_RESULT
+
+    services.conversation_post_message(conversation=conversation, text="And SU-41310?")
+    second = services.conversation_hand_back(conversation=conversation, user=sam)
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert not Step.objects.filter(run=second, call_id="call_track_1").exists()
+    assert conversation.messages.filter(role="tool", tool_call_id="call_track_1").count() == 1
+
+
+def test_handing_back_a_stalled_run_answers_its_open_calls_as_not_run_first(desk, queued, sam):
+    # Recovery gave up inside a tool and flagged the conversation; a person hands it back without
+    # taking it over. The new run must not pick the old call up and run it.
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    run = Run.objects.get(pk=queued.pop())
+    call = {"id": "call_track_2", "type": "function",
+            "function": {"name": "get_order", "arguments": json.dumps({"order_id": "SU-41210"})}}
+    services.message_append(conversation=conversation, author=Message.AGENT, run=run,
+                            wire={"role": "assistant", "content": None, "tool_calls": [call]})
+    Run.objects.filter(pk=run.pk).update(status=Run.STOPPED, stop_reason=Run.STALLED)
+    services.conversation_flag(conversation_id=conversation.pk, reason="the agent's run stalled")
+    services.conversation_post_message(conversation=conversation, text="Hello?")
+    second = services.conversation_hand_back(conversation=conversation, user=sam)
+    result = conversation.messages.get(role="tool", tool_call_id="call_track_2")
+    assert result.content == f"ERROR: not run: {services.HANDED_BACK}"
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert not Step.objects.filter(run=second, call_id="call_track_2").exists()

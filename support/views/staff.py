@@ -58,8 +58,8 @@ def reject(request, public_id):
 def _decide(request, approval, **decision):
     try:
         services.approval_decide(approval=approval, user=request.user, **decision)
-    except services.AlreadyDecided:
-        raise ApiError(409, "This approval was already decided.") from None
+    except services.AlreadyDecided as error:  # or ApprovalExpired: the text says which
+        raise ApiError(409, str(error)) from None
     except services.InvalidArguments as error:
         raise ApiError(400, str(error)) from None
     return JsonResponse({"approval": approval_json(selectors.approval_by_public_id(approval.public_id))})
