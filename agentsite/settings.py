@@ -226,6 +226,17 @@ AGENT_MAX_COST_USD = env_float("AGENT_MAX_COST_USD", 0.50)  # 0: no cost cap
 AGENT_MAX_SECONDS = env_float("AGENT_MAX_SECONDS", 300.0, minimum=1.0)
 AGENT_SPIN_MAX_REPEATS = env_int("AGENT_SPIN_MAX_REPEATS", 2, minimum=1)
 TOOL_OUTPUT_MAX_CHARS = env_int("TOOL_OUTPUT_MAX_CHARS", 4000, minimum=100)
+# Asking again for an action staff rejected (a refund on the same order, another hand-over): refused this
+# many times with the reason, then the run stops as rejected_again.
+AGENT_ASKS_AFTER_REJECTION = env_int("AGENT_ASKS_AFTER_REJECTION", 1)
+# One conversation's budget over the last 24 hours, all its runs together (0: none): writing again
+# does not buy more model spend.
+CONVERSATION_MAX_STEPS_PER_DAY = env_int("CONVERSATION_MAX_STEPS_PER_DAY", 60)
+CONVERSATION_MAX_TOKENS_PER_DAY = env_int("CONVERSATION_MAX_TOKENS_PER_DAY", 1_000_000)
+CONVERSATION_MAX_COST_USD_PER_DAY = env_float("CONVERSATION_MAX_COST_USD_PER_DAY", 2.00)
+# Messages the agent may send to sellers from one conversation in 24 hours; the same text about the same
+# order is sent once.
+SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = env_int("SELLER_MESSAGES_PER_CONVERSATION_PER_DAY", 3, minimum=1)
 
 # The shop's rules, enforced in code.
 REFUND_CEILING = env_decimal("REFUND_CEILING", "150.00")

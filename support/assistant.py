@@ -46,6 +46,9 @@ def limits() -> Limits:
         max_steps=settings.AGENT_MAX_STEPS, max_tokens=settings.AGENT_MAX_TOKENS,
         max_cost_usd=settings.AGENT_MAX_COST_USD, max_seconds=settings.AGENT_MAX_SECONDS,
         spin_max_repeats=settings.AGENT_SPIN_MAX_REPEATS, tool_output_max_chars=settings.TOOL_OUTPUT_MAX_CHARS,
+        asks_after_rejection=settings.AGENT_ASKS_AFTER_REJECTION,
+        day_max_steps=settings.CONVERSATION_MAX_STEPS_PER_DAY, day_max_tokens=settings.CONVERSATION_MAX_TOKENS_PER_DAY,
+        day_max_cost_usd=settings.CONVERSATION_MAX_COST_USD_PER_DAY,
     )
 
 

@@ -10,11 +10,12 @@ import logging
 import time
 import uuid
 from contextlib import contextmanager
+from datetime import timedelta
 from dataclasses import replace
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from support import assistant, serializers, services
@@ -23,6 +24,7 @@ from support.agent.loop import run_loop
 from support.agent.summary import handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
+from support.tools import tool_by_name
 
 log = logging.getLogger(__name__)
 
@@ -220,10 +222,13 @@ def _tool_call_started(run: Run, lease: str, step: agent.Step) -> None:
     status, attempts, updated = (quote(meta.get_field(n).column) for n in ("status", "attempts", "updated_at"))
     runs, run_pk, run_lease = (quote(n) for n in (Run._meta.db_table, Run._meta.pk.column,
                                                    Run._meta.get_field("lease").column))
+    # FOR SHARE: a take-over committing at this instant is waited for and its cleared lease seen, instead
+    # of the statement's starting snapshot (which would leave the row "running" for a call answered not run).
+    share = " FOR SHARE" if connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} ({columns}) SELECT {', '.join(['%s'] * len(fields))} "
-            f"WHERE EXISTS (SELECT 1 FROM {runs} WHERE {run_pk} = %s AND {run_lease} = %s) "
+            f"WHERE EXISTS (SELECT 1 FROM {runs} WHERE {run_pk} = %s AND {run_lease} = %s{share}) "
             f"ON CONFLICT ({run_col}, {call_col}) DO UPDATE SET {status} = excluded.{status}, "
             f"{attempts} = {table}.{attempts} + 1, {updated} = excluded.{updated}",
             [f.get_db_prep_save(values[f.attname if f.attname in values else f.name], connection) for f in fields]
@@ -290,6 +295,9 @@ def run_execute(run_id: int) -> str:
         _stop_taken_over(run, lease)
         return agent.TAKEN_OVER
     except services.LeaseLost:
+        if isinstance(_lease_lost(run), TakenOver):  # the lease went with a take-over: nothing is wrong
+            log.info("run %s: taken over by staff; the worker stops", run.public_id)
+            return agent.TAKEN_OVER
         log.warning("run %s: lease lost; another worker carries on", run.public_id)
         return "lease lost"
     except Exception as e:  # our own failure: never leave the run "running" until the sweeper notices
@@ -318,11 +326,33 @@ def _work(run: Run, lease: str) -> str:
     # Read even for a run that has not called the model: it can start with another run's open calls
     # (a hand-back after a take-over), pause on them and be decided before its first model call.
     spent, decisions = run.spent(), decisions_for(run)
+    options.update(rejected=rejected_actions(conversation), day_before=spent_today(conversation, run))
     while True:
         result = run_loop(transcript, spent=spent, decisions=decisions, **options)
         if _finish(run, conversation, lease, observer, result):
             return result.stop_reason or result.status
         spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
+
+
+def rejected_actions(conversation: Conversation) -> dict[str, str]:
+    """What staff rejected in this conversation, by what the call does (see Tool.fingerprint): it stays
+    rejected for the conversation, however the model words it again."""
+    out = {}
+    for a in Approval.objects.filter(run__conversation=conversation, decision=Approval.REJECTED).select_related(
+            "tool_call"):
+        tool = tool_by_name(a.tool_call.name)
+        if tool is not None:
+            out[tool.action(a.requested_arguments)] = a.reason
+    return out
+
+
+def spent_today(conversation: Conversation, run: Run) -> agent.Spent:
+    """What the conversation's other runs of the last 24 hours spent, for its daily budget."""
+    totals = Run.objects.filter(conversation=conversation, created_at__gte=timezone.now() - timedelta(days=1)).exclude(
+        pk=run.pk).aggregate(turns=Sum("turns"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"),
+                             cost=Sum("cost_usd"))
+    return agent.Spent(turns=totals["turns"] or 0, prompt_tokens=totals["prompt"] or 0,
+                       completion_tokens=totals["completion"] or 0, cost_usd=float(totals["cost"] or 0))
 
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)  # the database went away or is busy: worth another try
@@ -385,7 +415,7 @@ def open_call_ids(messages) -> list[str]:
 
 def _approval_policy(observer: DbObserver):
     def needs_approval(tool: Tool, arguments: dict, call: agent.ToolCall) -> bool:
-        if not tool.gated:
+        if not tool.needs_approval(arguments):
             return False
         if tool.name == "issue_refund" and services.refund_auto_approvable(arguments):
             observer.auto_approved[call.id] = (

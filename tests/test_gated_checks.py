@@ -61,18 +61,16 @@ def test_one_reply_opens_at_most_one_hand_over(desk, queued, monkeypatch):
 
 
 def test_a_second_hand_over_while_one_waits_is_refused(desk, queued, monkeypatch):
-    conversation, outcome, _ = ask(desk.maya, "I want a person", queued, reply(calls=[escalate(1)]),
+    conversation, outcome, _ = ask(desk.maya, "Where is SU-41210?", queued, *answer("Delivered."),
                                    monkeypatch=monkeypatch)
-    assert outcome == "awaiting_approval"
-    # the customer writes again while it waits; the next run asks for another hand-over
     run = Run.objects.get(conversation=conversation)
-    services.approval_decide(approval=Approval.objects.get(), user=None, approve=False, reason="not yet")
+    Approval.objects.create(run=run, tool_call=ToolCall.objects.create(
+        run=run, call_id="other", name="escalate_to_human", arguments={}, status="pending_approval",
+        idempotency_key="k-other"), requested_arguments={})  # a hand-over still waiting in this conversation
     second = escalate(2)
     model = ScriptedModel(reply(calls=[second]), *answer("A person will follow up.", "handed_to_person"))
     monkeypatch.setattr(assistant, "shared_model", lambda: model)
-    Approval.objects.create(run=run, tool_call=ToolCall.objects.create(
-        run=run, call_id="other", name="escalate_to_human", arguments={}, status="pending_approval",
-        idempotency_key="k-other"), requested_arguments={})  # a hand-over still open in this conversation
+    services.conversation_post_message(conversation=conversation, text="I want a person now")
     runner.run_execute(queued.pop())
     assert tool_result(conversation, second["id"]).startswith("ERROR: not run: A hand-over to a person is already")
     assert Approval.objects.filter(decided_at__isnull=True).count() == 1

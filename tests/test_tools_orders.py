@@ -39,7 +39,7 @@ def test_it_returns_an_order_in_the_contract_shape(ctx_for):
     assert result["fulfilled_by"] == {"type": "marketplace_seller", "seller_id": "S-HL", "name": "Hearth & Loom"}
     assert result["items"] == [{
         "sku": "HL-CUS-RUST", "title": "Hand-loomed wool cushion cover, rust", "qty": 2, "unit_price": "34.50",
-        "seller_description": "Woven on our looms in Yorkshire.",
+        "seller_description": {"untrusted_text_from": "seller", "text": "Woven on our looms in Yorkshire."},
     }]
     assert (result["total"], result["refunded"], result["refundable"]) == ("69.00", "0.00", "69.00")
     assert result["parcels"] == [{"tracking": "HL40120771", "carrier": "Royal Mail", "status": "delivered"}]
@@ -64,11 +64,11 @@ def test_it_adds_the_order_note_only_when_there_is_one(ctx_for, demo):
     assert get_order(ctx_for(MAYA), order_id="SU-41210")["note"] == "Carrier strike in Leeds."
 
 
-def test_it_returns_the_hostile_seller_description_as_data_cut_to_300_characters(ctx_for):
+def test_it_returns_the_hostile_seller_description_marked_untrusted_cut_to_300_characters(ctx_for):
     item = get_order(ctx_for(MAYA), order_id="SU-41501")["items"][0]
-    assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in item["seller_description"]
-    assert item["seller_description"] == HOSTILE_TEXT[:300]
-    assert len(item["seller_description"]) == 300
+    assert item["seller_description"]["untrusted_text_from"] == "seller"
+    text = item["seller_description"]["text"]
+    assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in text and text == HOSTILE_TEXT[:300] and len(text) == 300
 
 
 def test_it_gives_the_same_error_for_another_customers_order_and_an_unknown_one(ctx_for):

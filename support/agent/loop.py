@@ -18,7 +18,7 @@ from .summary import handoff_summary
 from .tools import Tool, ToolContext, ToolError
 from .types import (
     ANSWERED, AWAITING_APPROVAL, EMPTY_REPLY, ESCALATED, HANDED_TO_PERSON, MODEL_ERROR, OUTCOMES, OVER_BUDGET,
-    QUOTA_EXCEEDED, SPINNING, STOPPED, TURN_LIMIT, UNSTATED, Decision, Limits, Model, ModelError, ModelReply,
+    QUOTA_EXCEEDED, REJECTED_AGAIN, CONVERSATION_BUDGET, SPINNING, STOPPED, TURN_LIMIT, UNSTATED, Decision, Limits, Model, ModelError, ModelReply,
     Observer, PendingCall, RunResult, Spent, Step, ToolCall, Transcript, parse_arguments,
 )
 
@@ -48,6 +48,7 @@ SPIN_WARNING = (
     "ERROR: not run. You already called {name} with the same arguments {count} times{same}. Do not call "
     "it again with the same arguments; try something different or answer the customer with what you know."
 )
+REJECTED_BEFORE = "ERROR: not run: staff already rejected this action in this conversation"
 SPIN_SAME_RESULT = " and it gave the same result each time"
 SPIN_WARNING_PREFIX = SPIN_WARNING.split("{name}")[0]
 
@@ -61,7 +62,7 @@ MAX_CALL_ID = 128
 
 
 def needs_approval_by_default(tool: Tool, arguments: dict, call: ToolCall) -> bool:
-    return tool.gated
+    return tool.needs_approval(arguments)
 
 
 @dataclass
@@ -81,6 +82,9 @@ class _Run:
     warned: set[str] = field(default_factory=set)  # keys whose repeat was answered with the warning
     results: dict[str, set[str]] = field(default_factory=dict)  # what each key's calls returned
     call_ids: set[str] = field(default_factory=set)  # every tool-call id in the history
+    rejected: Mapping[str, str] = field(default_factory=dict)  # action fingerprint -> staff's reason
+    asked_again: int = 0  # calls refused because their action was rejected, in the whole conversation
+    day_before: Spent = field(default_factory=Spent)  # the conversation's other runs, last 24 hours
 
     def append(self, message: dict) -> None:
         # Save before acting: the observer persists the message before any tool runs on it.
@@ -103,11 +107,19 @@ def run_loop(
     spent: Spent | None = None,
     decisions: Mapping[str, Decision] | None = None,
     needs_approval: Callable[[Tool, dict, ToolCall], bool] = needs_approval_by_default,
+    rejected: Mapping[str, str] | None = None,
+    day_before: Spent | None = None,
 ) -> RunResult:
-    """Drive one run to a stop or a pause. Never raises for anything the model or a tool does."""
+    """Drive one run to a stop or a pause. Never raises for anything the model or a tool does.
+
+    `rejected`: actions staff rejected in this conversation (fingerprint -> reason): asking again is
+    refused, and past `limits.asks_after_rejection` stops the run. `day_before`: what the conversation's
+    other runs spent in the last 24 hours, for its daily budget.
+    """
     run = _Run(
         transcript=transcript, tools={t.name: t for t in [*tools, OUTCOME_TOOL]}, ctx=ctx, limits=limits,
         observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
+        rejected=rejected or {}, day_before=day_before or Spent(),
     )
     _read_history(run)
     started = time.monotonic()
@@ -132,6 +144,9 @@ def run_loop(
         over = run.spent.over(limits)
         if over:
             return _stop(run, OVER_BUDGET, over)
+        over = run.spent.over_day(limits, run.day_before)
+        if over:
+            return _stop(run, CONVERSATION_BUDGET, over)
         if time.monotonic() - started > limits.max_seconds:
             return _stop(run, OVER_BUDGET, f"wall time of {limits.max_seconds:.0f} s reached")
 
@@ -284,6 +299,19 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
 
         decision = decisions.get(call.id)
         if decision is None and run.needs_approval(tool, args, call):
+            reason = run.rejected.get(tool.action(args))
+            if reason is not None:
+                run.asked_again += 1
+                if run.asked_again > run.limits.asks_after_rejection:
+                    run.result(call, f"{REJECTED_BEFORE} ({reason}); a person will take over.")
+                    _trace_tool(run, call, 0.0, reason, "asked again after a rejection")
+                    _close_calls(run, [p.call for p in pending] + calls[i + 1:],
+                                 "not run: the run was stopped for asking again after a rejection")
+                    return _stop(run, REJECTED_AGAIN, f"{call.name} asked for again after staff rejected it")
+                run.result(call, f"{REJECTED_BEFORE} ({reason}). Do not ask for it again, in any form; explain "
+                                 "the decision to the customer.")
+                _trace_tool(run, call, 0.0, reason, "asked again after a rejection")
+                continue
             refused = _refused_before_approval(run, tool, call, args, pending)
             if refused:
                 run.result(call, f"ERROR: not run: {refused}")
@@ -381,6 +409,8 @@ def _read_history(run: _Run) -> None:
         for c in m.get("tool_calls") or []:
             call = ToolCall.from_wire(c)
             run.call_ids.add(call.id)
+            if str(results.get(call.id) or "").startswith(REJECTED_BEFORE):
+                run.asked_again += 1  # the conversation's re-asks so far, across runs
             if i < start:
                 continue
             key = _call_key(call)

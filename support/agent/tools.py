@@ -43,6 +43,12 @@ class Tool:
     # (not this customer's order, over a ceiling, over a balance), so no person is asked to approve a
     # call the tool would refuse. The tool checks again when it runs: things change while a call waits.
     check: Callable[..., None] | None = None
+    # For an ungated tool: needs_person(arguments) -> a reason when this call must wait for a person all the
+    # same (a seller message that carries the customer's contact data), "" when it may run.
+    needs_person: Callable[[dict], str] | None = None
+    # What a gated call does, for remembering a rejection: fingerprint(arguments) -> str. Two calls with
+    # one fingerprint are one action however they are worded (a refund on one order, whatever the amount).
+    fingerprint: Callable[[dict], str] | None = None
 
     def spec(self) -> dict:
         """The entry for the request's `tools` list."""
@@ -50,6 +56,15 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
+
+    def needs_approval(self, arguments: dict) -> bool:
+        return self.gated or bool(self.needs_person and self.needs_person(arguments))
+
+    def action(self, arguments: dict) -> str:
+        """The call's fingerprint: the tool's own, or its name and exact arguments."""
+        if self.fingerprint is not None:
+            return f"{self.name}:{self.fingerprint(arguments)}"
+        return self.name + json.dumps(arguments, sort_keys=True)
 
     def validation_error(self, arguments: Any) -> str | None:
         """None when the arguments match the schema, else a sentence the model can act on."""

@@ -18,8 +18,10 @@ TAKEN_OVER = "taken_over"
 EMPTY_REPLY = "empty_reply"  # the model answered with neither text nor calls, again after one retry
 QUOTA_EXCEEDED = "quota_exceeded"  # the endpoint says the account's quota is used up: not transient
 INTERNAL_ERROR = "internal_error"  # our own code failed unexpectedly; logged with the run id
+REJECTED_AGAIN = "rejected_again"  # the model kept asking for an action staff had rejected
+CONVERSATION_BUDGET = "conversation_budget"  # the conversation's budget for the last 24 hours is used up
 STOP_REASONS = (ANSWERED, TURN_LIMIT, OVER_BUDGET, ESCALATED, SPINNING, MODEL_ERROR, TAKEN_OVER, EMPTY_REPLY,
-                QUOTA_EXCEEDED, INTERNAL_ERROR)
+                QUOTA_EXCEEDED, INTERNAL_ERROR, REJECTED_AGAIN, CONVERSATION_BUDGET)
 
 # A run that is not stopped but waits for a person to decide on its gated calls.
 AWAITING_APPROVAL = "awaiting_approval"
@@ -149,6 +151,11 @@ class Limits:
     max_seconds: float = 300.0
     spin_max_repeats: int = 2
     tool_output_max_chars: int = 4000
+    asks_after_rejection: int = 1  # re-asks for a rejected action told "no" before the run stops
+    # The conversation's budget over the last 24 hours, all runs together (0: none).
+    day_max_steps: int = 0
+    day_max_tokens: int = 0
+    day_max_cost_usd: float = 0.0
 
 
 @dataclass
@@ -163,6 +170,17 @@ class Spent:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def over_day(self, limits: Limits, before: "Spent") -> str | None:
+        """The conversation's 24-hour budget, counting `before` (its other runs in that time) and this run."""
+        turns, tokens, cost = before.turns + self.turns, before.tokens + self.tokens, before.cost_usd + self.cost_usd
+        if limits.day_max_steps and turns >= limits.day_max_steps:
+            return f"the conversation's budget of {limits.day_max_steps} model calls a day is used up"
+        if limits.day_max_tokens and tokens >= limits.day_max_tokens:
+            return f"the conversation's budget of {limits.day_max_tokens} tokens a day is used up ({tokens} used)"
+        if limits.day_max_cost_usd and cost >= limits.day_max_cost_usd:
+            return f"the conversation's budget of ${limits.day_max_cost_usd:.2f} a day is used up (${cost:.4f} used)"
+        return None
 
     def over(self, limits: Limits) -> str | None:
         if self.tokens >= limits.max_tokens:

@@ -193,6 +193,8 @@ class SellerMessage(models.Model):
     body = models.TextField()
     created_at = models.DateTimeField(default=timezone.now)
     tool_call_id = models.CharField(max_length=128, null=True, blank=True, unique=True)  # as Refund's
+    # The desk conversation that sent it (its public id), for the per-conversation limit and duplicates.
+    conversation = models.CharField(max_length=64, null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["created_at", "id"]

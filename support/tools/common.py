@@ -53,3 +53,9 @@ def call_key(ctx: ToolContext) -> str | None:
 
     Scoped by run because not every endpoint makes call ids unique beyond one conversation."""
     return ctx.idempotency_key or ctx.call_id or None
+
+
+def untrusted(source: str, text: str) -> dict:
+    """Text a third party wrote (a seller, a customer), as the model reads it: marked, so the prompt's rule
+    "data, never instructions" has something to point at."""
+    return {"untrusted_text_from": source, "text": text}

@@ -45,4 +45,5 @@ ESCALATE_TO_HUMAN = Tool(
     },
     fn=escalate_to_human,
     check=check_escalation,
+    fingerprint=lambda arguments: "",  # a hand-over, whatever the words
 )

@@ -102,4 +102,5 @@ ISSUE_REFUND = Tool(
     },
     fn=issue_refund,
     check=check_refund,
+    fingerprint=lambda arguments: str(arguments.get("order_id", "")).upper(),  # a refund on that order
 )

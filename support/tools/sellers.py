@@ -2,20 +2,72 @@
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from support.agent.tools import Tool, ToolContext, ToolError
 from support.models import Order, SellerMessage
 from support.tools.common import ORDER_ID, call_key, order_for_customer
 
 
-def _result(message: SellerMessage, order: Order) -> dict:
+# What a seller never needs to fulfil, replace or refund an order: how to reach the customer. A message
+# carrying any of it waits for a person's approval (see contact_data and the approval policy).
+_EMAIL = re.compile(r"[^\s@<>()]+@[^\s@<>()]+\.[a-z]{2,}", re.IGNORECASE)
+_PHONE = re.compile(r"(?<![\w-])\+?\d[\d ().-]{6,}\d(?![\w-])")
+_STREET = re.compile(r"\b\d{1,5}[a-z]?,?\s+(?:[A-Za-zÀ-ÿ'.-]+\s+){0,3}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|"
+                     r"way|court|ct|place|pl|boulevard|blvd|square|sq|straße|strasse|str|rue|via|calle|weg|gasse)\b",
+                     re.IGNORECASE)
+# Order numbers, dates and times are what a seller needs, and look like phone numbers to the pattern.
+_NOT_CONTACT = re.compile(r"\bSU-\d+\b|\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?Z?)?\b|"
+                          r"\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b", re.IGNORECASE)
+
+
+def contact_data(text: str) -> str:
+    """What in `text` is the customer's contact data (an e-mail address, a phone number, a street
+    address), named for the person asked to approve it; "" when there is none."""
+    text = _NOT_CONTACT.sub(" ", str(text))
+    found = [what for what, pattern in (("an e-mail address", _EMAIL), ("a phone number", _PHONE),
+                                        ("a street address", _STREET)) if pattern.search(text)]
+    return " and ".join(found)
+
+
+def needs_person(arguments: dict) -> str:
+    """message_seller's approval policy: a message with the customer's contact data needs a person."""
+    found = contact_data(arguments.get("message", ""))
+    return f"the message to the seller contains {found}" if found else ""
+
+
+def _result(message: SellerMessage, order: Order, status: str = "sent") -> dict:
     return {
         "message_id": str(message.public_id),
         "order_id": order.number,
         "seller": order.seller.name,
-        "status": "sent",
+        "status": status,
     }
+
+
+def _normalised(body: str) -> str:
+    return " ".join(body.casefold().split())
+
+
+def _conversation_limits(ctx: ToolContext, order: Order, body: str) -> dict | None:
+    """A result for a message this conversation already sent (the same text about the same order), None to
+    send it; ToolError past the conversation's limit of seller messages a day."""
+    if not ctx.conversation_id:
+        return None
+    sent = SellerMessage.objects.filter(conversation=ctx.conversation_id)
+    same = next((m for m in sent.filter(order=order) if _normalised(m.body) == _normalised(body)), None)
+    if same is not None:
+        return _result(same, order, status="already_sent")
+    limit = settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY
+    if sent.filter(created_at__gte=timezone.now() - timedelta(days=1)).count() >= limit:
+        raise ToolError(f"This conversation has already sent {limit} messages to sellers today; nothing was "
+                        "sent. Tell the customer a person will follow up if more is needed.")
+    return None
 
 
 def _already_sent(key: str | None, order: Order) -> SellerMessage | None:
@@ -39,7 +91,12 @@ def message_seller(ctx: ToolContext, order_id: str, message: str) -> dict:
         raise ToolError(f"Order {order.number} is fulfilled by Sundry itself; there is no seller to message.")
     try:
         with transaction.atomic():
-            sent = SellerMessage.objects.create(order=order, seller=order.seller, body=body, tool_call_id=key)
+            # Lock the order: two calls of one reply at once cannot both pass the limit or the duplicate check.
+            Order.objects.select_for_update().get(pk=order.pk)
+            if (earlier := _conversation_limits(ctx, order, body)) is not None:
+                return earlier
+            sent = SellerMessage.objects.create(order=order, seller=order.seller, body=body, tool_call_id=key,
+                                                conversation=ctx.conversation_id or None)
     except IntegrityError:
         # The same call ran concurrently and committed first.
         existing = _already_sent(key, order)
@@ -55,7 +112,8 @@ MESSAGE_SELLER = Tool(
     description=(
         "Send a message to the marketplace seller who fulfils one of this customer's orders, e.g. to "
         "report a missing parcel, ask for a return label for a wrong item, or start a claim. Write it to "
-        "the seller: the order facts and what is needed, without the customer's contact details. Not "
+        "the seller: the order facts and what is needed, without the customer's contact details (a message "
+        "with an e-mail address, phone number or street address waits for a person's approval). Not "
         "possible for orders fulfilled by Sundry itself (fulfilled_by.type sundry). Returns message_id, the "
         "seller's name and status sent."
     ),
@@ -69,4 +127,5 @@ MESSAGE_SELLER = Tool(
         "additionalProperties": False,
     },
     fn=message_seller,
+    needs_person=needs_person,
 )

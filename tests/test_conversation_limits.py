@@ -1,0 +1,91 @@
+"""Limits that hold for a whole conversation, not one run: a rejected action stays rejected however it is
+reworded, and a conversation's daily budget cannot be renewed by writing again."""
+
+import pytest
+
+from support import assistant, runner, services
+from support.models import Approval, Conversation, Message, Run
+from tests.fake_model import ScriptedModel, answer, call, reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def script(monkeypatch, *replies):
+    model = ScriptedModel(*replies)
+    monkeypatch.setattr(assistant, "shared_model", lambda: model)
+    return model
+
+
+def refund(amount, reason="parcel lost", order="SU-41310"):
+    return call("issue_refund", {"order_id": order, "amount": amount, "reason": reason})
+
+
+def results(conversation):
+    return [m.content for m in conversation.messages.filter(role="tool").order_by("seq")]
+
+
+def start_rejected(desk, queued, monkeypatch):
+    """Maya asks for a refund on SU-41310; staff reject it."""
+    script(monkeypatch, reply(calls=[refund("64.00")]))
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="My parcel SU-41310 never came.")
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"
+    services.approval_decide(approval=Approval.objects.get(), user=None, approve=False, reason="we need a photo")
+    return conversation
+
+
+def test_asking_again_for_a_rejected_refund_is_refused_without_paging_staff(desk, queued, monkeypatch):
+    conversation = start_rejected(desk, queued, monkeypatch)
+    model = script(monkeypatch, reply(calls=[refund("65.00", reason="please reconsider")]),
+                   *answer("Staff declined the refund; a photo is needed.", "not_resolved"))
+    assert runner.run_execute(queued.pop()) == "answered"
+    model.assert_complete()
+    assert Approval.objects.count() == 1  # no second card
+    last = results(conversation)[-2]
+    assert last.startswith("ERROR: not run: staff already rejected this action") and "we need a photo" in last
+
+
+def test_insisting_past_the_limit_stops_the_run_and_tells_the_customer(desk, queued, monkeypatch, settings):
+    settings.AGENT_ASKS_AFTER_REJECTION = 1
+    conversation = start_rejected(desk, queued, monkeypatch)
+    script(monkeypatch, reply(calls=[refund("64.00")]), reply(calls=[refund("63.00", reason="reworded")]))
+    assert runner.run_execute(queued.pop()) == "rejected_again"
+    assert Approval.objects.count() == 1
+    conversation.refresh_from_db()
+    assert conversation.status == Conversation.NEEDS_ATTENTION
+    assert conversation.messages.last().author == Message.SYSTEM
+
+
+def test_a_rejection_holds_in_the_next_run_of_the_conversation(desk, queued, monkeypatch):
+    conversation = start_rejected(desk, queued, monkeypatch)
+    script(monkeypatch, *answer("Staff declined it.", "not_resolved"))
+    assert runner.run_execute(queued.pop()) == "answered"
+    model = script(monkeypatch, reply(calls=[refund("64.00")]), *answer("I can't refund that.", "not_resolved"))
+    services.conversation_post_message(conversation=conversation, text="Please refund me anyway!")
+    assert runner.run_execute(queued.pop()) == "answered"
+    model.assert_complete()
+    assert Approval.objects.count() == 1 and "staff already rejected" in results(conversation)[-2]
+
+
+def test_a_refund_on_another_order_is_not_the_rejected_action(desk, queued, monkeypatch):
+    start_rejected(desk, queued, monkeypatch)
+    script(monkeypatch, reply(calls=[refund("4.99", order="SU-41388")]))
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"
+    assert Approval.objects.filter(decided_at__isnull=True).count() == 1
+
+
+def test_writing_again_does_not_renew_the_conversations_daily_budget(desk, queued, monkeypatch, settings):
+    settings.CONVERSATION_MAX_STEPS_PER_DAY = 3
+    conversation = services.conversation_start(customer=desk.maya)
+    outcomes = []
+    for n in range(3):
+        script(monkeypatch, reply(calls=[call("get_order", {"order_id": "SU-41210"})]), *answer("Delivered."))
+        services.conversation_post_message(conversation=conversation, text=f"Where is SU-41210? ({n})")
+        outcomes.append(runner.run_execute(queued.pop()))
+        if outcomes[-1] != "answered":
+            break
+    assert outcomes == ["answered", "conversation_budget"]
+    assert sum(Run.objects.filter(conversation=conversation).values_list("turns", flat=True)) == 3
+    conversation.refresh_from_db()
+    assert conversation.status == Conversation.NEEDS_ATTENTION
+    assert "budget" in Run.objects.filter(conversation=conversation).first().detail
