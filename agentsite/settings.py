@@ -4,6 +4,8 @@ Every value has an embedded default so the site runs with no configuration (SQLi
 server, the built-in model stand-in). A malformed value stops start-up with a message naming the variable.
 """
 
+import hashlib
+import hmac
 import json
 import os
 from decimal import Decimal, InvalidOperation
@@ -11,6 +13,8 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from support.origins import normalise_origin  # stdlib only at import: safe before setup
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -69,6 +73,31 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
 
 
+def env_origins(name: str, default: str = "") -> list[str]:
+    """Comma-separated origins, scheme://host[:port] each, returned as browsers send them (lower case,
+    default port left out), so that every comparison with an Origin header is exact."""
+    origins = []
+    for raw in (o.strip() for o in env_str(name, default).split(",")):
+        if raw and normalise_origin(raw) is None:
+            raise ImproperlyConfigured(f"{name}: {raw!r} is not an origin like https://shop.example or "
+                                       "http://localhost:8000 (http or https, no path)")
+        if raw:
+            origins.append(normalise_origin(raw))
+    return origins
+
+
+def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """"X-Forwarded-Proto: https" -> Django's ("HTTP_X_FORWARDED_PROTO", "https"); unset -> None."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    header, colon, value = raw.partition(":")
+    header, value = header.strip(), value.strip()
+    if not colon or not value or not header or not all(c.isalnum() or c == "-" for c in header):
+        raise ImproperlyConfigured(f"{name} must look like 'X-Forwarded-Proto: https', got {raw!r}")
+    return "HTTP_" + header.upper().replace("-", "_"), value
+
+
 def env_price(name: str) -> tuple[float, float] | None:
     """MODEL_DEFAULT_PRICE: [usd per 1M input tokens, usd per 1M output tokens], or unset."""
     raw = os.environ.get(name)
@@ -103,6 +132,23 @@ SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me-in-pr
 if not DEBUG and SECRET_KEY.startswith("dev-only"):
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off")
 ALLOWED_HOSTS = [h for h in env_str("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h]
+
+# HTTPS. With DEBUG off every default is the secure one; with DEBUG on (./dev serve, plain http on
+# loopback) none applies. Behind a proxy that terminates TLS, DJANGO_SECURE_PROXY_SSL_HEADER names the
+# header it sets ("X-Forwarded-Proto: https"): only when the proxy overwrites whatever a client sent,
+# or a client could claim https. Without it, such a proxy gets a redirect loop from SSL_REDIRECT.
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("DJANGO_SECURE_PROXY_SSL_HEADER")
+# HSTS: browsers that once saw it refuse plain http for this long. Including subdomains and asking to be
+# preloaded are decisions about the whole domain, so they are never defaults: the deployment says so.
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
+# Other origins of this site whose forms and console may post here (e.g. the public https address when
+# the proxy passes another Host); the staff websocket accepts them too (support/origins.py).
+CSRF_TRUSTED_ORIGINS = env_origins("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "daphne",
@@ -272,7 +318,20 @@ APPROVAL_TIMEOUT_SECONDS = env_float("APPROVAL_TIMEOUT_SECONDS", 24 * 3600.0, mi
 AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0: every refund waits for a person
 
 # Who the customer is: the shop signs the customer's e-mail with this key (see support/identity.py).
-SHOP_SIGNING_KEY = env_str("SHOP_SIGNING_KEY", SECRET_KEY + ":shop")
+# The shop holds it, so it must tell nothing of SECRET_KEY, which signs sessions and conversation tokens:
+# with DEBUG off it is set on its own; with DEBUG on an HMAC of SECRET_KEY stands in, which is one-way.
+SHOP_SIGNING_KEY = env_str("SHOP_SIGNING_KEY", "")
+if not SHOP_SIGNING_KEY and not DEBUG:
+    raise ImproperlyConfigured("SHOP_SIGNING_KEY must be set when DJANGO_DEBUG is off: a random key of its own "
+                               "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))'), given to the shop")
+if not SHOP_SIGNING_KEY:
+    SHOP_SIGNING_KEY = hmac.new(SECRET_KEY.encode(), b"agentsite.shop-signing-key", hashlib.sha256).hexdigest()
+if SECRET_KEY and SECRET_KEY in SHOP_SIGNING_KEY:
+    raise ImproperlyConfigured("SHOP_SIGNING_KEY must not contain DJANGO_SECRET_KEY: whoever holds the shop's key "
+                               "would hold the site's")
+if not DEBUG and len(SHOP_SIGNING_KEY) < 32:
+    raise ImproperlyConfigured("SHOP_SIGNING_KEY must be at least 32 characters: one signed token must not let "
+                               "anyone guess it")
 CONVERSATION_TOKEN_MAX_AGE = env_int("CONVERSATION_TOKEN_MAX_AGE", 30 * 24 * 3600, minimum=60)
 
 # Celery: Redis broker; a run is acknowledged only when its task ends, so a lost worker's run is redelivered.
@@ -302,7 +361,8 @@ CHANNEL_LAYERS = {
 }
 
 # Origins of shop pages that embed the widget (its websocket checks them), e.g. "https://shop.example".
-WIDGET_ALLOWED_ORIGINS = [o for o in env_str("WIDGET_ALLOWED_ORIGINS", "").split(",") if o]
+# Compared whole with the page's Origin (scheme, host and port), as CORS compares them too.
+WIDGET_ALLOWED_ORIGINS = env_origins("WIDGET_ALLOWED_ORIGINS")
 # The customer API answers those shops' pages too: bearer tokens, never cookies, so no credentials.
 CORS_ALLOWED_ORIGINS = WIDGET_ALLOWED_ORIGINS
 CORS_URLS_REGEX = r"^/api/conversations"

@@ -1,21 +1,15 @@
-"""Websocket routes. The widget's socket accepts the shop origins configured; the console's only our hosts."""
+"""Websocket routes. Each socket accepts pages of its own origin (scheme, host and port) and the origins
+configured: the widget's, the shops in WIDGET_ALLOWED_ORIGINS; both, CSRF_TRUSTED_ORIGINS (support/origins.py)."""
 
 from channels.auth import AuthMiddlewareStack
-from channels.security.websocket import AllowedHostsOriginValidator, OriginValidator
-from django.conf import settings
 from django.urls import path, re_path
 
 from support.consumers import CustomerConsumer, StaffConsumer
-
-
-def widget_origins() -> list[str]:
-    # Our own hosts (any scheme and port, as ALLOWED_HOSTS), and the shops that embed the widget.
-    return list(settings.WIDGET_ALLOWED_ORIGINS) + list(settings.ALLOWED_HOSTS)
-
+from support.origins import OriginValidator
 
 websocket_urlpatterns = [
     # The customer authenticates with a conversation token in its first frame: no cookies involved.
     re_path(r"^ws/conversations/(?P<public_id>[0-9a-fA-F-]{36})/$",
-            OriginValidator(CustomerConsumer.as_asgi(), widget_origins())),
-    path("ws/staff/", AllowedHostsOriginValidator(AuthMiddlewareStack(StaffConsumer.as_asgi()))),
+            OriginValidator(CustomerConsumer.as_asgi(), "WIDGET_ALLOWED_ORIGINS", "CSRF_TRUSTED_ORIGINS")),
+    path("ws/staff/", OriginValidator(AuthMiddlewareStack(StaffConsumer.as_asgi()), "CSRF_TRUSTED_ORIGINS")),
 ]
