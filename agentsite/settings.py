@@ -334,6 +334,38 @@ if not DEBUG and len(SHOP_SIGNING_KEY) < 32:
                                "anyone guess it")
 CONVERSATION_TOKEN_MAX_AGE = env_int("CONVERSATION_TOKEN_MAX_AGE", 30 * 24 * 3600, minimum=60)
 
+# -- Rate limits, lock-outs and sign-in codes (support/limits.py, support/signin.py) ------------------
+# Sliding windows counted in Redis, so every site process shares them and a restart keeps them.
+LIMITS_REDIS_URL = env_str("LIMITS_REDIS_URL", REDIS_URL)
+# Whose address a limit counts: the socket peer; behind N proxies of ours that each append the address
+# they saw to CLIENT_ADDRESS_HEADER, set TRUSTED_PROXIES=N (anything left of those N is the client's word).
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0)
+CLIENT_ADDRESS_HEADER = env_str("CLIENT_ADDRESS_HEADER", "X-Forwarded-For")
+# Messages per minute (per conversation: MESSAGES_PER_MINUTE above), per customer and per address.
+CUSTOMER_MESSAGES_PER_MINUTE = env_int("CUSTOMER_MESSAGES_PER_MINUTE", 20, minimum=1)
+ADDRESS_MESSAGES_PER_MINUTE = env_int("ADDRESS_MESSAGES_PER_MINUTE", 60, minimum=1)
+CUSTOMER_CONVERSATIONS_PER_HOUR = env_int("CUSTOMER_CONVERSATIONS_PER_HOUR", 10, minimum=1)
+ADDRESS_CONVERSATIONS_PER_HOUR = env_int("ADDRESS_CONVERSATIONS_PER_HOUR", 30, minimum=1)
+ADDRESS_SOCKETS_PER_MINUTE = env_int("ADDRESS_SOCKETS_PER_MINUTE", 30, minimum=1)
+# Wrong order numbers (and, counted apart, wrong sign-in codes): per address and e-mail and per address in
+# 15 minutes, per e-mail in an hour. Past any of them an order number alone no longer signs in: a code is
+# e-mailed to the customer instead (a stranger's guesses never lock the owner out).
+SIGNIN_FAILURES_PER_ADDRESS_AND_EMAIL = env_int("SIGNIN_FAILURES_PER_ADDRESS_AND_EMAIL", 5, minimum=1)
+SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20, minimum=1)
+SIGNIN_FAILURES_PER_EMAIL = env_int("SIGNIN_FAILURES_PER_EMAIL", 10, minimum=1)
+SIGNIN_CODE_SENDS_PER_EMAIL = env_int("SIGNIN_CODE_SENDS_PER_EMAIL", 5, minimum=1)  # per hour
+SIGNIN_CODE_TTL = env_int("SIGNIN_CODE_TTL", 15 * 60, minimum=60)  # seconds a code stays valid
+# E-mail (sign-in codes): printed on the console unless EMAIL_HOST names an SMTP server.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                        else "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Sundry support <support@sundry.example>")
+
 # Celery: Redis broker; a run is acknowledged only when its task ends, so a lost worker's run is redelivered.
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_ACKS_LATE = True

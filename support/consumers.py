@@ -7,15 +7,27 @@ themselves. The protocol is docs/events.md.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from collections import deque
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 
-from support import events, identity, selectors, serializers, services
+from support import cleaning, events, identity, limits, selectors, serializers, services
 from support.models import Conversation
 
+log = logging.getLogger(__name__)
+
 AUTH_TIMEOUT = 10.0  # seconds a customer socket may stay open without authenticating
+# Close codes for frames we cannot take (RFC 6455 section 7.4.1), and ours in the 4000s (4000 + HTTP status).
+UNSUPPORTED_DATA = 1003  # a binary frame: the protocol is JSON text
+INVALID_PAYLOAD = 1007  # not JSON (truncated, malformed), or text that is not valid Unicode
+POLICY_VIOLATION = 1008  # JSON nested deeper than MAX_FRAME_DEPTH
+TOO_BIG = 1009  # a frame longer than max_frame_chars()
+UNAUTHORIZED, RATE_LIMITED = 4401, 4429
+MAX_FRAME_DEPTH = 8  # our frames are two levels deep
 SEQ_EVENTS = ("message.saved", "message.hidden")  # the live events that account for one seq each
 
 
@@ -77,8 +89,22 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code):
-        for group in self.joined:
+        for group in getattr(self, "joined", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """Each frame parsed here, so malformed input closes with the code that says why (and no traceback)."""
+        content, refusal = parse_frame(text_data, bytes_data)
+        if refusal is not None:
+            code, why = refusal
+            log.info("%s socket closed with %s: %s", "staff" if self.staff else "customer", code, why)
+            await self.close(code=code, reason=why)
+            return
+        await self.receive_json(content)
+
+    async def send_error(self, code: str, error: str, **fields) -> None:
+        """An error frame: `code` for programs (stable), `error` in plain words."""
+        await self.send_json({"type": "error", "code": code, "error": error, **fields})
 
     async def join(self, group: str) -> None:
         if group not in self.joined:
@@ -126,16 +152,30 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
 
 class CustomerConsumer(ReplayingConsumer):
     async def connect(self):
-        await super().connect()
         self.conversation = None
+        self._auth_deadline = None
+        self.address = limits.scope_address(self.scope)
+        try:
+            await sync_to_async(limits.hit, thread_sensitive=False)(limits.sockets_from(self.address))
+        except limits.Limited as over:
+            # Accepted first so the client reads why: a refusal at the handshake is a bare 403.
+            await AsyncJsonWebsocketConsumer.accept(self)
+            await self.send_error("rate_limited", "Too many connections from your address; try again "
+                                  f"in {over.retry_after} s.", retry_after=over.retry_after)
+            await self.close(code=RATE_LIMITED)
+            return
+        except limits.Unavailable as error:
+            limits.warn_unavailable("sockets not counted", error)
+        await super().connect()
         self._auth_deadline = asyncio.get_running_loop().call_later(AUTH_TIMEOUT, self._close_unauthenticated)
 
     def _close_unauthenticated(self):
         if self.conversation is None:
-            asyncio.ensure_future(self.close(code=4401))
+            asyncio.ensure_future(self.close(code=UNAUTHORIZED))
 
     async def disconnect(self, code):
-        self._auth_deadline.cancel()
+        if self._auth_deadline is not None:
+            self._auth_deadline.cancel()
         await super().disconnect(code)
 
     async def receive_json(self, content, **kwargs):
@@ -143,7 +183,7 @@ class CustomerConsumer(ReplayingConsumer):
         if kind == "resume":
             await self.resume(content)
         elif self.conversation is None:
-            await self.close(code=4401)
+            await self.close(code=UNAUTHORIZED)
         elif kind == "message":
             await self.post(content)
         elif kind == "ping":
@@ -151,29 +191,36 @@ class CustomerConsumer(ReplayingConsumer):
             seqs = await self.last_seqs([self.conversation])
             await self.send_json({"type": "pong", "conversation": key, "seq": seqs[key]})
         else:
-            await self.send_json({"type": "error", "error": "Unknown frame type."})
+            await self.send_error("unknown_type", "Unknown frame type.")
 
     async def resume(self, content):
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
         conversation = await db(identity.conversation_for_token)(content.get("token"), public_id)
         if conversation is None or (self.conversation is not None and conversation.pk != self.conversation.pk):
-            await self.close(code=4401)
+            await self.close(code=UNAUTHORIZED)
             return
         self.conversation = conversation
         await self.join(events.conversation_group(conversation.public_id))
         await self.replay(conversation, _seq(content.get("last_seq")))
 
     async def post(self, content):
-        client_id = content.get("client_id")
-        client_id = str(client_id)[:64] if client_id is not None else None
+        raw_id = content.get("client_id")
+        client_id = cleaning.client_id_or_none(raw_id)
+        if raw_id is not None and client_id is None:
+            # Not echoed back: it may be anything (a NUL byte, a surrogate, a megabyte).
+            await self.send_json({"type": "message.rejected", "client_id": None, "code": "invalid_client_id",
+                                  "error": "client_id must be 1 to 64 letters, digits or . _ : -"})
+            return
         try:
             message, _, _ = await db(services.conversation_post_message)(
-                conversation=self.conversation, text=content.get("text"), client_id=client_id)
+                conversation=self.conversation, text=content.get("text"), client_id=client_id,
+                client_address=self.address)
         except services.InvalidMessage as e:
-            await self.send_json({"type": "message.rejected", "client_id": client_id, "error": str(e)})
+            await self.send_json({"type": "message.rejected", "client_id": client_id, "code": e.code,
+                                  "error": str(e)})
         except services.RateLimited as e:
-            await self.send_json({"type": "message.rejected", "client_id": client_id, "error": str(e),
-                                  "retry_after": e.retry_after})
+            await self.send_json({"type": "message.rejected", "client_id": client_id, "code": "rate_limited",
+                                  "error": str(e), "retry_after": e.retry_after})
         else:
             await self.send_json({"type": "message.accepted", "client_id": client_id, "seq": message.seq})
 
@@ -226,3 +273,48 @@ def _last_seqs(pks: list[int]) -> dict[int, int]:
 
 def _seq(value) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Any other websocket path: refused before the handshake completes (the server answers 403), instead
+    of the router raising and the server answering 500."""
+
+    async def connect(self):
+        await self.close()
+
+
+def max_frame_chars() -> int:
+    """The longest frame we read: a maximal message with every character escaped, plus room for the rest
+    (the HTTP API's body limit)."""
+    from support.views.common import body_limit
+
+    return body_limit()
+
+
+def parse_frame(text_data, bytes_data):
+    """(the frame's JSON, None), or (None, (close code, why)) for a frame we will not read."""
+    if text_data is None:
+        return None, (UNSUPPORTED_DATA, "binary frames are not supported; send JSON text")
+    if len(text_data) > max_frame_chars():
+        return None, (TOO_BIG, "frame too large")
+    try:
+        content = json.loads(text_data)
+    except RecursionError:  # deeper than the parser's own limit
+        return None, (POLICY_VIOLATION, "JSON nested too deeply")
+    except ValueError:
+        return None, (INVALID_PAYLOAD, "not JSON")
+    if _depth(content) > MAX_FRAME_DEPTH:
+        return None, (POLICY_VIOLATION, "JSON nested too deeply")
+    return content, None
+
+
+def _depth(value) -> int:
+    """How deeply lists and objects nest in `value`, walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_FRAME_DEPTH:  # deeper than that is refused whatever lies below
+                stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest

@@ -4,7 +4,7 @@ configured: the widget's, the shops in WIDGET_ALLOWED_ORIGINS; both, CSRF_TRUSTE
 from channels.auth import AuthMiddlewareStack
 from django.urls import path, re_path
 
-from support.consumers import CustomerConsumer, StaffConsumer
+from support.consumers import CustomerConsumer, NotFoundConsumer, StaffConsumer
 from support.origins import OriginValidator
 
 websocket_urlpatterns = [
@@ -12,4 +12,6 @@ websocket_urlpatterns = [
     re_path(r"^ws/conversations/(?P<public_id>[0-9a-fA-F-]{36})/$",
             OriginValidator(CustomerConsumer.as_asgi(), "WIDGET_ALLOWED_ORIGINS", "CSRF_TRUSTED_ORIGINS")),
     path("ws/staff/", OriginValidator(AuthMiddlewareStack(StaffConsumer.as_asgi()), "CSRF_TRUSTED_ORIGINS")),
+    # Last: any other path is refused at the handshake, rather than the router raising (a 500).
+    re_path(r"", NotFoundConsumer.as_asgi()),
 ]

@@ -24,18 +24,23 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from support import events, serializers
+from support import cleaning, events, limits, serializers
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 from support.tools import tool_by_name
 
 
 class InvalidMessage(ValueError):
-    """A customer message we will not save; the text says why."""
+    """A customer message we will not save; the text says why, `code` says it to a program."""
+
+    def __init__(self, message: str, code: str = "invalid_message"):
+        super().__init__(message)
+        self.code = code
 
 
 class RateLimited(Exception):
     def __init__(self, retry_after: int):
-        super().__init__(f"Too many messages; try again in {retry_after} s.")
+        super().__init__(f"You are sending messages faster than we can read them \u2014 please wait "
+                         f"{retry_after} s and try again.")
         self.retry_after = retry_after
 
 
@@ -66,21 +71,28 @@ def conversation_start(*, customer: Customer) -> Conversation:
 
 
 def message_clean(text) -> str:
-    """The customer's text, or InvalidMessage: empty, oversized, control characters, not valid text."""
+    """The customer's text as it will be saved, or InvalidMessage saying in plain words what is wrong.
+
+    Line endings become "\n", the text is NFC-normalised and stripped of bidi overrides and isolates, and
+    only then measured: normalising can make a text longer, so a size checked before it means nothing.
+    """
     if not isinstance(text, str):
-        raise InvalidMessage("The message must be text.")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidMessage("The message is not valid text (it contains unpaired surrogates).") from None
-    if size > settings.MAX_MESSAGE_BYTES:
-        raise InvalidMessage(f"The message is {size} bytes; the limit is {settings.MAX_MESSAGE_BYTES}.")
-    text = unicodedata.normalize("NFC", text).strip()
-    if not text:
-        raise InvalidMessage("The message is empty.")
-    bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cs", "Co") and ch not in "\n\t"), None)
+        raise InvalidMessage("The message must be text.", code="not_text")
+    if not cleaning.is_valid_unicode(text):
+        raise InvalidMessage("Your message contains characters that are not valid text; please retype it.",
+                             code="invalid_text")
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = cleaning.without_bidi_controls(text).strip()
+    if cleaning.is_blank(text):
+        raise InvalidMessage("Your message is empty.", code="empty")
+    bad = cleaning.first_forbidden(text)
     if bad is not None:
-        raise InvalidMessage(f"The message contains a control character (U+{ord(bad):04X}).")
+        raise InvalidMessage(f"Your message contains a control character (U+{ord(bad):04X}) we cannot show; "
+                             "please remove it.", code="control_character")
+    limit = settings.MAX_MESSAGE_BYTES
+    if len(text.encode("utf-8")) > limit:
+        raise InvalidMessage(f"Your message is too long \u2014 please keep it under {limit:,} characters "
+                             "(fewer with accents, other alphabets or emoji).", code="too_long")
     return text
 
 
@@ -135,7 +147,8 @@ def next_seq(conversation: Conversation, now) -> int:
     return seq
 
 
-def conversation_post_message(*, conversation: Conversation, text, client_id: str | None = None):
+def conversation_post_message(*, conversation: Conversation, text, client_id: str | None = None,
+                              client_address: str | None = None):
     """A customer's message: validated, rate-limited, saved once, then handed to a run.
 
     Returns (message, run, created). The run is the conversation's active one when there is one: a
@@ -143,14 +156,13 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
     """
     text = message_clean(text)
     if client_id is not None:
-        client_id = str(client_id)[:64]
+        client_id = cleaning.client_id_or_none(client_id)
+        if client_id is None:
+            raise InvalidMessage("client_id must be 1 to 64 letters, digits or . _ : -", code="invalid_client_id")
         existing = conversation.messages.filter(client_id=client_id).first()
         if existing is not None:  # a retried POST: the same message, saved once
             return existing, active_run(conversation), False
-    window = timezone.now() - timedelta(seconds=60)
-    recent = conversation.messages.filter(author=Message.CUSTOMER, created_at__gte=window).count()
-    if recent >= settings.MESSAGES_PER_MINUTE:
-        raise RateLimited(retry_after=60)
+    counted = message_rate_check(conversation=conversation, client_address=client_address)
     try:
         with transaction.atomic():
             message = message_append(conversation=conversation, wire={"role": "user", "content": text},
@@ -159,7 +171,9 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
     except IntegrityError:
         if client_id is None:
             raise
-        existing = conversation.messages.get(client_id=client_id)  # the same POST, twice at once
+        if counted:  # the same POST, twice at once: one message, counted once
+            limits.forget(*counted)
+        existing = conversation.messages.get(client_id=client_id)
         return existing, active_run(conversation), False
     return message, run, True
 
@@ -218,6 +232,31 @@ def run_enqueue(run: Run) -> None:
 
     transaction.on_commit(send)
     transaction.on_commit(publish)
+
+
+# -- rate limits ------------------------------------------------------------------------------------
+
+def message_rate_check(*, conversation: Conversation, client_address: str | None) -> tuple:
+    """Count one customer message against the conversation's, the customer's and the address's limits,
+    all at once and atomically (support/limits.py), or RateLimited with nothing counted.
+
+    Returns what `limits.forget` needs to take it back. Without Redis the conversation's own limit is still
+    kept, from the database (a race can pass it; it is the fallback, not the rule)."""
+    checked = [limits.messages_of_conversation(conversation.public_id),
+               limits.messages_of_customer(conversation.customer_id)]
+    if client_address:
+        checked.append(limits.messages_from(client_address))
+    try:
+        return limits.hit(*checked), *checked
+    except limits.Limited as over:
+        raise RateLimited(retry_after=over.retry_after) from None
+    except limits.Unavailable as error:
+        limits.warn_unavailable("message limits counted from the database, per conversation only", error)
+    window = timezone.now() - timedelta(seconds=60)
+    recent = conversation.messages.filter(author=Message.CUSTOMER, created_at__gte=window).count()
+    if recent >= settings.MESSAGES_PER_MINUTE:
+        raise RateLimited(retry_after=60)
+    return ()
 
 
 # -- approvals --------------------------------------------------------------------------------------

@@ -13,15 +13,35 @@ ORDER_ID = {"type": "string", "pattern": "^SU-[0-9]{1,8}$", "maxLength": 11, "de
 _AMOUNT = re.compile(r"[0-9]{1,7}(\.[0-9]{1,2})?")
 
 
-def order_for_customer(ctx: ToolContext, order_id: str, *, queryset=None) -> Order:
-    """The conversation customer's order, else ToolError.
-
-    The message is the same whether the order belongs to someone else or does not exist at all,
-    so a customer cannot probe other people's order numbers.
-    """
+def customer_orders(ctx: ToolContext, queryset=None):
+    """The orders this conversation may see: the customer's, or only the one it was opened with (a customer
+    who proved an order number, not their inbox or the shop's login, sees that order and nothing else)."""
     queryset = Order.objects.all() if queryset is None else queryset
-    order = queryset.filter(number=str(order_id), customer_id=ctx.customer_id).first()
-    if order is None or ctx.customer_id is None:
+    if ctx.customer_id is None:
+        return queryset.none()
+    queryset = queryset.filter(customer_id=ctx.customer_id)
+    scope = _order_scope(ctx.conversation_id)
+    return queryset if scope is None else queryset.filter(pk=scope)
+
+
+def _order_scope(conversation_id) -> int | None:
+    from support.identity import parse_uuid
+    from support.models import Conversation
+
+    public_id = parse_uuid(conversation_id) if conversation_id else None
+    if public_id is None:
+        return None
+    return Conversation.objects.filter(public_id=public_id).values_list("order_scope_id", flat=True).first()
+
+
+def order_for_customer(ctx: ToolContext, order_id: str, *, queryset=None) -> Order:
+    """The conversation customer's order (within the conversation's scope), else ToolError.
+
+    The message is the same whether the order belongs to someone else, lies outside the scope or does not
+    exist at all, so a customer cannot probe other people's order numbers.
+    """
+    order = customer_orders(ctx, queryset).filter(number=str(order_id)).first()
+    if order is None:
         raise ToolError(f"No order {str(order_id)[:40]} was found for this customer.")
     return order
 

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import re
 
-from django.core.cache import cache
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from support import identity, selectors, services
+from support import identity, limits, selectors, services, signin
 from support.serializers import conversation_json, message_json
 
 from .common import ApiError, api, json_body, optional_string
 
 NO_SUCH_CONVERSATION = "No such conversation."
-ORDER_AUTH_FAILURES, ORDER_AUTH_WINDOW = 10, 600  # failed e-mail + order look-ups allowed per 10 minutes
+NOT_YOUR_ORDER = "We could not find that order for that e-mail address."
+CODE_REQUIRED = ("For your security, we have e-mailed a sign-in code to that address if the order is "
+                 "theirs. Enter the code to continue.")
+START_SHAPES = ('Send {"customer_token": ...}, {"email": ..., "order_number": ...}, '
+                '{"email": ..., "code": ...} or {"email": ..., "send_code": true}.')
+LIMITS_DOWN = "Sign-in is unavailable for a moment. Try again in a few seconds."
 _SEQ = re.compile(r"[0-9]{1,18}")
 
 
@@ -34,8 +38,15 @@ def _conversation(request, public_id):
     return conversation
 
 
-def _customer(body: dict, client_ip: str):
-    """Who is starting the conversation: the shop's signed token, or an order number with its e-mail."""
+def _refusal(status: int, code: str, message: str) -> JsonResponse:
+    """The API's error shape with a code of its own (ApiError's code follows the status)."""
+    return JsonResponse({"error": message, "code": code, "retryable": False}, status=status)
+
+
+def _start_request(body: dict, address: str):
+    """(customer, order scope) for the request, or a response that ends it (a code sent, a code asked for).
+
+    The shop's token and a code sign in to every order; an order number to that order only."""
     if "customer_token" in body:
         token = body["customer_token"]
         if not isinstance(token, str) or not token:
@@ -43,34 +54,54 @@ def _customer(body: dict, client_ip: str):
         customer = identity.customer_from_token(token)
         if customer is None:
             raise ApiError(403, "The customer token is invalid or has expired; reload the shop's page.")
-        return customer
-    email, order_number = body.get("email"), body.get("order_number")
-    if email is None or order_number is None:
-        raise ApiError(400, 'Send {"customer_token": ...} or {"email": ..., "order_number": ...}.')
-    if not isinstance(email, str) or not isinstance(order_number, str) or not email.strip() \
-            or not order_number.strip():
-        raise ApiError(400, "email and order_number must be non-empty strings.")
-    # Order numbers are guessable: failed look-ups are counted per e-mail and per client address.
-    keys = [f"order-auth:email:{email.strip().lower()}", f"order-auth:ip:{client_ip}"]
-    if any(cache.get(k, 0) >= ORDER_AUTH_FAILURES for k in keys):
-        raise ApiError(429, "Too many attempts; try again in a few minutes.",
-                       {"Retry-After": str(ORDER_AUTH_WINDOW)})
-    customer = identity.customer_from_order(email, order_number)
-    if customer is None:
-        for k in keys:
-            cache.add(k, 0, ORDER_AUTH_WINDOW)
-            cache.incr(k)
-        raise ApiError(403, "We could not find that order for that e-mail address.")
-    return customer
-
-
+        return customer, None
+    if "email" not in body or not any(k in body for k in ("order_number", "code", "send_code")):
+        raise ApiError(400, START_SHAPES)
+    email = identity.canonical_email(body["email"])
+    if email is None:
+        raise ApiError(400, "That does not look like an e-mail address (name@example.com).")
+    try:
+        if body.get("send_code") is True:
+            signin.send_code(email)
+            return JsonResponse({"code_sent": True, "detail": "If that address is a customer's, a code is on "
+                                 "its way. It works once, for a few minutes."}, status=202)
+        if "code" in body:
+            return signin.by_code(email=email, code=body["code"], address=address), None
+        number = identity.canonical_order_number(body["order_number"])
+        if number is None:
+            raise ApiError(400, "That does not look like an order number (e.g. SU-41207).")
+        order = signin.by_order(email=email, order_number=number, address=address)
+        return order.customer, order
+    except signin.WrongOrder:
+        raise ApiError(403, NOT_YOUR_ORDER) from None
+    except signin.CodeRequired:
+        return _refusal(403, "code_required", CODE_REQUIRED)
+    except signin.WrongCode:
+        return _refusal(403, "wrong_code", "That code is wrong, used or expired. Check the latest e-mail "
+                                           "from us, or ask for a new code.")
+    except signin.TooManyCodes as over:
+        raise ApiError(429, "Too many wrong codes; try again in a few minutes.",
+                       {"Retry-After": str(over.retry_after)}) from None
+    except limits.Unavailable:  # a guess we cannot count is a guess we do not take
+        raise ApiError(503, LIMITS_DOWN, {"Retry-After": "5"}) from None
 
 
 @csrf_exempt
 @api("POST")
 def conversations(request):
-    customer = _customer(json_body(request), request.META.get("REMOTE_ADDR", ""))
-    conversation = services.conversation_start(customer=customer)
+    address = limits.request_address(request)
+    started = _start_request(json_body(request), address)
+    if isinstance(started, JsonResponse):
+        return started
+    customer, order_scope = started
+    try:
+        limits.hit(limits.conversations_from(address), limits.conversations_of_customer(customer.pk))
+    except limits.Limited as over:
+        raise ApiError(429, f"Too many new conversations; try again in {over.retry_after} s, or carry on "
+                            "in the one you have.", {"Retry-After": str(over.retry_after)}) from None
+    except limits.Unavailable as error:
+        limits.warn_unavailable("new conversations not counted", error)
+    conversation = identity.conversation_open(customer=customer, order_scope=order_scope)
     return JsonResponse({"conversation": conversation_json(conversation, staff=False),
                          "token": identity.conversation_token(conversation)}, status=201)
 
@@ -109,7 +140,8 @@ def _post_message(request, conversation):
         raise ApiError(400, 'Send the message as {"text": "..."}.')
     try:
         message, run, created = services.conversation_post_message(
-            conversation=conversation, text=body["text"], client_id=client_id)
+            conversation=conversation, text=body["text"], client_id=client_id,
+            client_address=limits.request_address(request))
     except services.InvalidMessage as error:
         raise ApiError(400, str(error)) from None
     except services.RateLimited as error:
