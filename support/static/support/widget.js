@@ -38,22 +38,71 @@
   // -- safe markdown ---------------------------------------------------------------------------------
   /* renderMarkdown(text) -> DocumentFragment. Contract: the fragment contains only p, br, strong, em,
    * code, pre, ul, ol, li, blockquote, span and a elements; every piece of the input ends up in a text node
-   * (raw HTML stays literal text); a elements only for absolute http/https/mailto URLs, with target=_blank
-   * and rel="noopener noreferrer nofollow"; images are never loaded (alt text, plus the URL as a link). */
+   * (raw HTML stays literal text); a elements only for absolute http/https/mailto URLs without a user name
+   * or password, with target=_blank and rel="noopener noreferrer nofollow"; images are never loaded (alt
+   * text, plus the URL as a link). A link never shows one address and opens another (addressLink). */
   function el(tag, cls, text) {
     var n = document.createElement(tag);
     if (cls) n.className = cls;
     if (text != null) n.textContent = text;
     return n;
   }
-  function safeUrl(raw) {
-    try { var u = new URL(raw); return /^(https?|mailto):$/.test(u.protocol) ? u.href : null; } catch (e) { return null; }
+  function safeUrl(raw) { // credentials too: https://shop.example@attacker.test/ reads as the shop
+    try {
+      var u = new URL(raw);
+      return /^(https?|mailto):$/.test(u.protocol) && !u.username && !u.password ? u.href : null;
+    } catch (e) { return null; }
   }
   function link(href, text) {
     var a = el("a", null, text);
     a.href = href; a.target = "_blank"; a.rel = "noopener noreferrer nofollow";
     return a;
   }
+
+  // The shop's hosts (data-link-hosts="shop.example, .shop.example": a leading dot adds the subdomains),
+  // else this page's host. Links there show their text; any other shows where it really goes.
+  var LINK_HOSTS = (script.dataset.linkHosts || location.hostname).split(/[\s,]+/).map(function (h) {
+    try { return (h.charAt(0) === "." ? "." : "") + new URL("http://" + h.replace(/^\./, "")).hostname; }
+    catch (e) { return null; } // as the browser spells it: lower case, look-alike names as xn--
+  }).filter(Boolean);
+  function listedHost(host) {
+    return LINK_HOSTS.some(function (h) {
+      return h.charAt(0) === "." ? host === h.slice(1) || host.slice(-h.length) === h : host === h;
+    });
+  }
+  function mailboxes(u) { try { return decodeURIComponent(u.pathname); } catch (e) { return u.pathname; } }
+  function listed(u) {
+    if (u.protocol !== "mailto:") return listedHost(u.hostname);
+    return mailboxes(u).split(",").every(function (m) { return listedHost(m.split("@").pop().trim().toLowerCase()); });
+  }
+  function destination(u) { return u.protocol === "mailto:" ? mailboxes(u) : u.host; }
+  // Text that names an address: a scheme, www., or a domain name (any script; dots as URLs read them).
+  var ADDRESSY = /[a-z][a-z0-9+.-]*:\/\/|\bwww[.\u3002\uff0e\uff61]|mailto:|[\p{L}\p{N}-][.\u3002\uff0e\uff61]\p{L}{2,}/iu;
+  function sameTarget(text, u) {
+    try {
+      var t = /^[a-z][a-z0-9+.-]*:/i.test(text) ? new URL(text)
+        : new URL(u.protocol === "mailto:" ? "mailto:" + text : u.protocol + "//" + text);
+      return t.href.replace(/\/$/, "") === u.href.replace(/\/$/, "");
+    } catch (e) { return false; }
+  }
+  /* A link whose text fill(a) renders. Text that names an address other than the target is replaced by
+   * the target; a link off the shop's hosts also shows its destination, "(host)" or "(address)", unless
+   * the text already spells it out. */
+  function addressLink(href, fill) {
+    var u = new URL(href), a = link(u.href, null);
+    fill(a);
+    var text = a.textContent.trim();
+    if (!text || (ADDRESSY.test(text) && !sameTarget(text, u))) {
+      a.textContent = u.protocol === "mailto:" ? mailboxes(u) : u.href;
+    }
+    var dest = destination(u);
+    a.dataset.destination = dest;
+    if (!listed(u) && a.textContent.toLowerCase().indexOf(dest.toLowerCase()) < 0) {
+      a.appendChild(el("span", "sw-md-dest", " (" + dest + ")"));
+    }
+    return a;
+  }
+  function textLink(href, text) { return addressLink(href, function (a) { a.textContent = text; }); }
   var TARGET = "((?:[^\\s()]|\\([^\\s()]*\\))*)(?:\\s+\"[^\"\\n]*\")?\\s*\\)"; // one level of (parens) in a URL
   var IMG = new RegExp("^!\\[([^\\]\\n]*)\\]\\(\\s*" + TARGET);
   var LINK = new RegExp("^\\[([^\\[\\]\\n]+)\\]\\(\\s*" + TARGET);
@@ -73,17 +122,15 @@
         flush();
         var img = el("span", "sw-md-img", "Image: " + (m[1] || "untitled"));
         var src = !inLink && /^https?:/i.test(m[2]) && safeUrl(m[2]);
-        if (src) { img.appendChild(document.createTextNode(" ")); img.appendChild(link(src, src)); }
+        if (src) { img.appendChild(document.createTextNode(" ")); img.appendChild(textLink(src, src)); }
         parent.appendChild(img);
       } else if (c === "[" && !inLink && (m = LINK.exec(rest))) {
         var href = safeUrl(m[2]);
         if (!href) { buf += m[0]; i += m[0].length; continue; } // javascript: and friends stay literal text
         flush();
-        var a = link(href, null);
-        inline(m[1], a, true);
-        parent.appendChild(a);
+        parent.appendChild(addressLink(href, function (a) { inline(m[1], a, true); }));
       } else if (c === "h" && !inLink && !/\w/.test(prev) && (m = BARE.exec(rest)) && safeUrl(m[0])) {
-        flush(); parent.appendChild(link(safeUrl(m[0]), m[0]));
+        flush(); parent.appendChild(textLink(safeUrl(m[0]), m[0]));
       } else if ((c === "*" || c === "_") && (m = STRONG.exec(rest)) && (c === "*" || !/\w/.test(prev))) {
         flush(); var b = el("strong"); inline(m[2], b, inLink); parent.appendChild(b);
       } else if ((c === "*" || c === "_") && (m = EM.exec(rest)) &&
