@@ -8,7 +8,6 @@ shop would write it. The answer is saved as the model's would be.
 
 from __future__ import annotations
 
-
 from playwright.sync_api import expect
 
 from support import services
