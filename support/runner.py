@@ -394,23 +394,12 @@ def _stop_with(run: Run, lease: str, reason: str, detail: str) -> str:
                 status=Run.STOPPED, stop_reason=reason, lease="", finished_at=timezone.now(), detail=detail[:2000],
                 outcome=agent.HANDED_TO_PERSON, summary=handoff_summary(history, reason, detail)):
             return "lease lost"
-        for call_id in open_call_ids(messages):
-            services.message_append(conversation=conversation, author=Message.TOOL, run=run, wire={
-                "role": "tool", "tool_call_id": call_id, "content": "ERROR: not run: the run was stopped"})
-            ToolCall.objects.filter(run=run, call_id=call_id).exclude(
-                status__in=(ToolCall.EXECUTED, ToolCall.FAILED, ToolCall.REJECTED)).update(status=ToolCall.FAILED)
+        services.tool_calls_close_open(conversation, [run], "the run was stopped")
         services.message_append(conversation=conversation, wire={"role": "assistant", "content": NOTICE_STOPPED},
                                 author=Message.SYSTEM, run=run)
         services.conversation_flag(conversation_id=conversation.pk, reason=f"{reason}: {detail}")
         transaction.on_commit(lambda: serializers.publish_run(Run.objects.get(pk=run.pk)))
     return reason
-
-
-def open_call_ids(messages) -> list[str]:
-    """Ids of the saved tool calls that have no result yet, in the order they were made."""
-    answered = {m.tool_call_id for m in messages if m.role == "tool"}
-    return [c.get("id") for m in messages if m.role == "assistant" for c in m.tool_calls or []
-            if c.get("id") not in answered]
 
 
 def _approval_policy(observer: DbObserver):

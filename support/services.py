@@ -452,7 +452,7 @@ def conversation_take_over(*, conversation: Conversation, user) -> Conversation:
         for run in runs:
             if run.status in Run.ACTIVE:
                 _stop_taken_over_run(run)
-        _close_open_calls(conversation, runs, TAKEN_OVER)
+        tool_calls_close_open(conversation, runs, TAKEN_OVER)
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
 
     _with_runs_then_conversation(conversation, take_over)
@@ -467,7 +467,7 @@ def _stop_taken_over_run(run: Run) -> None:
     transaction.on_commit(lambda: serializers.publish_run(run))
 
 
-def _close_open_calls(conversation: Conversation, runs: list[Run], why: str) -> None:
+def tool_calls_close_open(conversation: Conversation, runs: list[Run], why: str) -> None:
     """Answer every call of the history that has no result as not run, and mark its rows: the tool call
     rejected, a pending approval expired, an approved one kept as decided but marked not run. Call holding
     the runs' and the conversation's locks: no worker can add a result meanwhile."""
@@ -520,7 +520,7 @@ def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
             return None
         conversation.refresh_from_db()
         if not any(run.status in Run.ACTIVE for run in runs):  # an active run answers its own calls
-            _close_open_calls(conversation, runs, HANDED_BACK)
+            tool_calls_close_open(conversation, runs, HANDED_BACK)
         last = conversation.messages.exclude(role__in=("tool", "system")).order_by("-seq").first()
         run = None
         if last is not None and last.role == "user":
