@@ -105,7 +105,8 @@ def test_each_https_setting_comes_from_the_environment(monkeypatch, tmp_path):
         DJANGO_SECURE_SSL_REDIRECT="false", DJANGO_SECURE_HSTS_SECONDS="3600",
         DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS="true", DJANGO_SECURE_HSTS_PRELOAD="true",
         DJANGO_SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https", DJANGO_SESSION_COOKIE_SECURE="false",
-        DJANGO_CSRF_COOKIE_SECURE="false", DJANGO_CSRF_TRUSTED_ORIGINS="https://desk.example:443, https://Desk.example:8443"))
+        DJANGO_CSRF_COOKIE_SECURE="false",
+        DJANGO_CSRF_TRUSTED_ORIGINS="https://desk.example:443, https://Desk.example:8443"))
     assert (s["SECURE_SSL_REDIRECT"], s["SECURE_HSTS_SECONDS"]) == (False, 3600)
     assert s["SECURE_HSTS_INCLUDE_SUBDOMAINS"] is True and s["SECURE_HSTS_PRELOAD"] is True
     assert s["SECURE_PROXY_SSL_HEADER"] == ("HTTP_X_FORWARDED_PROTO", "https")

@@ -19,14 +19,16 @@ REL = "noopener noreferrer nofollow"
 
 # One answer, one link per item; what each item must show and open (None: no link at all).
 ITEMS = [
-    ("[https://sundry.example/help](http://attacker.test/phish)", "http://attacker.test/phish", "http://attacker.test/phish"),
+    ("[https://sundry.example/help](http://attacker.test/phish)", "http://attacker.test/phish",
+     "http://attacker.test/phish"),
     ("[our returns page](https://sundry.example/returns)", "our returns page", "https://sundry.example/returns"),
     ("[the FAQ](https://help.sundry.example/faq)", "the FAQ", "https://help.sundry.example/faq"),
-    ("[sundry.example/returns](https://sundry.example/returns)", "sundry.example/returns", "https://sundry.example/returns"),
+    ("[sundry.example/returns](https://sundry.example/returns)", "sundry.example/returns",
+     "https://sundry.example/returns"),
     ("[track your parcel](https://tracker.example/SU-41207)", "track your parcel (tracker.example)",
      "https://tracker.example/SU-41207"),
-    ("[your Sundry account](https://sundry.example.attacker.test/)", "your Sundry account (sundry.example.attacker.test)",
-     "https://sundry.example.attacker.test/"),
+    ("[your Sundry account](https://sundry.example.attacker.test/)",
+     "your Sundry account (sundry.example.attacker.test)", "https://sundry.example.attacker.test/"),
     ("[**https://sundry.example/account**](https://attacker.test/account)", "https://attacker.test/account",
      "https://attacker.test/account"),
     ("[help@sundry.example](mailto:refunds@attacker.test)", "refunds@attacker.test", "mailto:refunds@attacker.test"),
