@@ -22,7 +22,7 @@ from support.models import Message, Run, Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ORIGIN = [(b"origin", b"http://127.0.0.1:8000")]
+ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 
 
 @pytest.fixture(autouse=True)
