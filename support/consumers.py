@@ -21,12 +21,14 @@ from support.models import Conversation
 log = logging.getLogger(__name__)
 
 AUTH_TIMEOUT = 10.0  # seconds a customer socket may stay open without authenticating
-# Close codes for frames we cannot take (RFC 6455 section 7.4.1), and ours in the 4000s (4000 + HTTP status).
-UNSUPPORTED_DATA = 1003  # a binary frame: the protocol is JSON text
-INVALID_PAYLOAD = 1007  # not JSON (truncated, malformed), or text that is not valid Unicode
-POLICY_VIOLATION = 1008  # JSON nested deeper than MAX_FRAME_DEPTH
-TOO_BIG = 1009  # a frame longer than max_frame_chars()
-UNAUTHORIZED, RATE_LIMITED = 4401, 4429
+# Close codes, 4000 + the HTTP status that says the same (as 4401, 4403). RFC 6455's own (1003, 1007, 1009)
+# cannot be sent: daphne's websocket library lets an application close only with 1000 or 3000-4999.
+# Each close follows an error frame whose `code` names the problem.
+BAD_FRAME = 4400  # not JSON (malformed, truncated), or JSON nested deeper than MAX_FRAME_DEPTH
+UNAUTHORIZED = 4401  # no valid conversation token
+TOO_LARGE = 4413  # a frame longer than max_frame_chars()
+RATE_LIMITED = 4429  # too many sockets from the address
+UNSUPPORTED = 4415  # a binary frame: the protocol is JSON text
 MAX_FRAME_DEPTH = 8  # our frames are two levels deep
 SEQ_EVENTS = ("message.saved", "message.hidden")  # the live events that account for one seq each
 
@@ -93,12 +95,13 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None, **kwargs):
-        """Each frame parsed here, so malformed input closes with the code that says why (and no traceback)."""
+        """Each frame parsed here, so malformed input is told why and closed, never a 1011 and a traceback."""
         content, refusal = parse_frame(text_data, bytes_data)
         if refusal is not None:
-            code, why = refusal
-            log.info("%s socket closed with %s: %s", "staff" if self.staff else "customer", code, why)
-            await self.close(code=code, reason=why)
+            close_code, code, why = refusal
+            log.info("%s socket closed with %s: %s", "staff" if self.staff else "customer", close_code, why)
+            await self.send_error(code, why)
+            await self.close(code=close_code)
             return
         await self.receive_json(content)
 
@@ -292,19 +295,19 @@ def max_frame_chars() -> int:
 
 
 def parse_frame(text_data, bytes_data):
-    """(the frame's JSON, None), or (None, (close code, why)) for a frame we will not read."""
+    """(the frame's JSON, None), or (None, (close code, error code, why)) for a frame we will not read."""
     if text_data is None:
-        return None, (UNSUPPORTED_DATA, "binary frames are not supported; send JSON text")
+        return None, (UNSUPPORTED, "binary_frame", "Binary frames are not supported; send JSON text.")
     if len(text_data) > max_frame_chars():
-        return None, (TOO_BIG, "frame too large")
+        return None, (TOO_LARGE, "frame_too_large", "The frame is too large.")
     try:
         content = json.loads(text_data)
     except RecursionError:  # deeper than the parser's own limit
-        return None, (POLICY_VIOLATION, "JSON nested too deeply")
+        return None, (BAD_FRAME, "too_deep", "The frame's JSON is nested too deeply.")
     except ValueError:
-        return None, (INVALID_PAYLOAD, "not JSON")
+        return None, (BAD_FRAME, "invalid_json", "The frame is not valid JSON.")
     if _depth(content) > MAX_FRAME_DEPTH:
-        return None, (POLICY_VIOLATION, "JSON nested too deeply")
+        return None, (BAD_FRAME, "too_deep", "The frame's JSON is nested too deeply.")
     return content, None
 
 

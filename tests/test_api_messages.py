@@ -16,6 +16,9 @@ from support.models import Conversation, Run
 from support.views.common import ApiError, json_body
 from tests.desk_factories import Widget, customer_messages
 from tests.desk_factories import maya_chat, queued, widget  # noqa: F401  (fixtures)
+from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.usefixtures("limits_redis")
 
 
 def test_it_saves_a_message_once_and_queues_one_run(widget, maya_chat, queued):
@@ -53,10 +56,11 @@ def test_a_retried_post_with_the_same_client_id_is_saved_once(widget, maya_chat,
 
 
 @pytest.mark.parametrize("raw, error", [
-    ('{"text": ""}', "The message is empty."),
-    ('{"text": "  \\n\\t "}', "The message is empty."),
-    ('{"text": "hi\\u0007there"}', "The message contains a control character (U+0007)."),
-    ('{"text": "\\ud800"}', "The message is not valid text (it contains unpaired surrogates)."),
+    ('{"text": ""}', "Your message is empty."),
+    ('{"text": "  \\n\\t "}', "Your message is empty."),
+    ('{"text": "hi\\u0007there"}', "Your message contains a control character (U+0007) we cannot show; please remove it."),
+    ('{"text": "\\ud800"}', "Your message contains characters that are not valid text; please retype it."),
+    ('{"text": "hi", "client_id": "a\\u0000b"}', "client_id must be 1 to 64 letters, digits or . _ : -"),
     ('{"text": 42}', "The message must be text."),
     ('{"text": null}', "The message must be text."),
     ('{"message": "hi"}', 'Send the message as {"text": "..."}.'),
@@ -77,7 +81,8 @@ def test_it_refuses_a_text_over_the_size_limit(widget, maya_chat, settings):
     conversation, token = maya_chat
     response = widget.say(conversation, token, "é" * 51)  # 102 bytes in UTF-8
     assert (response.status_code, response.json()) == (
-        400, {"error": "The message is 102 bytes; the limit is 100.", "code": "invalid_request", "retryable": False})
+        400, {"error": "Your message is too long \u2014 please keep it under 100 characters (fewer with accents, "
+                       "other alphabets or emoji).", "code": "invalid_request", "retryable": False})
     assert widget.say(conversation, token, "é" * 50).status_code == 202
     assert [m.content for m in customer_messages(conversation)] == ["é" * 50]
 
@@ -88,8 +93,9 @@ def test_it_limits_messages_per_minute_and_says_when_to_retry(widget, maya_chat,
     assert [widget.say(conversation, token, f"message {i}").status_code for i in (1, 2)] == [202, 202]
     response = widget.say(conversation, token, "message 3")
     assert response.status_code == 429
-    assert response["Retry-After"] == "60"
-    assert response.json() == {"error": "Too many messages; try again in 60 s.",
+    assert 58 <= int(response["Retry-After"]) <= 60
+    assert response.json() == {"error": "You are sending messages faster than we can read them \u2014 please wait "
+                                        f"{response['Retry-After']} s and try again.",
                                "code": "rate_limited", "retryable": True}
     assert [m.content for m in customer_messages(conversation)] == ["message 1", "message 2"]
 

@@ -16,9 +16,11 @@ from agentsite.asgi import application
 from support import events, identity, services
 from support.models import Message
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 
-ORIGIN = [(b"origin", b"http://127.0.0.1:8000")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("limits_redis")]
+
+ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,9 @@ from django.core.management import CommandError, call_command
 
 from support import identity
 from tests.desk_factories import start_conversation
+from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.usefixtures("limits_redis")
 
 
 def minted_ago(seconds: float, mint):
