@@ -344,9 +344,9 @@ CLIENT_ADDRESS_HEADER = env_str("CLIENT_ADDRESS_HEADER", "X-Forwarded-For")
 # Messages per minute (per conversation: MESSAGES_PER_MINUTE above), per customer and per address.
 CUSTOMER_MESSAGES_PER_MINUTE = env_int("CUSTOMER_MESSAGES_PER_MINUTE", 20, minimum=1)
 ADDRESS_MESSAGES_PER_MINUTE = env_int("ADDRESS_MESSAGES_PER_MINUTE", 60, minimum=1)
-CUSTOMER_CONVERSATIONS_PER_HOUR = env_int("CUSTOMER_CONVERSATIONS_PER_HOUR", 10, minimum=1)
-ADDRESS_CONVERSATIONS_PER_HOUR = env_int("ADDRESS_CONVERSATIONS_PER_HOUR", 30, minimum=1)
-ADDRESS_SOCKETS_PER_MINUTE = env_int("ADDRESS_SOCKETS_PER_MINUTE", 30, minimum=1)
+CUSTOMER_CONVERSATIONS_PER_HOUR = env_int("CUSTOMER_CONVERSATIONS_PER_HOUR", 30, minimum=1)
+ADDRESS_CONVERSATIONS_PER_HOUR = env_int("ADDRESS_CONVERSATIONS_PER_HOUR", 60, minimum=1)
+ADDRESS_SOCKETS_PER_MINUTE = env_int("ADDRESS_SOCKETS_PER_MINUTE", 60, minimum=1)
 # Wrong order numbers (and, counted apart, wrong sign-in codes): per address and e-mail and per address in
 # 15 minutes, per e-mail in an hour. Past any of them an order number alone no longer signs in: a code is
 # e-mailed to the customer instead (a stranger's guesses never lock the owner out).
