@@ -42,7 +42,9 @@ SETTING_VARS = (
     "DJANGO_SECURE_PROXY_SSL_HEADER", "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", "DJANGO_SECURE_HSTS_PRELOAD",
     "DJANGO_CSRF_TRUSTED_ORIGINS", "MODEL_DEFAULT_PRICE", "AGENT_ASKS_AFTER_REJECTION",
     "CONVERSATION_MAX_STEPS_PER_DAY", "CONVERSATION_MAX_TOKENS_PER_DAY", "CONVERSATION_MAX_COST_USD_PER_DAY",
-    "SELLER_MESSAGES_PER_CONVERSATION_PER_DAY",
+    "SELLER_MESSAGES_PER_CONVERSATION_PER_DAY", "LIMITS_REDIS_URL", "TRUSTED_PROXIES", "CLIENT_ADDRESS_HEADER",
+    "CUSTOMER_MESSAGES_PER_MINUTE", "ADDRESS_MESSAGES_PER_MINUTE", "CUSTOMER_CONVERSATIONS_PER_HOUR",
+    "ADDRESS_CONVERSATIONS_PER_HOUR", "ADDRESS_SOCKETS_PER_MINUTE",
 )
 
 # What every Django process of the bench runs with (besides the service URLs): production-like (DEBUG off,
@@ -58,6 +60,10 @@ DJANGO_ENV = {
     "CONVERSATION_MAX_STEPS_PER_DAY": "0",  # the bench measures the loop, not the daily budget
     "CONVERSATION_MAX_TOKENS_PER_DAY": "0",
     "CONVERSATION_MAX_COST_USD_PER_DAY": "0",
+    # hundreds of customers' conversations come from one loopback address and a few demo customers
+    **{name: "1000000" for name in ("MESSAGES_PER_MINUTE", "CUSTOMER_MESSAGES_PER_MINUTE", "ADDRESS_MESSAGES_PER_MINUTE",
+                                    "CUSTOMER_CONVERSATIONS_PER_HOUR", "ADDRESS_CONVERSATIONS_PER_HOUR",
+                                    "ADDRESS_SOCKETS_PER_MINUTE")},
     # plain http on loopback with DEBUG off: the production defaults for https are turned off here
     "SHOP_SIGNING_KEY": "bench-shop-key-not-a-secret-0123456789abcdef",
     "DJANGO_SECURE_SSL_REDIRECT": "false",

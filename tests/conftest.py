@@ -11,6 +11,7 @@ from django.core.management import call_command
 
 from support.agent.tools import ToolContext
 from support.models import Customer, Order
+from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.standin_fixture import standin  # noqa: F401  (the fixture, for `desk`)
 
 # In this process, database connections close after each use, as with CONN_MAX_AGE=0: the consumers'
@@ -68,13 +69,11 @@ def ctx_for(demo):
 
 
 @pytest.fixture(autouse=True)
-def _events_stay_in_process(settings):
+def _events_stay_in_process(settings, limits_redis):
     """Unit tests publish into an in-memory channel layer: nothing reaches a Redis a developer may be
-    running. System tests (tests/system) point this back at their real Redis in their own fixture."""
+    running. System tests (tests/system) point this back at their real Redis in their own fixture. Rate
+    limits count in the session's own redis-server, every counter at zero (limits_redis)."""
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    from django.core.cache import cache
-
-    cache.clear()  # rate-limit counters start at zero in every test
 
 
 @pytest.fixture

@@ -131,3 +131,18 @@ def test_it_gives_the_same_error_for_another_customers_parcel_and_an_unknown_one
     assert theirs.replace("HL40144470", "X") == unknown.replace("XX00000000", "X")
     assert "neighbour" not in theirs and "Manchester" not in theirs
     assert track_parcel(ctx_for("tom@example.com"), tracking="HL40144470")["status"] == "delivered"
+
+
+def test_a_conversation_opened_with_one_order_tracks_only_that_orders_parcels(demo):
+    from support.models import Conversation
+
+    maya = demo.maya
+    scoped = Conversation.objects.create(customer=maya, order_scope=demo.orders["SU-41207"])
+    ctx = ToolContext(customer_id=maya.pk, conversation_id=str(scoped.public_id))
+    own = Parcel.objects.filter(order__number="SU-41207").first()
+    other = Parcel.objects.filter(order__number="SU-41310").first()
+    assert track_parcel(ctx, tracking=own.tracking)["tracking"] == own.tracking
+    with pytest.raises(ToolError):
+        track_parcel(ctx, tracking=other.tracking)
+    unscoped = ToolContext(customer_id=maya.pk, conversation_id=str(Conversation.objects.create(customer=maya).public_id))
+    assert track_parcel(unscoped, tracking=other.tracking)["tracking"] == other.tracking
