@@ -47,12 +47,14 @@ def _browser_database_url() -> str:
     return parsed._replace(path="/" + name).geturl()
 
 
-PORTS = {"redis": _free_port(), "model": _free_port(), "web": _free_port()}
+PORTS = {"redis": _free_port(), "model": _free_port(), "web": _free_port(), "smtp": _free_port()}
 ENV = {
     **os.environ,
     "DATABASE_URL": _browser_database_url(),
     "REDIS_URL": f"redis://127.0.0.1:{PORTS['redis']}/0",
     "MODEL_BASE_URL": f"http://127.0.0.1:{PORTS['model']}/v1",
+    "EMAIL_HOST": "127.0.0.1",  # the `mailbox` fixture's SMTP server: e-mail the site sends is caught there
+    "EMAIL_PORT": str(PORTS["smtp"]),
     "DJANGO_SETTINGS_MODULE": "agentsite.settings",
     "DJANGO_ALLOW_ASYNC_UNSAFE": "true",  # ORM checks from a sync Playwright test
     "PYTHONUNBUFFERED": "1",
@@ -144,6 +146,33 @@ def site(tmp_path_factory):
     finally:
         for p in reversed(procs):
             p.stop()
+
+
+class Mailbox:
+    """What the site sent through the test's SMTP server (aiosmtpd, a real one in this process)."""
+
+    def __init__(self):
+        self.received: list = []
+
+    async def handle_DATA(self, server, session, envelope):
+        import email
+
+        self.received.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content)))
+        return "250 OK"
+
+    def to(self, address: str) -> list:
+        return [m for rcpt, m in self.received if address in rcpt]
+
+
+@pytest.fixture(scope="session")
+def mailbox(site):
+    from aiosmtpd.controller import Controller
+
+    box = Mailbox()
+    controller = Controller(box, hostname="127.0.0.1", port=PORTS["smtp"])
+    controller.start()
+    yield box
+    controller.stop()
 
 
 @pytest.fixture(scope="session")

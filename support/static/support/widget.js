@@ -451,7 +451,10 @@
       throw new Error("We couldn't reach our support desk. Check your connection and try again.");
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
-        if (!r.ok) throw new Error(body.error || "The support desk answered " + r.status + ".");
+        if (!r.ok) {
+          var e = new Error(body.error || "The support desk answered " + r.status + ".");
+          e.code = body.code; throw e;
+        }
         return body;
       });
     });
@@ -475,7 +478,39 @@
 
   function start() {
     hideError();
-    ensureConversation().then(connect, function (e) { showError("We couldn't start the chat. " + e.message); });
+    ensureConversation().then(connect, function (e) {
+      if (e.code === "code_required" && identity && identity.email) return askForCode();
+      showError("We couldn't start the chat. " + e.message);
+    });
+  }
+
+  // Too many failed sign-ins with this e-mail: an order number alone no longer opens a chat. A code is
+  // e-mailed to the customer (only if the order was right), and the chat opens with it.
+  var codeForm = null;
+  function askForCode() {
+    if (codeForm) return;
+    var post = function (body) {
+      return api("conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    };
+    post({email: identity.email, send_code: true}).catch(function () {});
+    codeForm = tid(el("form", "sw-code"), "widget-code-form");
+    var text = el("p", "sw-code-text", "For your security, enter the 8-digit code we just e-mailed to " + identity.email + ".");
+    var field = tid(el("input", "sw-code-input"), "widget-code-input");
+    field.inputMode = "numeric"; field.autocomplete = "one-time-code"; field.maxLength = 8;
+    field.setAttribute("aria-label", "Code from the e-mail");
+    var go = tid(el("button", "sw-code-send", "Continue"), "widget-code-send"); go.type = "submit";
+    [text, field, go].forEach(function (n) { codeForm.appendChild(n); });
+    codeForm.addEventListener("submit", function (ev) {
+      ev.preventDefault(); hideError();
+      post({email: identity.email, code: field.value.replace(/\D/g, "")}).then(function (body) {
+        conv = {id: body.conversation.id, token: body.token};
+        storage.set({id: conv.id, token: conv.token});
+        codeForm.remove(); codeForm = null; composer.hidden = false; connect();
+      }, function (e) { showError(e.message); });
+    });
+    panel.insertBefore(codeForm, composer);
+    composer.hidden = true; // nothing can be sent until the chat exists
+    field.focus();
   }
 
   function connect() {
@@ -489,14 +524,22 @@
     socket.onclose = function (e) { if (socket === ws) closed(e.code); };
   }
 
+  var REFUSED_FOR_GOOD = [4400, 4403, 4413, 4415];
+  var retryAfter = 0; // seconds, from the error frame that came before a 4429 close
   function closed(code) {
     ws = null; ready = false; replaying = false; awaitingPong = false;
     clearInterval(pingTimer); clearTimeout(idleTimer); clearTimeout(gapTimer); gapTimer = null;
     if (stream) { dropStream(); streamBroken = true; } // deltas are not replayed: wait for the saved answer
     pendingLabels();
     if (code === 4401) return forget();
+    if (REFUSED_FOR_GOOD.indexOf(code) >= 0) { // the same socket would be refused again: do not hammer
+      reconnecting.hidden = true; panel.dataset.connection = "closed";
+      return showError("The chat was disconnected. Reload the page to continue.");
+    }
     reconnecting.hidden = false; panel.dataset.connection = "reconnecting";
     var delay = Math.min(10000, 500 * Math.pow(2, attempt++)) * (0.75 + Math.random() * 0.5);
+    if (code === 4429) delay = Math.max(delay, (retryAfter || 30) * 1000); // too many sockets from here: wait
+    retryAfter = 0;
     retryTimer = setTimeout(connect, delay);
   }
 
@@ -556,6 +599,7 @@
         stateEpoch++; state.conversation = ev.status || (ev.detail && ev.detail.status) || state.conversation;
         if (ev.type === "conversation.assigned") state.assignee = ev.assignee || null;
         return renderState();
+      case "error": if (typeof ev.retry_after === "number") retryAfter = ev.retry_after; return;
       case "pong": awaitingPong = false; if (typeof ev.seq === "number") expect(ev.seq); return;
     }
   }
