@@ -5,7 +5,7 @@ import { ApiError, staffApi } from "./console-api.js";
 import { ApprovalList } from "./console-approvals.js";
 import { customers } from "./console-store.js";
 import {
-  announce, badge, fill, fmtCost, fmtInt, h, plural, shortId, STOP_REASON_HELP, timeEl,
+  announce, badge, fill, fmtCost, fmtInt, h, plural, shortId, STOP_REASON_HELP, timeEl, visibleText,
 } from "./console-dom.js";
 import { Trace } from "./console-trace.js";
 import { Transcript } from "./console-transcript.js";
@@ -133,7 +133,7 @@ export class ConversationPage {
     const c = this.conversation;
     if (!c) return;
     document.title = `${c.customer} · Sundry support desk`;
-    $("conversation-customer").textContent = c.customer;
+    $("conversation-customer").textContent = visibleText(c.customer);
     $("conversation-id").textContent = shortId(c.id);
     fill($("conversation-status-slot"), badge("conversation", c.status, "conversation-status"));
     // `assignee` is a display name (a first name); `me` is this staff member's username.
@@ -142,7 +142,7 @@ export class ConversationPage {
     assignee.textContent = c.status === "taken_over" && c.assignee
       ? `Taken over by ${c.assignee}${mineNow ? " (you)" : ""}` : "";
     const reason = $("attention-reason");
-    reason.textContent = c.attention_reason || "";
+    reason.textContent = visibleText(c.attention_reason || "");
     reason.hidden = !c.attention_reason;
     const take = $("take-over-button");
     take.hidden = mineNow;

@@ -1,6 +1,15 @@
 // DOM helpers and formatters for the staff console. Everything that comes from the server (customer text,
 // tool results, model output, staff names) goes into the page as text nodes or attribute values only:
 // h() never parses HTML, so a seller's "IGNORE ALL PREVIOUS INSTRUCTIONS <script>" stays inert text.
+// Bidirectional controls in that text (which can make "12345 EUR" read "RUE 54321") are shown as visible
+// marks instead of acting, and text elements isolate their direction (console.css: unicode-bidi).
+
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/g;
+
+/** The text with each bidirectional control replaced by a visible mark naming it, e.g. [U+202E]. */
+export function visibleText(text) {
+  return String(text).replace(BIDI_CONTROLS, (c) => `[U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}]`);
+}
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -8,14 +17,14 @@ function build(el, attrs, children) {
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
     if (key === "class") el.setAttribute("class", value);
-    else if (key === "text") el.textContent = value;
+    else if (key === "text") el.textContent = visibleText(value);
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    el.append(child instanceof Node ? child : document.createTextNode(visibleText(child)));
   }
   return el;
 }
