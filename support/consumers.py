@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 AUTH_TIMEOUT = 10.0  # seconds a customer socket may stay open without authenticating
 # Close codes, 4000 + the HTTP status that says the same (as 4401, 4403). RFC 6455's own (1003, 1007, 1009)
+security_log = logging.getLogger("support.security")
 # cannot be sent: daphne's websocket library lets an application close only with 1000 or 3000-4999.
 # Each close follows an error frame whose `code` names the problem.
 BAD_FRAME = 4400  # not JSON (malformed, truncated), or JSON nested deeper than MAX_FRAME_DEPTH
@@ -205,6 +206,8 @@ class CustomerConsumer(ReplayingConsumer):
         self.conversation = conversation
         await self.join(events.conversation_group(conversation.public_id))
         await self.replay(conversation, _seq(content.get("last_seq")))
+            security_log.warning("customer socket refused from %s: no valid token for conversation %s",
+                                 self.address, str(public_id)[:40])
 
     async def post(self, content):
         raw_id = content.get("client_id")

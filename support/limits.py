@@ -20,6 +20,7 @@ import redis
 from django.conf import settings
 
 log = logging.getLogger(__name__)
+security_log = logging.getLogger("support.security")
 
 KEY_PREFIX = "limits:"
 MINUTE, QUARTER_HOUR, HOUR = 60, 15 * 60, 3600
@@ -99,7 +100,11 @@ def hit(*limits: Limit) -> str:
     except redis.RedisError as error:
         raise Unavailable(str(error)) from error
     if wait_ms:
-        raise Limited(max(1, math.ceil(int(wait_ms) / 1000)))
+        retry_after = max(1, math.ceil(int(wait_ms) / 1000))
+        # The keys name what was counted (an address, a customer id, a conversation, an e-mail's digest).
+        security_log.warning("refused over a limit (one of %s); room again in %d s",
+                             ", ".join(limit.key for limit in limits), retry_after)
+        raise Limited(retry_after)
     return member
 
 

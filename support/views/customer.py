@@ -7,6 +7,8 @@ tells a caller which conversations exist.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 
 from django.http import JsonResponse
@@ -16,6 +18,8 @@ from support import identity, limits, selectors, services, signin
 from support.serializers import conversation_json, message_json
 
 from .common import ApiError, api, json_body, optional_string
+
+security_log = logging.getLogger("support.security")
 
 NO_SUCH_CONVERSATION = "No such conversation."
 NOT_YOUR_ORDER = "We could not find that order for that e-mail address."
@@ -43,6 +47,13 @@ def _refusal(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": message, "code": code, "retryable": False}, status=status)
 
 
+def _refused(address: str, email: str, why: str) -> None:
+    """A refused sign-in, for whoever watches for attacks: from where, for which e-mail (as a digest: the
+    log carries no address book), why."""
+    digest = hashlib.sha256(email.encode()).hexdigest()[:16]
+    security_log.warning("customer sign-in refused from %s for e-mail %s: %s", address, digest, why)
+
+
 def _start_request(body: dict, address: str):
     """(customer, order scope) for the request, or a response that ends it (a code sent, a code asked for).
 
@@ -53,6 +64,7 @@ def _start_request(body: dict, address: str):
             raise ApiError(400, "customer_token must be a non-empty string.")
         customer = identity.customer_from_token(token)
         if customer is None:
+            security_log.warning("customer sign-in refused from %s: a forged or expired shop token", address)
             raise ApiError(403, "The customer token is invalid or has expired; reload the shop's page.")
         return customer, None
     if "email" not in body or not any(k in body for k in ("order_number", "code", "send_code")):
@@ -73,10 +85,13 @@ def _start_request(body: dict, address: str):
         order = signin.by_order(email=email, order_number=number, address=address)
         return order.customer, order
     except signin.WrongOrder:
+        _refused(address, email, "a wrong order number")
         raise ApiError(403, NOT_YOUR_ORDER) from None
     except signin.CodeRequired:
+        _refused(address, email, "too many failed sign-ins; the e-mailed code is required")
         return _refusal(403, "code_required", CODE_REQUIRED)
     except signin.WrongCode:
+        _refused(address, email, "a wrong sign-in code")
         return _refusal(403, "wrong_code", "That code is wrong, used or expired. Check the latest e-mail "
                                            "from us, or ask for a new code.")
     except signin.TooManyCodes as over:
