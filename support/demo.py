@@ -8,8 +8,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+
+from support import permissions
 
 from support.models import (
     Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
@@ -198,6 +202,9 @@ def seed_demo() -> dict[str, int]:
         return now - timedelta(hours=hours)
 
     with transaction.atomic():
+        permissions.ensure_groups()
+        if settings.DEBUG:  # the demo site: its staff login may decide every approval
+            demo_staff_user()
         customers = {e: Customer.objects.update_or_create(email=e, defaults={"name": n})[0] for n, e in CUSTOMERS}
         sellers = {
             c: Seller.objects.update_or_create(code=c, defaults={"name": n, "is_sundry": s})[0] for c, n, s in SELLERS
@@ -210,6 +217,27 @@ def seed_demo() -> dict[str, int]:
             _seed_order(spec, customers[spec.customer], sellers[spec.seller], ago)
     models = [Customer, Seller, PolicyDocument, Order, OrderItem, Charge, Parcel, Scan, Refund, SellerMessage]
     return {m._meta.verbose_name_plural: m.objects.count() for m in models}
+
+
+DEMO_STAFF_USERNAME = "staff"
+DEMO_STAFF_GROUP = permissions.LEADS  # decides every approval, refunds above the threshold included
+
+
+def demo_staff_user(*, password: str | None = None):
+    """The demo staff login (`manage.py demo_staff` gives it its password): staff, in DEMO_STAFF_GROUP.
+
+    Created when missing, with no usable password until one is given; kept in the group on every call, so
+    `seed_demo` and `demo_staff` may run in either order."""
+    user, created = get_user_model().objects.get_or_create(username=DEMO_STAFF_USERNAME,
+                                                           defaults={"first_name": "Sam"})
+    if created and password is None:
+        user.set_unusable_password()
+    if password is not None:
+        user.set_password(password)
+    user.is_staff = True
+    user.save()
+    user.groups.add(permissions.ensure_groups()[DEMO_STAFF_GROUP])
+    return user
 
 
 def _seed_order(spec: DemoOrder, customer: Customer, seller: Seller, ago) -> None:

@@ -4,11 +4,31 @@ Each page only names what the script needs (the page, the conversation id, who i
 attributes: the site's CSP allows no inline script, and nothing read from the database is rendered here.
 """
 
+import functools
+
 from django.contrib.admin.views.decorators import staff_member_required as _staff_member_required
 from django.shortcuts import render
 
+from support import permissions
+
 # Our login page (settings.LOGIN_URL), not the admin's, which staff_member_required uses by default.
-staff_member_required = _staff_member_required(login_url="login")
+_to_login = _staff_member_required(login_url="login")
+
+
+def staff_member_required(view):
+    """Staff only; anyone else goes to the login page. A signed-in account that is not staff (or no longer
+    active) is worth a line on support.security: an anonymous visitor is merely not logged in yet."""
+    guarded = _to_login(view)
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        user = request.user
+        if user.is_authenticated and not (user.is_active and user.is_staff):
+            permissions.log_refusal(user, permissions.request_address(request),
+                                    f"{request.method} {request.path}: the console needs an active staff account")
+        return guarded(request, *args, **kwargs)
+
+    return wrapper
 
 
 def _page(request, template: str, page: str, **context):
