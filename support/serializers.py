@@ -6,7 +6,7 @@ results or the trace. Public ids only; integer keys never leave the server.
 
 from __future__ import annotations
 
-from support import events
+from support import events, permissions
 from support.models import Approval, Conversation, Message, Run, Step
 
 
@@ -60,16 +60,49 @@ def step_json(step: Step) -> dict:
     }
 
 
+SINCE_SHOWN = 20  # customer messages shown on an approval card; the count says how many there are in all
+
+
 def approval_json(approval: Approval) -> dict:
     call = approval.tool_call
+    executed = approval.executed_arguments
+    since = customer_messages_since(approval)
+    since_count = since.count()
+    shown = list(since.order_by("-seq")[:SINCE_SHOWN])[::-1] if since_count else []
     return {
         "id": str(approval.public_id), "run": str(approval.run.public_id),
         "conversation": str(approval.run.conversation.public_id), "tool": call.name, "call_id": call.call_id,
         "status": "pending" if approval.pending else approval.decision, "requested_at": _ts(approval.requested_at),
-        "requested_arguments": approval.requested_arguments, "executed_arguments": approval.executed_arguments,
+        "requested_arguments": approval.requested_arguments, "executed_arguments": executed,
         "decided_at": _ts(approval.decided_at), "reason": approval.reason,
         "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
+        # Approving it needs support.approve_large_refund (support/permissions.py).
+        "large_refund": permissions.is_large_refund(call.name, executed if executed is not None
+                                                    else approval.requested_arguments),
+        # What the customer wrote after the agent asked (while it waited): a "cancel" must not go unseen.
+        "customer_messages_since": [{"seq": m.seq, "text": m.content, "created_at": _ts(m.created_at)}
+                                    for m in shown],
+        "customer_messages_since_count": since_count,
+        "needs_second_look": since_count > 0,
     }
+
+
+def customer_messages_since(approval: Approval):
+    """The customer's messages written after the agent's message that asked for the call (and, once it is
+    decided, up to the decision), in seq order."""
+    run = approval.run
+    asked = None
+    for seq, calls in (Message.objects.filter(run_id=run.pk, role="assistant", tool_calls__isnull=False)
+                       .order_by("-seq").values_list("seq", "tool_calls")):
+        if any(isinstance(c, dict) and c.get("id") == approval.tool_call.call_id for c in calls or ()):
+            asked = seq
+            break
+    messages = Message.objects.filter(conversation_id=run.conversation_id, author=Message.CUSTOMER)
+    messages = messages.filter(seq__gt=asked) if asked is not None else \
+        messages.filter(created_at__gte=approval.requested_at)
+    if approval.decided_at is not None:
+        messages = messages.filter(created_at__lte=approval.decided_at)
+    return messages.order_by("seq")
 
 
 def conversation_json(conversation: Conversation, *, staff: bool) -> dict:

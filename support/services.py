@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import timedelta
+from datetime import timezone as dt_timezone
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
@@ -275,11 +276,22 @@ def _expired(now) -> Q:
     return Q(expires_at__lte=now) | Q(requested_at__lte=now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS))
 
 
-def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "") -> Approval:
+class NeedsSecondLook(Exception):
+    """The customer wrote after the call was requested: approving needs a person to confirm they read it."""
+
+
+def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "",
+                    confirm_seen: bool = True) -> Approval:
     """Write a staff decision once, while the approval is in time. Approval may carry edited arguments,
     validated against the tool's schema. AlreadyDecided when someone decided first; ApprovalExpired once
-    its time is up, whatever the sweeper has done (this request then expires it, as the sweeper would)."""
-    reason = (reason or "").strip()
+    its time is up, whatever the sweeper has done (this request then expires it, as the sweeper would).
+
+    Repeating a decision (the same person, the same verdict and arguments or reason: a double click, a
+    retried request) answers the approval as decided and changes nothing. confirm_seen=False (the staff
+    API, unless the person ticked "I have read them") refuses to approve while customer messages written
+    since the request exist: NeedsSecondLook. Callers that show no card (the ask command) keep the default.
+    """
+    reason = (reason or "").strip()[:2000]
     executed = None
     if approve:
         executed = approval.requested_arguments if arguments is None else arguments
@@ -294,8 +306,13 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         # Deciders of one run take turns on its row: each sees the decisions committed before it, so
         # exactly one finds nothing pending and requeues the run (with two at once, neither would).
         _lock_run(approval.run_id)
-        decided = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).exclude(_expired(now)).update(
-            decided_at=now, decided_by=user, reason=reason[:2000],
+        waiting = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).exclude(_expired(now))
+        if approve and not confirm_seen and waiting.exists() \
+                and serializers.customer_messages_since(approval).exists():
+            raise NeedsSecondLook("The customer wrote after this was requested; read their messages and "
+                                  "confirm you have seen them to approve.")
+        decided = waiting.update(
+            decided_at=now, decided_by=user, reason=reason,
             decision=Approval.APPROVED if approve else Approval.REJECTED, executed_arguments=executed,
         )
         if decided:
@@ -310,8 +327,29 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         approval.refresh_from_db()
         if approval.decision == Approval.EXPIRED:
             raise ApprovalExpired(f"This approval expired: {approval.reason}.")
-        raise AlreadyDecided("This approval was already decided.")
+        if _same_decision(approval, user, approve=approve, executed=executed, reason=reason):
+            return approval
+        raise AlreadyDecided(_already_decided(approval, now))
     return approval
+
+
+def _same_decision(approval: Approval, user, *, approve: bool, executed, reason: str) -> bool:
+    """This very decision, by this very person, is the one on record."""
+    if approval.decided_by_id != getattr(user, "pk", None):
+        return False
+    if approve:
+        return approval.decision == Approval.APPROVED and approval.executed_arguments == executed
+    return approval.decision == Approval.REJECTED and approval.reason == reason
+
+
+def _already_decided(approval: Approval, now) -> str:
+    """"Sam Lee already approved this at 14:02 UTC." (with the date when it was not today)."""
+    user = approval.decided_by
+    name = (user.get_full_name() or user.get_username()) if user is not None else "The system"
+    at = approval.decided_at.astimezone(dt_timezone.utc)
+    when = at.strftime("%H:%M UTC") if at.date() == now.astimezone(dt_timezone.utc).date() \
+        else at.strftime("%H:%M UTC on %d %b %Y")
+    return f"{name} already {approval.decision} this at {when}."
 
 
 def _resume_when_decided(run_id: int) -> None:

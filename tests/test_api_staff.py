@@ -1,14 +1,16 @@
 """The staff's API, as the console uses it.
 
-Who may do what: Sam is staff and may list and decide approvals and read every conversation with its
-trace. Chris has an account but is not staff, and an anonymous visitor has none: both get a 403 in JSON
-from every staff endpoint (never a redirect to the login page), and their decisions change nothing.
-Every POST needs the CSRF token.
+Who may do what: Sam is staff, a support agent (support.decide_approval), and may list and decide
+approvals and read every conversation with its trace. Chris has an account but is not staff, and an
+anonymous visitor has none: both get a 403 in JSON from every staff endpoint (never a redirect to the
+login page), and their decisions change nothing. Every POST needs the CSRF token. Staff without the
+permission, and large refunds: tests/test_staff_permissions.py.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -16,6 +18,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from support import permissions
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from tests.desk_factories import REFUND_ARGUMENTS, make_user, pending_refund_approval, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)
@@ -23,7 +26,9 @@ from tests.desk_factories import queued  # noqa: F401  (fixture)
 
 @pytest.fixture
 def sam(db):
-    return make_user("sam", staff=True)
+    user = make_user("sam", staff=True)
+    user.groups.add(permissions.ensure_groups()[permissions.AGENTS])
+    return user
 
 
 @pytest.fixture
@@ -126,7 +131,8 @@ def test_it_lists_pending_approvals_oldest_first_and_drops_them_once_decided(sta
         "conversation": str(first.run.conversation.public_id), "tool": "issue_refund",
         "call_id": first.tool_call.call_id, "status": "pending", "requested_at": listed[0]["requested_at"],
         "requested_arguments": REFUND_ARGUMENTS, "executed_arguments": None, "decided_at": None, "reason": "",
-        "decided_by": None,
+        "decided_by": None, "large_refund": False, "customer_messages_since": [], "customer_messages_since_count": 0,
+        "needs_second_look": False,
     }
     assert decide(staff, first, "approve").status_code == 200
     assert [a["id"] for a in staff.get("/api/staff/approvals").json()["approvals"]] == [str(second.public_id)]
@@ -195,12 +201,15 @@ def test_a_rejection_needs_a_reason(staff, approval, queued, body):
 
 
 @pytest.mark.parametrize("first, second", [("approve", "approve"), ("approve", "reject"), ("reject", "approve")])
-def test_a_second_decision_is_told_409_and_changes_nothing(staff, approval, queued, first, second):
+def test_a_different_second_decision_is_told_409_and_changes_nothing(staff, approval, queued, first, second):
     assert decide(staff, approval, first, {"reason": "first"}).status_code == 200
     after_first, queued_after_first = snapshot(approval), list(queued)
     response = decide(staff, approval, second, {"reason": "second", "arguments": {**REFUND_ARGUMENTS, "amount": "1"}})
-    assert (response.status_code, response.json()) == (409, {"error": "This approval was already decided.",
-                                                             "code": "conflict", "retryable": False})
+    body = response.json()
+    assert (response.status_code, body["code"], body["retryable"]) == (409, "conflict", False)
+    verdict = "approved" if first == "approve" else "rejected"
+    assert re.fullmatch(rf"sam already {verdict} this at \d\d:\d\d UTC\.", body["error"]), body["error"]
+    assert body["approval"]["status"] == verdict
     assert snapshot(approval) == after_first and queued == queued_after_first
 
 

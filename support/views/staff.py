@@ -1,18 +1,47 @@
 """The staff's API, used by the console: approvals to decide, conversations with their runs and trace.
 
 Session login with is_staff; CSRF enforced on every POST (by staff_required, so failures answer in JSON).
+Any staff member may read; deciding needs the permissions of support/permissions.py. Every 403 is logged
+on `support.security` with who, from where and why.
 """
 
 from __future__ import annotations
 
+import functools
+
 from django.http import JsonResponse
 
-from support import selectors, services
+from support import permissions, selectors, services
 from support.serializers import approval_json, conversation_json, message_json, run_json, step_json
 
-from .common import ApiError, api, json_body, staff_required
+from .common import ApiError, api, json_body
+from .common import staff_required as _staff_required
 
 NO_SUCH_APPROVAL = "No such approval."
+
+
+def staff_required(view):
+    """common.staff_required (a staff session and the CSRF token, or 403), with its refusals logged."""
+    guarded = _staff_required(view)
+
+    @functools.wraps(guarded)
+    def wrapper(request, *args, **kwargs):
+        try:
+            response = guarded(request, *args, **kwargs)
+        except ApiError as error:
+            if error.status == 403:
+                _log_refusal(request, error.message)
+            raise
+        if response.status_code == 403:  # the CSRF check answers instead of raising
+            _log_refusal(request, "CSRF check failed")
+        return response
+
+    return wrapper
+
+
+def _log_refusal(request, reason: str) -> None:
+    permissions.log_refusal(request.user, permissions.request_address(request),
+                            f"{request.method} {request.path}: {reason}")
 
 
 def _approval(public_id):
@@ -33,15 +62,23 @@ def _status_filter(request, allowed, default):
 @staff_required
 def approvals(request):
     status = _status_filter(request, selectors.APPROVAL_STATUSES, "pending")
-    return JsonResponse({"approvals": [approval_json(a) for a in selectors.approvals_list(status)]})
+    # `viewer`: what this staff member may decide, so the console offers only that.
+    return JsonResponse({"approvals": [approval_json(a) for a in selectors.approvals_list(status)],
+                         "viewer": permissions.viewer_json(request.user)})
 
 
 @api("POST")
 @staff_required
 def approve(request, public_id):
     approval = _approval(public_id)
-    arguments = json_body(request).get("arguments")
-    return _decide(request, approval, approve=True, arguments=arguments)
+    body = json_body(request)
+    confirm_seen = body.get("confirm_seen", False)
+    if not isinstance(confirm_seen, bool):
+        raise ApiError(400, "confirm_seen must be true or false.")
+    arguments = body.get("arguments")
+    _may_decide(request, approval, approve=True,
+                arguments=approval.requested_arguments if arguments is None else arguments)
+    return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen)
 
 
 @api("POST")
@@ -51,18 +88,35 @@ def reject(request, public_id):
     reason = json_body(request).get("reason")
     if reason is not None and not isinstance(reason, str):
         raise ApiError(400, "reason must be text.")
+    _may_decide(request, approval, approve=False, arguments=None)
     # An empty reason is refused by the service, which owns that rule.
     return _decide(request, approval, approve=False, reason=reason or "")
+
+
+def _may_decide(request, approval, *, approve: bool, arguments) -> None:
+    refusal = permissions.decision_refusal(request.user, tool=approval.tool_call.name, approve=approve,
+                                           arguments=arguments)
+    if refusal is not None:
+        raise ApiError(403, refusal)  # logged by staff_required, as every 403 here
 
 
 def _decide(request, approval, **decision):
     try:
         services.approval_decide(approval=approval, user=request.user, **decision)
+    except services.NeedsSecondLook as error:
+        # The card as it is now, so the console shows what the customer wrote before asking again.
+        return JsonResponse({"error": str(error), "code": "needs_second_look", "retryable": False,
+                             "approval": _fresh(approval)}, status=409)
     except services.AlreadyDecided as error:  # or ApprovalExpired: the text says which
-        raise ApiError(409, str(error)) from None
+        return JsonResponse({"error": str(error), "code": "conflict", "retryable": False,
+                             "approval": _fresh(approval)}, status=409)
     except services.InvalidArguments as error:
         raise ApiError(400, str(error)) from None
-    return JsonResponse({"approval": approval_json(selectors.approval_by_public_id(approval.public_id))})
+    return JsonResponse({"approval": _fresh(approval)})
+
+
+def _fresh(approval) -> dict:
+    return approval_json(selectors.approval_by_public_id(approval.public_id))
 
 
 @api("GET")

@@ -1,6 +1,7 @@
 """Gated refunds across two browsers: the customer in the shop's widget, a staff member in the console.
 Neither page is reloaded: every change reaches them over their websockets."""
 
+import re
 from decimal import Decimal
 
 from playwright.sync_api import expect
@@ -109,3 +110,72 @@ def test_the_reject_flow(site, customer_page, staff_page):
     approval = Approval.objects.get(run__conversation__public_id=conversation)
     assert (approval.decision, approval.reason, approval.decided_by.first_name) == (
         Approval.REJECTED, reason, STAFF_NAME)
+
+
+def test_a_customer_who_writes_while_the_refund_waits_is_shown_on_the_card_before_anyone_approves(
+        site, customer_page, staff_page):
+    staff = staff_page("/console/approvals/")
+    staff.evaluate(SAME_DOCUMENT)
+    customer = customer_page()
+    open_widget(customer)
+    conversation = widget_conversation(customer)["id"]
+    ask(customer, "My order SU-41402 arrived cracked.")  # 129.00: the demo login is a lead
+    expect(customer.get_by_test_id("widget-approval-banner")).to_be_visible(timeout=20000)
+
+    card = staff.get_by_test_id("approval-queue").locator(
+        f'[data-testid="approval-card"]:has(a[href*="{conversation}"])')
+    expect(card).to_have_count(1, timeout=10000)
+    expect(card).to_have_attribute("data-status", "pending")
+    expect(card.get_by_test_id("approve-button")).to_be_visible()
+    expect(card.get_by_test_id("approval-second-look")).to_have_count(0)
+
+    # The customer changes their mind while the card is on screen: it updates without a reload.
+    cancel = "cancel, I don't want the refund <b>after all</b>"
+    ask(customer, cancel)
+    look = card.get_by_test_id("approval-second-look")
+    expect(look).to_be_visible(timeout=10000)
+    expect(look.get_by_test_id("approval-customer-message")).to_have_text(re.compile(re.escape(cancel)))
+    expect(look.locator("b")).to_have_count(0)  # the customer's text is text, never markup
+    shot(staff, "second-look-console")
+    staff.set_viewport_size({"width": 390, "height": 844})
+    card.scroll_into_view_if_needed()
+    shot(staff, "second-look-console-narrow")
+    staff.set_viewport_size({"width": 1280, "height": 800})
+
+    # Approving needs the tick: without it nothing is decided.
+    card.get_by_test_id("approve-button").click()
+    expect(card.get_by_test_id("approval-error")).to_contain_text("tick the box")
+    expect(card).to_have_attribute("data-status", "pending")
+    assert Approval.objects.get(run__conversation__public_id=conversation).decided_at is None
+
+    # The person reads it and rejects instead; the refund is never issued.
+    card.get_by_test_id("reject-button").click()
+    card.get_by_test_id("reason-input").fill("you asked us to cancel it")
+    card.get_by_test_id("reject-confirm-button").click()
+    expect(card).to_have_attribute("data-status", "rejected")
+    expect(card.get_by_test_id("approval-second-look")).to_contain_text("while this waited")
+    assert staff.evaluate("window.__sameDocument")
+    assert not Refund.objects.filter(order__number="SU-41402").exists()
+
+
+def test_staff_without_the_permission_see_the_card_but_no_buttons(site, new_context):
+    from django.contrib.auth import get_user_model
+
+    from support.models import Customer
+    from tests.desk_factories import pending_refund_approval, start_conversation
+
+    get_user_model().objects.filter(username="robin").delete()
+    get_user_model().objects.create_user("robin", password="read-only-pw", first_name="Robin", is_staff=True)
+    approval = pending_refund_approval(start_conversation(Customer.objects.get(email="tom@example.com")))
+    page = new_context().new_page()
+    page.goto(site + "/accounts/login/?next=/console/approvals/")
+    page.locator("input[name=username]").fill("robin")
+    page.locator("input[name=password]").fill("read-only-pw")
+    page.get_by_test_id("login-button").click()
+    expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
+    card = page.locator(f'[data-testid="approval-card"][data-approval="{approval.public_id}"]')
+    expect(card.get_by_test_id("approval-read-only")).to_be_visible(timeout=10000)
+    expect(card.get_by_test_id("approval-arguments")).to_contain_text('"amount": "64.00"')
+    expect(page.get_by_test_id("approve-button")).to_have_count(0)
+    expect(page.get_by_test_id("reject-button")).to_have_count(0)
+    shot(page, "approval-read-only")

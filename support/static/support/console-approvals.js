@@ -1,5 +1,7 @@
 // Approval cards (approve / edit arguments then approve / reject with a reason) and the queue built of them.
-// The same card serves the queue page, the side panel of the list and the conversation page.
+// The same card serves the queue page, the side panel of the list and the conversation page. A card offers
+// only what its viewer may decide (the API refuses the rest anyway), and one whose customer wrote after the
+// request shows those messages and asks for a tick before approving (a "cancel" must not go unseen).
 
 import { ApiError, staffApi } from "./console-api.js";
 import { customers, onCustomers, wantCustomers } from "./console-store.js";
@@ -8,6 +10,70 @@ import {
 } from "./console-dom.js";
 
 const ALREADY_DECIDED = "Someone else decided this approval a moment ago; their decision is shown below.";
+const SECOND_LOOK = "Read what the customer wrote since the request, then tick the box to approve.";
+
+// What this staff member may decide: the approvals API's `viewer`, asked once per page.
+let viewer = null;
+let viewerAsked = null;
+const viewerWaiters = new Set();
+
+function knownViewer(onKnown) {
+  if (viewer) return viewer;
+  viewerWaiters.add(onKnown);
+  if (!viewerAsked) {
+    viewerAsked = staffApi.approvals("pending").then((data) => {
+      viewer = data.viewer || { can_decide: false, can_approve_large_refunds: false, large_refund_threshold: "" };
+      for (const waiter of viewerWaiters) waiter();
+      viewerWaiters.clear();
+    }).catch(() => {
+      viewerAsked = null; // asked again at the next render
+    });
+  }
+  return null;
+}
+
+/** A refused decision: the status, the API's code (e.g. needs_second_look) and the card as it is now. */
+class DecisionError extends ApiError {
+  constructor(status, message, code, approval) {
+    super(status, message);
+    this.code = code;
+    this.approval = approval;
+  }
+}
+
+function csrfToken() {
+  const pair = document.cookie.split(";").map((part) => part.trim()).find((part) => part.startsWith("csrftoken="));
+  return pair ? decodeURIComponent(pair.slice("csrftoken=".length)) : "";
+}
+
+// The decisions are posted here rather than through staffApi: a refusal's code and card matter to the card.
+async function postDecision(approvalId, verb, body) {
+  let response;
+  try {
+    response = await fetch(`/api/staff/approvals/${encodeURIComponent(approvalId)}/${verb}`, {
+      method: "POST", credentials: "same-origin",
+      headers: { Accept: "application/json", "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify(body),
+    });
+  } catch {
+    throw new DecisionError(0, "The server could not be reached. Check the connection and try again.");
+  }
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    throw new DecisionError(response.status, (data && data.error) || `The server answered ${response.status}.`,
+      data && data.code, data && data.approval);
+  }
+  return data;
+}
+
+function lastSeq(messages) {
+  return messages.reduce((max, m) => Math.max(max, m.seq), 0);
+}
 
 function sameJson(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
@@ -38,6 +104,11 @@ export class ApprovalCard {
   render() {
     const a = this.approval;
     const hadFocus = this.el.contains(document.activeElement);
+    const focusedTestid = hadFocus ? document.activeElement.dataset.testid : null;
+    // A live update (the customer wrote) must not wipe what this person was typing.
+    const typed = { args: this.textarea?.value, reason: this.reason?.value };
+    this.viewer = knownViewer(() => this.render());
+    this.seenBox = null;
     const titleId = uniqueId("approval-title");
     this.el.dataset.status = a.status;
     this.el.className = `approval-card is-${a.status}`;
@@ -57,7 +128,59 @@ export class ApprovalCard {
       a.status === "pending" ? this.pendingBody() : this.decidedBody(),
     );
     this.titleEl = this.el.querySelector(".approval-title");
-    if (hadFocus && !this.el.contains(document.activeElement)) this.titleEl.focus();
+    if (a.status === "pending" && this.openForm) {
+      if (typed.args !== undefined && this.openForm === "edit") this.textarea.value = typed.args;
+      if (typed.reason !== undefined && this.openForm === "reject") this.reason.value = typed.reason;
+    }
+    if (hadFocus && !this.el.contains(document.activeElement)) {
+      const again = focusedTestid && this.el.querySelector(`[data-testid="${focusedTestid}"]`);
+      (again || this.titleEl).focus();
+    }
+  }
+
+  /** What the customer wrote after the request, newest last; with a tick box while it is pending. */
+  secondLook() {
+    const a = this.approval;
+    const messages = a.customer_messages_since || [];
+    const count = a.customer_messages_since_count || messages.length;
+    if (!count) return null;
+    const pending = a.status === "pending";
+    const boxId = uniqueId("seen");
+    const earlier = count - messages.length;
+    const list = h("ol", { class: "transcript", "data-testid": "approval-customer-messages" },
+      messages.map((m) => h("li", { class: "msg msg-customer", "data-testid": "approval-customer-message", "data-seq": String(m.seq) },
+        h("div", { class: "msg-head" }, h("span", { class: "msg-author" }, "Customer"), timeEl(m.created_at, "approval-customer-message-time")),
+        h("div", { class: "msg-text" }, m.text))));
+    let confirm = null;
+    if (pending && this.viewer && this.viewer.can_decide) {
+      this.seenBox = h("input", { type: "checkbox", id: boxId, "data-testid": "confirm-seen",
+        onchange: () => { this.seenThrough = this.seenBox.checked ? lastSeq(messages) : 0; this.showError(""); } });
+      // Ticked only for the messages it was ticked for: a newer one asks again.
+      this.seenBox.checked = (this.seenThrough || 0) >= lastSeq(messages);
+      confirm = h("label", { for: boxId }, this.seenBox, " I have read what the customer wrote; approve anyway");
+    }
+    return h("section", { class: "notice", "data-testid": "approval-second-look", "aria-label": "Customer messages since the request" },
+      h("strong", {}, pending
+        ? `The customer wrote ${count === 1 ? "a message" : `${count} messages`} after this was requested. Read ${count === 1 ? "it" : "them"} before approving.`
+        : `The customer wrote ${count === 1 ? "a message" : `${count} messages`} while this waited.`),
+      earlier > 0 ? h("p", { class: "hint" }, `${earlier} earlier ${earlier === 1 ? "message is" : "messages are"} in the `,
+        h("a", { href: conversationUrl(a.conversation) }, "conversation"), ".") : null,
+      list, confirm);
+  }
+
+  /** The decide buttons this viewer may use, or a line saying why there are none. */
+  actions() {
+    const a = this.approval;
+    const v = this.viewer;
+    if (!v) return [h("p", { class: "hint", "data-testid": "approval-checking" }, "Checking what you may decide…")];
+    if (!v.can_decide) {
+      return [h("p", { class: "hint", "data-testid": "approval-read-only" },
+        "You can follow this approval but not decide it: that needs the “decide approvals” permission (Support agents or Support leads).")];
+    }
+    const mayApprove = !a.large_refund || v.can_approve_large_refunds;
+    const note = mayApprove ? null : h("p", { class: "hint", "data-testid": "approval-needs-lead" },
+      `Refunds above ${v.large_refund_threshold} need a support lead to approve. You may lower the amount, or reject it.`);
+    return [h("div", { class: "actions", role: "group", "aria-label": "Decide" }, mayApprove ? this.approveBtn : null, this.editBtn, this.rejectBtn), note];
   }
 
   pendingBody() {
@@ -110,9 +233,8 @@ export class ApprovalCard {
         if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
       });
     }
-    const body = h("div", { class: "approval-body" }, args,
-      h("div", { class: "actions", role: "group", "aria-label": "Decide" }, this.approveBtn, this.editBtn, this.rejectBtn),
-      this.editForm, this.rejectForm, this.error);
+    const body = h("div", { class: "approval-body" }, args, this.secondLook(), this.actions(),
+      this.viewer && this.viewer.can_decide ? [this.editForm, this.rejectForm] : null, this.error);
     if (this.openForm) this.toggleForm(this.openForm, { focus: false });
     return body;
   }
@@ -139,7 +261,8 @@ export class ApprovalCard {
         h("pre", { class: "json is-edited", "data-testid": "approval-executed-arguments" }, prettyJson(a.executed_arguments))))
       : requested;
     return h("div", { class: "approval-body" },
-      h("dl", { class: "decision" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])), args);
+      h("dl", { class: "decision" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])), args,
+      this.secondLook());
   }
 
   toggleForm(which, { focus = true } = {}) {
@@ -192,23 +315,39 @@ export class ApprovalCard {
 
   async decide({ approve, args, reason, field }) {
     if (this.busy || this.approval.status !== "pending") return;
+    const confirmSeen = Boolean(this.seenBox && this.seenBox.checked);
+    if (approve && this.approval.needs_second_look && !confirmSeen) {
+      this.showError(SECOND_LOOK, this.seenBox);
+      return;
+    }
     this.busy = true;
     this.el.setAttribute("aria-busy", "true");
     for (const button of this.el.querySelectorAll("button")) button.disabled = true;
     let decided = null;
     try {
-      const { approval } = approve ? await staffApi.approve(this.approval.id, args) : await staffApi.reject(this.approval.id, reason);
+      const body = approve ? { ...(args === undefined ? {} : { arguments: args }), ...(confirmSeen ? { confirm_seen: true } : {}) }
+        : { reason };
+      const { approval } = await postDecision(this.approval.id, approve ? "approve" : "reject", body);
       decided = approval;
     } catch (error) {
       this.busy = false;
       this.el.removeAttribute("aria-busy");
       for (const button of this.el.querySelectorAll("button")) button.disabled = false;
+      if (error instanceof DecisionError && error.code === "needs_second_look") {
+        // The customer wrote meanwhile: show it (the answer carries the card as it is now) and ask for the tick.
+        this.seenThrough = 0;
+        if (!error.approval || !this.store.upsert(error.approval)) this.render();
+        this.showError(SECOND_LOOK, this.seenBox);
+        return;
+      }
       if (error instanceof ApiError && error.status === 409) {
-        this.notice = ALREADY_DECIDED;
+        this.notice = error.message || ALREADY_DECIDED; // "Sam Lee already approved this at 14:02 UTC."
         this.openForm = null;
-        await this.store.refresh(); // brings the other decision (unless an event brought it already)
+        if (!(error instanceof DecisionError && error.approval && this.store.upsert(error.approval))) {
+          await this.store.refresh(); // brings the other decision (unless an event brought it already)
+        }
         this.render();
-        announce(ALREADY_DECIDED);
+        announce(this.notice);
         return;
       }
       this.showError(error.message, field);
