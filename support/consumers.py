@@ -17,6 +17,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 
 from support import cleaning, events, identity, limits, selectors, serializers, services
 from support.models import Conversation
+from support import permissions
+from support.models import Approval
 
 log = logging.getLogger(__name__)
 
@@ -232,18 +234,111 @@ class CustomerConsumer(ReplayingConsumer):
 
 
 class StaffConsumer(ReplayingConsumer):
+    """The console's socket: open only while its session and account are.
+
+    Both are read again on every client frame, before relaying an event once the last check is older than
+    STAFF_SOCKET_RECHECK_SECONDS, and at least that often while the socket is quiet; logging out closes
+    the session's sockets at once (staff.revoke on the user's group). A refused or revoked socket closes
+    with 4403 and is logged on support.security.
+    """
+
     staff = True
 
     async def connect(self):
         user = self.scope.get("user")
+        self.revoked = True  # until accepted: nothing is relayed
         if user is None or not user.is_authenticated or not user.is_staff:
-            await self.close(code=4403)
+            reason = "not a staff account" if user is not None and user.is_authenticated else "not logged in"
+            permissions.log_refusal(user, permissions.scope_address(self.scope), f"staff socket: {reason}")
+            await self.close(code=permissions.REVOKED)
             return
         await super().connect()
+        self.user_id, self.session_key = user.pk, self.scope["session"].session_key
+        self.revoked, self.checked_at = False, self.now()
         self.watched: dict[str, Conversation] = {}
+        self.with_pending: set[str] = set()  # conversations whose approval cards may change
         await self.join(events.STAFF_GROUP)
+        await self.join(permissions.staff_user_group(user.pk))
+        self.with_pending |= await db(_conversations_with_pending_approvals)()
+        self.rechecks = asyncio.ensure_future(self.recheck_while_open())
+
+    async def disconnect(self, code):
+        if getattr(self, "rechecks", None) is not None:
+            self.rechecks.cancel()
+        await super().disconnect(code)
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def still_allowed(self) -> bool:
+        """Read the session and the account again; close the socket if it may no longer be open."""
+        if self.revoked:
+            return False
+        problem = await db(permissions.staff_session_problem)(self.session_key, self.user_id)
+        self.checked_at = self.now()
+        if problem is not None:
+            await self.revoke(problem)
+        return problem is None
+
+    async def revoke(self, reason: str) -> None:
+        if self.revoked:
+            return
+        self.revoked = True  # first: events that arrive while the close goes out are dropped
+        permissions.log_refusal(self.scope.get("user"), permissions.scope_address(self.scope),
+                                f"staff socket closed: {reason}")
+        for group in list(self.joined):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.joined.clear()
+        self.watched.clear()
+        await self.close(code=permissions.REVOKED)
+
+    async def recheck_while_open(self) -> None:
+        period = permissions.recheck_seconds()
+        while not self.revoked:
+            await asyncio.sleep(max(period - (self.now() - self.checked_at), 0.05))
+            if self.now() - self.checked_at < period:
+                continue  # a frame or an event checked meanwhile
+            try:
+                await self.still_allowed()
+            except Exception:  # the database is away: keep the socket, try again after the next period
+                self.checked_at = self.now()
+                log.warning("staff socket of user id %s: session not checked", self.user_id, exc_info=True)
+
+    async def staff_revoke(self, message):
+        """Logout (this session's sockets close at once) or an account change (each socket checks itself)."""
+        if message.get("session") and message["session"] == permissions.session_tag(self.session_key):
+            await self.revoke(message.get("reason") or "logged out")
+        else:
+            await self.still_allowed()
+
+    async def desk_event(self, message):
+        if self.revoked:
+            return
+        if self.now() - self.checked_at >= permissions.recheck_seconds() and not await self.still_allowed():
+            return
+        again = message.get("id") is not None and message["id"] in self.recent_ids  # through a second group
+        await super().desk_event(message)
+        if not again:
+            await self.keep_cards_current(message["event"])
+
+    async def keep_cards_current(self, event) -> None:
+        """A customer who writes while an approval waits changes its card (customer_messages_since): send
+        the card again as approval.requested. conversation.updated on the staff group follows every
+        customer message; only conversations with a pending approval are read again."""
+        key, kind = event.get("conversation"), event["type"]
+        if kind == "approval.requested" and key:
+            self.with_pending.add(key)
+        elif kind == "conversation.updated" and key in self.with_pending:
+            cards = await db(_pending_approvals_json)(key)
+            if not cards:
+                self.with_pending.discard(key)
+            for card in cards:
+                await self.send_json({"type": "approval.requested", "conversation": key, "seq": event.get("seq"),
+                                      "approval": card, "why": "customer_wrote"})
 
     async def receive_json(self, content, **kwargs):
+        if not await self.still_allowed():
+            return
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "watch":
             conversation = await db(selectors.conversation_by_public_id)(
@@ -264,6 +359,17 @@ class StaffConsumer(ReplayingConsumer):
             await self.send_json({"type": "pong", "seqs": await self.last_seqs(list(self.watched.values()))})
         else:
             await self.send_json({"type": "error", "error": "Unknown frame type."})
+
+
+def _conversations_with_pending_approvals() -> set[str]:
+    return {str(c) for c in Approval.objects.filter(decided_at__isnull=True)
+            .values_list("run__conversation__public_id", flat=True).distinct()}
+
+
+def _pending_approvals_json(conversation_key: str) -> list[dict]:
+    approvals = (Approval.objects.filter(run__conversation__public_id=conversation_key, decided_at__isnull=True)
+                 .select_related("tool_call", "run__conversation", "decided_by").order_by("requested_at"))
+    return [serializers.approval_json(a) for a in approvals]
 
 
 def _replay_read(conversation, after_seq: int, staff: bool):
