@@ -21,10 +21,10 @@ from support import permissions
 from support.models import Approval
 
 log = logging.getLogger(__name__)
+security_log = logging.getLogger("support.security")
 
 AUTH_TIMEOUT = 10.0  # seconds a customer socket may stay open without authenticating
 # Close codes, 4000 + the HTTP status that says the same (as 4401, 4403). RFC 6455's own (1003, 1007, 1009)
-security_log = logging.getLogger("support.security")
 # cannot be sent: daphne's websocket library lets an application close only with 1000 or 3000-4999.
 # Each close follows an error frame whose `code` names the problem.
 BAD_FRAME = 4400  # not JSON (malformed, truncated), or JSON nested deeper than MAX_FRAME_DEPTH
@@ -203,13 +203,13 @@ class CustomerConsumer(ReplayingConsumer):
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
         conversation = await db(identity.conversation_for_token)(content.get("token"), public_id)
         if conversation is None or (self.conversation is not None and conversation.pk != self.conversation.pk):
+            security_log.warning("customer socket refused from %s: no valid token for conversation %s",
+                                 self.address, str(public_id)[:40])
             await self.close(code=UNAUTHORIZED)
             return
         self.conversation = conversation
         await self.join(events.conversation_group(conversation.public_id))
         await self.replay(conversation, _seq(content.get("last_seq")))
-            security_log.warning("customer socket refused from %s: no valid token for conversation %s",
-                                 self.address, str(public_id)[:40])
 
     async def post(self, content):
         raw_id = content.get("client_id")
