@@ -287,13 +287,28 @@ SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = env_int("SELLER_MESSAGES_PER_CONVERSA
 # The shop's rules, enforced in code.
 REFUND_CEILING = env_decimal("REFUND_CEILING", "150.00")
 
+# Logs (support/log_context.py): LOG_FORMAT=json writes one JSON object per line for a log collector, plain
+# is text for a terminal; both carry the request id, conversation, run and task a line was written for.
+# Celery's own lines are given the same format by agentsite/celery.py.
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+LOG_FORMAT = env_str("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, got {LOG_FORMAT!r}")
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(f"LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "support.log_context.ContextFilter"}},
+    "formatters": {"plain": {"()": "support.log_context.PlainFormatter"},
+                   "json": {"()": "support.log_context.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "loggers": {
-        "support": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+        # propagate off: a worker's root logger has Celery's handler, which would print each line twice
+        "support": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        # a 500's traceback, with DEBUG off too (Django's own handler prints it only with DEBUG on)
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "daphne": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }
 
@@ -422,3 +437,13 @@ SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
+
+# -- Operations: probes, metrics, request ids (support/health.py, support/metrics.py, docs/deploy.md) ----
+# The probes and /metrics are answered first (support/health.py says why), then every request gets its id.
+MIDDLEWARE = ["support.log_context.RequestContextMiddleware", "support.health.ProbeMiddleware", *MIDDLEWARE]
+# /metrics asks for this bearer token when it is set (Prometheus: authorization: credentials: ...).
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# A Celery worker serves its own /metrics on this port (0: none); several workers on one machine need one
+# port each. On WORKER_METRICS_HOST: loopback by default, the address Prometheus reaches in a deployment.
+WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)
+WORKER_METRICS_HOST = env_str("WORKER_METRICS_HOST", "127.0.0.1")
