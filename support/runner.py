@@ -18,7 +18,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from support import assistant, serializers, services
+from support import assistant, metrics, serializers, services
 from support.agent import types as agent
 from support.agent.loop import run_loop
 from support.agent.summary import handoff_summary
@@ -164,6 +164,7 @@ class DbObserver(agent.Observer):
             if step.kind == "tool" and step.call_id:
                 self._save_tool_call(step)
             transaction.on_commit(lambda: serializers.publish_step(row, started=False))
+        metrics.step_recorded(step)
 
     def _save_spending(self, step: agent.Step) -> None:
         updated = Run.objects.filter(pk=self.run.pk, lease=self.lease).update(
