@@ -16,6 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 
 from support import cleaning, events, identity, limits, selectors, serializers, services
+from support import metrics
 from support.models import Conversation
 from support import permissions
 from support.models import Approval
@@ -92,8 +93,10 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
         self.joined: set[str] = set()
         self.recent_ids: deque[str] = deque(maxlen=256)  # events reaching us through two groups
         await self.accept()
+        metrics.socket_opened(self)
 
     async def disconnect(self, code):
+        metrics.socket_closed(self)
         for group in getattr(self, "joined", ()):
             await self.channel_layer.group_discard(group, self.channel_name)
 
