@@ -1,0 +1,295 @@
+"""Scale-out: two daphne processes and two Celery workers behind HAProxy (deploy/haproxy.cfg as shipped), on
+one PostgreSQL database and one Redis, every part a real process.
+
+Customers reach the desk only through the balancer. The test shows that their sockets and requests are
+spread over both daphnes and their runs over both workers; that every socket gets its run's events
+whichever process ran the run and whichever took the message; that a request id set by the balancer is on
+the worker's log lines for the run it caused; and that when one daphne dies, requests keep being answered
+and its customers reconnect through the balancer to the other and are replayed what they missed.
+
+PostgreSQL only: several processes writing one SQLite file is not a supported deployment (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from email.message import Message
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from websockets.sync.client import connect as ws_connect
+
+from support import identity
+from support.models import Run
+
+from .conftest import ROOT, _free_port, database_url, snapshot, wait_for
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+                       reason="scale-out needs PostgreSQL: several processes on one SQLite file is not a supported "
+                              "deployment (.ci/run runs this test in its PostgreSQL pass)"),
+    pytest.mark.timeout(240),
+]
+
+QUESTION = "Where is my order SU-41210?"
+
+
+# -- the processes --------------------------------------------------------------------------------------
+
+def haproxy_binary() -> str:
+    """Debian's haproxy; installed here when missing and we are root (as CI is), else the test is skipped."""
+    found = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+    if found is None and os.geteuid() == 0:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=300)
+        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "haproxy"], env=env,
+                       capture_output=True, timeout=300)
+        found = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("haproxy is required for the scale-out test and could not be installed")
+        pytest.skip("haproxy is not installed (apt-get install --no-install-recommends haproxy)")
+    return found
+
+
+class Process:
+    """A server process with its output in a log file; stopped (SIGTERM, then SIGKILL) at the end."""
+
+    def __init__(self, name: str, args: list[str], env: dict, log_dir: Path):
+        self.name, self.log_path = name, log_dir / f"{name}.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(8)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def desk(demo, worker, redis_server, model_server, tmp_path, request):
+    """Two workers (each with its metrics endpoint), two daphnes and HAProxy in front of them; yields the
+    balancer's base URL and the parts. Everything logs JSON."""
+    haproxy = haproxy_binary()
+    started: list[Process] = []
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agentsite.settings", "DATABASE_URL": database_url(),
+           "REDIS_URL": redis_server, "LIMITS_REDIS_URL": redis_server, "MODEL_BASE_URL": model_server.base_url,
+           "LOG_FORMAT": "json", "PYTHONUNBUFFERED": "1", "TRUSTED_PROXIES": "1"}
+    metrics_ports = [_free_port(), _free_port()]
+    workers = [worker(concurrency=2, WORKER_METRICS_PORT=port, LOG_FORMAT="json") for port in metrics_ports]
+    web_ports, lb_port = [_free_port(), _free_port()], _free_port()
+    try:
+        for i, port in enumerate(web_ports, 1):
+            started.append(Process(f"web{i}", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                               "agentsite.asgi:application"], env, tmp_path))
+        lb_env = {**env, "DESK_BIND": f"127.0.0.1:{lb_port}", "DESK_WEB1": f"127.0.0.1:{web_ports[0]}",
+                  "DESK_WEB2": f"127.0.0.1:{web_ports[1]}",
+                  # the static files: a daphne with DEBUG on serves them, standing in for a file server
+                  "DESK_STATIC": f"127.0.0.1:{web_ports[1]}"}
+        started.append(Process("haproxy", [haproxy, "-db", "-f", str(ROOT / "deploy" / "haproxy.cfg")], lb_env,
+                               tmp_path))
+        webs = [f"http://127.0.0.1:{port}" for port in web_ports]
+        for base in webs:
+            wait_for(lambda: get(base + "/readyz")[0] == 200, timeout=30, message=f"{base}/readyz",
+                     describe=lambda: "\n".join(p.log()[-2000:] for p in started))
+        balancer = f"http://127.0.0.1:{lb_port}"
+        wait_for(lambda: get(balancer + "/readyz")[0] == 200, timeout=20, message="the balancer",
+                 describe=lambda: started[-1].log()[-2000:])
+        yield Desk(balancer, webs, started[:2], workers,
+                   [f"http://127.0.0.1:{port}/metrics" for port in metrics_ports], started[-1])
+    finally:
+        for p in started:
+            p.stop()
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            for p in started:
+                print(f"\n----- log of {p.name} -----\n{p.log()[-5000:]}")
+
+
+class Desk:
+    def __init__(self, url, webs, daphnes, workers, worker_metrics, balancer):
+        self.url, self.webs, self.daphnes, self.workers = url, webs, daphnes, workers
+        self.worker_metrics, self.balancer = worker_metrics, balancer
+
+
+# -- talking to it -----------------------------------------------------------------------------------------
+
+def get(url: str, headers: dict | None = None) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except OSError:
+        return 0, b""
+
+
+def post(url: str, body: dict, headers: dict | None = None) -> tuple[int, dict, Message]:
+    """(status, JSON body, response headers: read them case-blind)."""
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"{}"), r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}"), e.headers
+
+
+def samples(url: str) -> dict[str, float]:
+    status, body = get(url)
+    assert status == 200, f"{url}: {status}"
+    out = {}
+    for line in body.decode().splitlines():
+        if line and not line.startswith("#"):
+            key, _, number = line.rpartition(" ")
+            out[key] = float(number)
+    return out
+
+
+def total(metrics: dict[str, float], name: str, **labels) -> float:
+    want = [f'{k}="{v}"' for k, v in labels.items()]
+    return sum(v for k, v in metrics.items()
+               if k.split("{")[0] == name and all(w in k for w in want))
+
+
+class Customer:
+    """One customer's conversation, opened through the balancer, with a socket on whichever daphne it got."""
+
+    def __init__(self, desk: Desk, email: str):
+        self.desk = desk
+        status, body, _ = post(desk.url + "/api/conversations", {"customer_token": identity.customer_token(email)})
+        assert status in (200, 201), body
+        self.id, self.token = body["conversation"]["id"], body["token"]
+        self.covered, self.seen, self.events = 0, set(), []
+        self.connect()
+
+    def connect(self) -> None:
+        host = self.desk.url.removeprefix("http://")
+        self.ws = ws_connect(f"ws://{host}/ws/conversations/{self.id}/", origin=self.desk.url, open_timeout=10,
+                             legacy=True)  # closed by the test's end (or by the daphne's death)
+        self.ws.send(json.dumps({"type": "resume", "token": self.token, "last_seq": self.covered}))
+        self.until(lambda e: e["type"] == "replay.done")
+
+    def say(self, text: str) -> str:
+        """Post a message through the balancer; returns the request id it was given (the desk answers it)."""
+        status, body, headers = post(f"{self.desk.url}/api/conversations/{self.id}/messages", {"text": text},
+                                     {"Authorization": f"Bearer {self.token}", "X-Request-ID": "client-chosen"})
+        assert status == 202, body
+        return headers["X-Request-ID"]
+
+    def until(self, done, timeout: float = 30.0) -> dict:
+        """Read events until one satisfies `done`, keeping `covered`: every seq up to it has arrived."""
+        deadline = time.monotonic() + timeout
+        while True:
+            event = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            self.events.append(event)
+            if event["type"] in ("message.saved", "message.hidden", "message.accepted"):
+                self.seen.add(event["seq"])
+            elif event["type"] == "replay.done":
+                self.seen.update(range(1, event["seq"] + 1))
+            while self.covered + 1 in self.seen:
+                self.covered += 1
+            if done(event):
+                return event
+
+    def answered(self) -> dict:
+        """The agent's answer to the last message: a saved assistant message, then the run stopped."""
+        self.until(lambda e: e["type"] == "run.status" and e["status"] == "stopped")
+        return next(e for e in reversed(self.events) if e["type"] == "message.saved"
+                    and e["message"]["role"] == "assistant" and e["message"].get("content"))
+
+
+# -- the test --------------------------------------------------------------------------------------------
+
+def test_two_daphnes_and_two_workers_behind_the_balancer_serve_every_customer_and_survive_a_lost_daphne(
+        desk, model_server):
+    model_server.configure(latency_ms=300)  # runs overlap, so both workers take some
+    emails = ["maya@example.com", "tom@example.com", "ines@example.com", "maya@example.com"]
+    customers = [Customer(desk, email) for email in emails]
+
+    # Sockets were spread over both daphnes (open connections decide where the next goes).
+    per_daphne = [total(samples(w + "/metrics"), "desk_websockets_open", socket="customer") for w in desk.webs]
+    assert per_daphne == [2, 2], per_daphne
+
+    request_ids = [customer.say(QUESTION) for customer in customers]
+    assert "client-chosen" not in request_ids  # the balancer sets the id, whatever a client sent
+    for customer in customers:
+        assert customer.answered()["message"]["content"]
+    runs = {c.id: Run.objects.get(conversation__public_id=c.id) for c in customers}
+    assert {(r.status, r.stop_reason) for r in runs.values()} == {("stopped", "answered")}, [
+        snapshot(r.conversation) for r in runs.values()]
+
+    # Both workers ran runs, and each said so on its own metrics endpoint; both daphnes answered the API.
+    answered = [total(samples(url), "desk_run_tasks_total", result="answered") for url in desk.worker_metrics]
+    assert sum(answered) == 4 and min(answered) >= 1, answered
+    served = [total(samples(w + "/metrics"), "desk_http_requests_total") for w in desk.webs]
+    assert min(served) >= 1, served
+
+    # The balancer's id for a message is on its own log line, and on the worker's lines for the run it queued.
+    run_0 = str(runs[customers[0].id].public_id)
+    lines = [json.loads(line) for w in desk.workers for line in w.log().splitlines() if line.startswith("{")]
+    tagged = [line for line in lines if line.get("run") == run_0]
+    assert tagged and {line.get("request_id") for line in tagged} == {request_ids[0]}, tagged[:3]
+    assert any("succeeded" in line["message"] for line in tagged)
+    assert f"id={request_ids[0]}" in desk.balancer.log()
+    assert get(desk.url + "/metrics")[0] == 404  # each process's metrics are scraped at its own address
+    status, script = get(desk.url + "/static/support/widget.js")
+    assert status == 200 and script  # through the static backend
+
+    # One daphne dies. Requests through the balancer are all answered, even before its check notices.
+    desk.daphnes[0].kill()
+    for customer in customers:
+        status, _ = get(f"{desk.url}/api/conversations/{customer.id}", {"Authorization": f"Bearer {customer.token}"})
+        assert status == 200
+    lost = [c for c in customers if _closed(c)]
+    assert len(lost) == 2, "the sockets of the daphne that died are closed, and only those"
+    # Every customer writes again. Those still connected are answered live; the others, once their run is
+    # over, reconnect through the balancer (to the daphne left) and are replayed the answer they missed.
+    for customer in customers:
+        customer.say("Thanks. And when will it arrive?")
+    for customer in customers:
+        if customer not in lost:
+            assert customer.answered()["message"]["content"]
+    for customer in lost:
+        before = customer.covered
+        wait_for(lambda: Run.objects.filter(conversation__public_id=customer.id, status="stopped").count() == 2,
+                 timeout=30, message=f"the second run of {customer.id}")
+        customer.connect()
+        replayed = [e for e in customer.events if e["type"] == "message.saved" and e["seq"] > before]
+        assert any(e["message"]["role"] == "assistant" and e["message"].get("content") for e in replayed)
+    wait_for(lambda: get(desk.url + "/readyz")[0] == 200, timeout=10, message="the balancer's readiness")
+    assert total(samples(desk.webs[1] + "/metrics"), "desk_websockets_open", socket="customer") == 4
+
+
+def _closed(customer: Customer) -> bool:
+    """Whether the customer's socket was closed by its daphne's death (read until the close, or 2 s)."""
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        while True:
+            customer.events.append(json.loads(customer.ws.recv(timeout=2)))
+    except ConnectionClosed:
+        return True
+    except TimeoutError:
+        return False
