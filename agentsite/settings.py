@@ -286,6 +286,10 @@ SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = env_int("SELLER_MESSAGES_PER_CONVERSA
 
 # The shop's rules, enforced in code.
 REFUND_CEILING = env_decimal("REFUND_CEILING", "150.00")
+# Approving a refund above this (as it would run) needs the "approve large refunds" permission (Support leads).
+LARGE_REFUND_THRESHOLD = env_decimal("LARGE_REFUND_THRESHOLD", "100.00")
+# A staff socket re-checks its session and account at least this often (and on every frame it receives).
+STAFF_SOCKET_RECHECK_SECONDS = env_float("STAFF_SOCKET_RECHECK_SECONDS", 30.0, minimum=1.0)
 
 # Logs (support/log_context.py): LOG_FORMAT=json writes one JSON object per line for a log collector, plain
 # is text for a terminal; both carry the request id, conversation, run and task a line was written for.

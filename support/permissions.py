@@ -38,18 +38,16 @@ PERMISSIONS = {
 AGENTS, LEADS = "Support agents", "Support leads"
 GROUPS = {AGENTS: ["decide_approval"], LEADS: ["decide_approval", "approve_large_refund"]}
 
-DEFAULT_LARGE_REFUND_THRESHOLD = Decimal("100.00")
-DEFAULT_RECHECK_SECONDS = 30.0
 REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
 
 
 def large_refund_threshold() -> Decimal:
-    return Decimal(str(getattr(settings, "LARGE_REFUND_THRESHOLD", DEFAULT_LARGE_REFUND_THRESHOLD)))
+    return settings.LARGE_REFUND_THRESHOLD
 
 
 def recheck_seconds() -> float:
     """The longest a staff socket goes without checking its session and account again."""
-    return float(getattr(settings, "STAFF_SOCKET_RECHECK_SECONDS", DEFAULT_RECHECK_SECONDS))
+    return settings.STAFF_SOCKET_RECHECK_SECONDS
 
 
 # -- deciding approvals ---------------------------------------------------------------------------------

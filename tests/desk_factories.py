@@ -41,8 +41,14 @@ def pending_refund_approval(conversation: Conversation, arguments: dict | None =
     return Approval.objects.create(tool_call=tool_call, run=run, requested_arguments=arguments)
 
 
-def make_user(username: str, *, staff: bool):
-    return get_user_model().objects.create_user(username=username, password="pw-" + username, is_staff=staff)
+def make_user(username: str, *, staff: bool, group: str | None = "agents"):
+    """A user; staff are Support agents (may decide approvals) unless `group` says "leads" or None."""
+    user = get_user_model().objects.create_user(username=username, password="pw-" + username, is_staff=staff)
+    if staff and group:
+        from support import permissions
+
+        user.groups.add(permissions.ensure_groups()[permissions.LEADS if group == "leads" else permissions.AGENTS])
+    return user
 
 
 class RunDelays(list):

@@ -27,7 +27,7 @@ LARGE = {"order_id": "SU-41533", "amount": "150.00", "reason": "the monitor arri
 
 
 def member(username: str, group: str | None):
-    user = make_user(username, staff=True)
+    user = make_user(username, staff=True, group=None)
     if group:
         user.groups.add(permissions.ensure_groups()[group])
     return get_user_model().objects.get(pk=user.pk)  # without the permission cache of the old object
