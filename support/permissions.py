@@ -6,7 +6,8 @@ staff socket. Deciding is narrower:
   - approving a refund above LARGE_REFUND_THRESHOLD (default 100.00) also needs
     `support.approve_large_refund` (rejecting one needs only the first).
 Groups (created by migration 0007, and again by ensure_groups()): "Support agents" have decide_approval,
-"Support leads" have both. Superusers have every permission.
+"Support leads" have both. Both see the shop and desk records in the admin (view permissions, migration
+0008); leads may also edit customers, sellers and policy texts there. Superusers have every permission.
 
 Refusals that matter for security (a 403 on a staff endpoint, a refused or revoked staff socket) are
 logged as WARNING on the `support.security` logger with the user, the client address and the reason.
@@ -36,7 +37,16 @@ PERMISSIONS = {
     "approve_large_refund": "Can approve refunds above the large-refund threshold",
 }
 AGENTS, LEADS = "Support agents", "Support leads"
-GROUPS = {AGENTS: ["decide_approval"], LEADS: ["decide_approval", "approve_large_refund"]}
+# What staff may see in the admin (/admin/): every shop and desk record, read-only; leads may also edit the
+# texts a shop keeps up by hand. Refunds, approvals and the transcript stay read-only for everyone
+# (support/admin.py): editing them would bypass the desk's rules. Django's own view_/change_ permissions.
+ADMIN_VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel", "scan", "policydocument",
+                  "refund", "sellermessage", "conversation", "message", "run", "step", "toolcall", "approval",
+                  "inboxevent")
+LEAD_EDITABLE = ("customer", "seller", "policydocument")
+_VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
+GROUPS = {AGENTS: ["decide_approval", *_VIEW],
+          LEADS: ["decide_approval", "approve_large_refund", *_VIEW, *(f"change_{m}" for m in LEAD_EDITABLE)]}
 
 REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
 
@@ -90,11 +100,30 @@ def ensure_groups() -> dict:
     perms = {codename: Permission.objects.get_or_create(content_type=content_type, codename=codename,
                                                         defaults={"name": name})[0]
              for codename, name in PERMISSIONS.items()}
+    perms.update(_model_permissions({c for codenames in GROUPS.values() for c in codenames} - set(perms)))
     groups = {}
     for name, codenames in GROUPS.items():
         groups[name], _ = Group.objects.get_or_create(name=name)
         groups[name].permissions.add(*(perms[c] for c in codenames))
     return groups
+
+
+def _model_permissions(codenames) -> dict:
+    """Django's view_/change_ permissions of our models, created when missing (post_migrate makes them, but
+    a test database flushed between tests may not have them yet)."""
+    from django.apps import apps
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    found = {p.codename: p for p in Permission.objects.filter(content_type__app_label="support",
+                                                               codename__in=codenames)}
+    for codename in sorted(set(codenames) - set(found)):
+        action, model_name = codename.split("_", 1)
+        model = apps.get_model("support", model_name)
+        found[codename] = Permission.objects.get_or_create(
+            content_type=ContentType.objects.get_for_model(model), codename=codename,
+            defaults={"name": f"Can {action} {model._meta.verbose_name}"})[0]
+    return found
 
 
 # -- refusals on record ---------------------------------------------------------------------------------

@@ -32,12 +32,48 @@ class Conversation(models.Model):
     last_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Closed by a staff member (support/inbox.py). A customer message written after closed_at reopens it:
+    # the inbox derives that, so the customer's path needs no extra write.
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    assigned_at = models.DateTimeField(null=True, blank=True)  # when the current assignee got it
 
     class Meta:
         ordering = ["-updated_at"]
 
     def __str__(self) -> str:
         return f"Conversation {self.public_id} ({self.customer.email})"
+
+
+class ConversationRead(models.Model):
+    """How far one staff member has read a conversation: its unread count in their inbox is the customer's
+    messages after last_read_seq."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="reads")
+    last_read_seq = models.PositiveIntegerField(default=0)
+    read_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "conversation"], name="conversation_read_unique")]
+
+
+class InboxEvent(models.Model):
+    """The record of who assigned, unassigned, closed or reopened a conversation, and when."""
+
+    ASSIGNED, UNASSIGNED, CLOSED, REOPENED = "assigned", "unassigned", "closed", "reopened"
+    KINDS = [(k, k) for k in (ASSIGNED, UNASSIGNED, CLOSED, REOPENED)]
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="inbox_events")
+    kind = models.CharField(max_length=12, choices=KINDS)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")  # assigned: to whom; unassigned: from whom
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
 
 
 class Message(models.Model):
