@@ -1,5 +1,11 @@
 """The Django admin: the shop, read-mostly (orders, parcels, refunds and seller messages are records;
 staff edit customers, sellers and policy texts).
+
+Who sees what is Django's model permissions, granted to the staff groups (support/permissions.py GROUPS,
+migration 0008): Support agents view every shop and desk record; Support leads may also edit customers,
+sellers and policy texts. Everything else is read-only for everyone, superusers included: a refund is money
+already moved, an approval a decision on record, a transcript what was said; the console's actions follow
+the desk's rules, editing the rows would not.
 """
 
 from django.contrib import admin
@@ -7,6 +13,7 @@ from django.contrib import admin
 from support.models import (
     Approval, Charge, Conversation, Customer, Message, Run, Step, ToolCall, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
 )
+from support.models.desk import InboxEvent
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -133,12 +140,27 @@ class RunInline(ReadOnlyInline):
     readonly_fields = fields
 
 
+class InboxEventInline(ReadOnlyInline):
+    model = InboxEvent
+    fields = ("created_at", "kind", "actor", "assignee")
+    readonly_fields = fields
+    show_change_link = False
+
+
 @admin.register(Conversation)
 class ConversationAdmin(ReadOnlyAdmin):
-    list_display = ("public_id", "customer", "status", "assignee", "last_seq", "updated_at")
+    list_display = ("public_id", "customer", "status", "assignee", "closed_at", "last_seq", "updated_at")
     list_filter = ("status",)
-    search_fields = ("public_id", "customer__email")
-    inlines = [RunInline, MessageInline]
+    search_fields = ("public_id", "customer__email", "customer__name")
+    list_select_related = ("customer", "assignee")
+    inlines = [RunInline, MessageInline, InboxEventInline]
+
+
+@admin.register(InboxEvent)
+class InboxEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "conversation", "kind", "actor", "assignee")
+    list_filter = ("kind",)
+    list_select_related = ("conversation", "actor", "assignee")
 
 
 class StepInline(ReadOnlyInline):

@@ -3,7 +3,7 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.views import common, customer, staff
+from support.views import common, customer, inbox, staff
 
 app_name = "api"
 
@@ -19,5 +19,16 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/takeover", staff.take_over, name="staff-take-over"),
     path("staff/conversations/<str:public_id>/handback", staff.hand_back, name="staff-hand-back"),
     path("staff/conversations/<str:public_id>/messages", staff.reply, name="staff-reply"),
+    # The inbox (support/views/inbox.py).
+    path("staff/inbox", inbox.inbox, name="staff-inbox"),
+    path("staff/inbox/counts", inbox.counts, name="staff-inbox-counts"),
+    path("staff/colleagues", inbox.colleagues, name="staff-colleagues"),
+    path("staff/conversations/<str:public_id>/take", inbox.take, name="staff-take"),
+    path("staff/conversations/<str:public_id>/assign", inbox.assign, name="staff-assign"),
+    path("staff/conversations/<str:public_id>/unassign", inbox.unassign, name="staff-unassign"),
+    path("staff/conversations/<str:public_id>/close", inbox.close, name="staff-close"),
+    path("staff/conversations/<str:public_id>/reopen", inbox.reopen, name="staff-reopen"),
+    path("staff/conversations/<str:public_id>/read", inbox.read, name="staff-read"),
+    path("staff/conversations/<str:public_id>/inbox-events", inbox.history, name="staff-inbox-events"),
     re_path(r"", common.not_found),
 ]

@@ -9,7 +9,7 @@ import functools
 from django.contrib.admin.views.decorators import staff_member_required as _staff_member_required
 from django.shortcuts import render
 
-from support import permissions
+from support import permissions, selectors
 
 # Our login page (settings.LOGIN_URL), not the admin's, which staff_member_required uses by default.
 _to_login = _staff_member_required(login_url="login")
@@ -31,14 +31,14 @@ def staff_member_required(view):
     return wrapper
 
 
-def _page(request, template: str, page: str, **context):
+def _page(request, template: str, page: str, status: int = 200, **context):
     user = request.user
     return render(request, f"console/{template}", {
         "page": page,
         "staff_username": user.get_username(),
         "staff_name": user.get_short_name() or user.get_username(),
         **context,
-    })
+    }, status=status)
 
 
 @staff_member_required
@@ -49,7 +49,10 @@ def index(request):
 
 @staff_member_required
 def conversation(request, public_id):
-    """One conversation: transcript, trace, run, approvals, take over / hand back."""
+    """One conversation: transcript, trace, run, approvals, take over / hand back. An unknown id is a 404
+    page in the console's own look, with the way back to the inbox."""
+    if selectors.conversation_by_public_id(public_id) is None:
+        return _page(request, "not_found.html", "not_found", status=404)
     return _page(request, "conversation.html", "conversation", conversation_id=str(public_id))
 
 
