@@ -16,7 +16,7 @@ from django.utils import timezone
 from support import permissions
 
 from support.models import (
-    Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
+    Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, SavedReply, Scan, Seller, SellerMessage,
 )
 
 CUSTOMERS = [
@@ -190,6 +190,18 @@ ORDERS = [
 ]
 
 
+# A few replies the demo's support team keeps at hand (the console's reply box inserts them for editing).
+SAVED_REPLIES = [
+    ("Greeting", "Hi, I'm picking this up from our assistant and I've read everything above. Give me a moment "
+                 "to check the details."),
+    ("Refund issued", "I've issued the refund to your original payment method. It usually shows within 5 to 10 "
+                      "business days. Is there anything else I can help with?"),
+    ("Asked the seller", "I've written to the seller about your order and asked them to look into it. I'll let "
+                         "you know here as soon as they reply."),
+    ("Closing", "I'm glad we could sort this out. If anything else comes up, just write here."),
+]
+
+
 def seed_demo() -> dict[str, int]:
     """Create or update the demo shop; the demo orders are reset to their contract situation.
 
@@ -215,6 +227,8 @@ def seed_demo() -> dict[str, int]:
             )
         for spec in ORDERS:
             _seed_order(spec, customers[spec.customer], sellers[spec.seller], ago)
+        for title, body in SAVED_REPLIES:  # created when missing: the team's own edits stay
+            SavedReply.objects.get_or_create(title=title, defaults={"body": body})
     models = [Customer, Seller, PolicyDocument, Order, OrderItem, Charge, Parcel, Scan, Refund, SellerMessage]
     return {m._meta.verbose_name_plural: m.objects.count() for m in models}
 

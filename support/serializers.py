@@ -188,3 +188,24 @@ def publish_token(conversation: Conversation, run: Run, seq: int, text: str) -> 
              "run": str(run.public_id), "text": text}
     events.publisher.send([events.conversation_group(conversation.public_id),
                            events.staff_conversation_group(conversation.public_id)], event)
+
+
+# -- staff work on a conversation (support/staff_actions.py): actions on record, notes, saved replies --------
+
+def staff_action_json(action) -> dict:
+    """A person's action, for the trace: who, when, what was asked, and what came of it (the codes as stored)."""
+    return {"id": str(action.public_id), "conversation": str(action.conversation.public_id), "kind": action.kind,
+            "status": action.status, "arguments": action.arguments, "result": action.result,
+            "by": staff_name(action.user) if action.user_id else None, "created_at": _ts(action.created_at)}
+
+
+def note_json(note) -> dict:
+    return {"id": str(note.public_id), "text": note.text, "created_at": _ts(note.created_at),
+            "author": staff_name(note.author) if note.author_id else None,
+            "author_username": note.author.get_username() if note.author_id else None}
+
+
+def saved_reply_json(reply) -> dict:
+    return {"id": str(reply.public_id), "title": reply.title, "body": reply.body,
+            "updated_at": _ts(reply.updated_at),
+            "updated_by": staff_name(reply.updated_by) if reply.updated_by_id else None}

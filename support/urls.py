@@ -3,7 +3,7 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.views import common, customer, inbox, staff
+from support.views import common, customer, desk, inbox, staff
 
 app_name = "api"
 
@@ -30,5 +30,13 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/reopen", inbox.reopen, name="staff-reopen"),
     path("staff/conversations/<str:public_id>/read", inbox.read, name="staff-read"),
     path("staff/conversations/<str:public_id>/inbox-events", inbox.history, name="staff-inbox-events"),
+    # Working a conversation (support/views/desk.py).
+    path("staff/conversations/<str:public_id>/context", desk.context, name="staff-context"),
+    path("staff/conversations/<str:public_id>/refunds", desk.refund, name="staff-refund"),
+    path("staff/conversations/<str:public_id>/seller-messages", desk.seller_message, name="staff-seller-message"),
+    path("staff/conversations/<str:public_id>/actions", desk.actions, name="staff-actions"),
+    path("staff/conversations/<str:public_id>/notes", desk.notes, name="staff-notes"),
+    path("staff/saved-replies", desk.saved_replies, name="staff-saved-replies"),
+    path("staff/saved-replies/<str:public_id>", desk.saved_reply, name="staff-saved-reply"),
     re_path(r"", common.not_found),
 ]

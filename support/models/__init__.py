@@ -4,9 +4,11 @@ from .desk import Approval, Conversation, Message, Run, Step, ToolCall
 from .shop import (
     Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage, money_field,
 )
+from .staff import Note, SavedReply, StaffAction
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall",
     "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "Refund", "Scan", "Seller",
     "SellerMessage", "money_field",
+    "Note", "SavedReply", "StaffAction",
 ]

@@ -1,0 +1,78 @@
+"""What staff do on a conversation besides answering it: their actions on record, internal notes, saved replies.
+
+Notes and saved replies are never Messages: a Message is what the model and (for some roles) the customer
+read. A note lives apart, so no code path that builds the model's history or the customer's view can reach it.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from .desk import Conversation
+from .shop import Refund, SellerMessage
+
+
+class StaffAction(models.Model):
+    """One action a staff member took on a conversation's customer (a refund, a message to the seller), with
+    who, when, what was asked and what came of it. Written in the transaction that does the action."""
+
+    REFUND, SELLER_MESSAGE = "refund", "seller_message"
+    KINDS = [(REFUND, "refund"), (SELLER_MESSAGE, "seller message")]
+    DONE, REFUSED = "done", "refused"
+    STATUSES = [(DONE, "done"), (REFUSED, "refused")]
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="staff_actions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(max_length=20, choices=KINDS)
+    arguments = models.JSONField()  # what the person asked for, as sent
+    status = models.CharField(max_length=10, choices=STATUSES)
+    result = models.JSONField(default=dict, blank=True)  # what came of it (a refund id, the error's words)
+    # "<user id>:<the client's key>": a double click or a retried request does the action once.
+    idempotency_key = models.CharField(max_length=120, null=True, blank=True, unique=True)
+    refund = models.ForeignKey(Refund, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    seller_message = models.ForeignKey(SellerMessage, null=True, blank=True, on_delete=models.PROTECT,
+                                       related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.status} by {self.user_id} on {self.conversation_id}"
+
+
+class Note(models.Model):
+    """A staff-only note on a conversation: never sent to the model or the customer."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="notes")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"note on {self.conversation_id} by {self.author_id}"
+
+
+class SavedReply(models.Model):
+    """A reply staff insert into the reply box and adapt before sending."""
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    title = models.CharField(max_length=80, unique=True)
+    body = models.TextField()
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title"]
+        verbose_name_plural = "saved replies"
+
+    def __str__(self) -> str:
+        return self.title

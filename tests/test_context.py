@@ -1,0 +1,81 @@
+"""The context panel's data: the conversation's customer, their orders with items, money, parcels and latest
+scans, their other conversations and refunds, and how much the viewer may refund.
+
+Who may see what: any staff member reads the context of any conversation (Sam, a support agent; Robin,
+staff without permissions, sees it too but may refund nothing). Chris is not staff: 403. Only the
+conversation customer's data is in it: Maya's conversation never shows Tom's orders or conversations.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from support import services
+from support.models import Conversation
+from tests.desk_factories import make_user, start_conversation
+from tests.desk_factories import queued  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def people(db):
+    return {"sam": make_user("sam", staff=True), "robin": make_user("robin", staff=True, group=None),
+            "lee": make_user("lee", staff=True, group="leads"), "chris": make_user("chris", staff=False)}
+
+
+def context(user, conversation):
+    client = Client()
+    client.force_login(user)
+    return client.get(f"/api/staff/conversations/{conversation.public_id}/context")
+
+
+def test_it_shows_the_customer_their_orders_money_parcels_and_scans(people, demo, queued):
+    conversation = start_conversation(demo.maya)
+    data = context(people["sam"], conversation).json()
+    assert data["customer"]["name"] == "Maya Okafor" and data["customer"]["email"] == "maya@example.com"
+    assert data["customer"]["since"]  # the first order or conversation
+    orders = {o["number"]: o for o in data["orders"]}
+    assert "SU-41444" not in orders  # Tom's
+    skillet = orders["SU-41290"]
+    assert (skillet["total"], skillet["refunded"], skillet["refundable"]) == ("120.00", "40.00", "80.00")
+    assert skillet["refunds"][0]["by"] == "the shop" and skillet["seller"]["is_sundry"]
+    towels = orders["SU-41310"]
+    assert towels["items"] == [{"sku": "HL-TT-SET4", "title": "Linen tea towels, set of 4", "qty": 1,
+                                "unit_price": "64.00", "line_total": "64.00"}]
+    (parcel,) = towels["parcels"]
+    assert parcel["tracking"] == "HL40131055" and parcel["scans"][0]["detail"] == "Delivered: left in safe place"
+    assert towels["in_scope"] and towels["refund_limit"] == "64.00"  # Sam: up to 100.00, the balance is less
+    assert [r["order_id"] for r in data["refunds"]] == ["SU-41290"]
+    assert data["viewer"] == {"can_refund": True, "refund_limit": "100.00"}
+
+
+def test_it_lists_the_customers_other_conversations_only(people, demo, queued):
+    earlier = start_conversation(demo.maya)
+    services.conversation_post_message(conversation=earlier, text="Where is SU-41388?")
+    start_conversation(demo.tom)
+    current = start_conversation(demo.maya)
+    listed = context(people["sam"], current).json()["conversations"]
+    assert [(c["id"], c["first_message"]) for c in listed] == [(str(earlier.public_id), "Where is SU-41388?")]
+
+
+def test_a_conversation_opened_with_one_order_still_shows_staff_the_whole_customer(people, demo, queued):
+    conversation = start_conversation(demo.maya)
+    Conversation.objects.filter(pk=conversation.pk).update(order_scope=demo.orders["SU-41310"])
+    data = context(people["lee"], conversation).json()
+    assert data["scope"] == "SU-41310" and len(data["orders"]) > 1
+    in_scope = {o["number"] for o in data["orders"] if o["in_scope"]}
+    assert in_scope == {"SU-41310"}
+
+
+def test_what_each_person_may_refund(people, demo, queued):
+    conversation = start_conversation(demo.maya)
+    robin = context(people["robin"], conversation).json()
+    assert robin["viewer"]["can_refund"] is False and all(o["refund_limit"] is None for o in robin["orders"])
+    lee = {o["number"]: o for o in context(people["lee"], conversation).json()["orders"]}
+    assert lee["SU-41533"]["refund_limit"] == "480.00"  # above the agent's 150.00 ceiling: a lead may
+
+
+def test_only_staff_read_it(people, demo, queued, client):
+    conversation = start_conversation(demo.maya)
+    assert context(people["chris"], conversation).status_code == 403
+    assert client.get(f"/api/staff/conversations/{conversation.public_id}/context").status_code == 403
