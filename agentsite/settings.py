@@ -335,6 +335,8 @@ FAULT_PAUSE_AFTER_TOOL = env_str("FAULT_PAUSE_AFTER_TOOL", "")
 # Approvals.
 APPROVAL_TIMEOUT_SECONDS = env_float("APPROVAL_TIMEOUT_SECONDS", 24 * 3600.0, minimum=1.0)
 AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0: every refund waits for a person
+# The agent's hand-over (escalate_to_human) goes straight to a person's queue; true: a person confirms it first.
+ESCALATION_NEEDS_APPROVAL = env_bool("ESCALATION_NEEDS_APPROVAL", False)
 
 # Who the customer is: the shop signs the customer's e-mail with this key (see support/identity.py).
 # The shop holds it, so it must tell nothing of SECRET_KEY, which signs sessions and conversation tokens:

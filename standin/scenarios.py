@@ -56,8 +56,8 @@ def _narrate(call: Call) -> str | None:
         amount = json.loads(call.arguments).get("amount")
         return (f"I've asked our team to approve a refund of {amount} EUR. A member of the team reviews every "
                 "refund; you'll see their decision here.")
-    if call.name == "escalate_to_human":
-        return "This needs a decision from a member of our team, so I'm handing your request to them now."
+    # escalate_to_human: nothing. The desk tells the customer once that a member of the team will reply
+    # (the tool's description says so); a goodbye of our own would be a second message saying the same.
     return None
 
 

@@ -21,16 +21,19 @@ from django.utils import timezone
 from support import assistant, metrics, serializers, services
 from support.agent import types as agent
 from support.agent.loop import run_loop
-from support.agent.summary import handoff_summary
+from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.tools import tool_by_name
 
 log = logging.getLogger(__name__)
 
-NOTICE_ESCALATED = "I've passed your request to a member of our support team. They'll reply here."
-NOTICE_STOPPED = ("I couldn't finish this on my own, so I've passed it to a member of our support team. "
-                  "They'll reply here.")
+# What the customer is told, once, when the agent hands the conversation to a person (saved as an assistant
+# message by the system author: the model reads it as said, the customer sees it as a notice). Nobody has
+# joined yet, so it promises a reply, not a person in the chat; "X has joined" comes with the take-over.
+NOTICE_ESCALATED = "I've passed this to our support team. A member of our team will reply here."
+NOTICE_STOPPED = ("I couldn't finish this on my own, so I've passed it to our support team. "
+                  "A member of our team will reply here.")
 
 
 class TakenOver(Exception):
@@ -446,8 +449,13 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             notice = NOTICE_ESCALATED if result.stop_reason == agent.ESCALATED else NOTICE_STOPPED
             services.message_append(conversation=conversation, wire={"role": "assistant", "content": notice},
                                     author=Message.SYSTEM, run=run)
-            services.conversation_flag(conversation_id=conversation.pk,
-                                       reason=f"{result.stop_reason}: {result.detail or result.outcome_summary}")
+            # The queue's "why" line in plain words; the exact code and detail stay on the run.
+            if result.stop_reason == agent.ANSWERED:
+                why = f"The agent handed this over: {result.outcome_summary or 'it could not help further'}"[:300]
+            else:
+                history, _ = history_for_model(list(conversation.messages.order_by("seq")))
+                why = handoff_reason(history, result.stop_reason, result.detail)
+            services.conversation_flag(conversation_id=conversation.pk, reason=why)
         for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are read back
             setattr(run, name, value)
         run.refresh_from_db(fields=["turns", "prompt_tokens", "completion_tokens", "cost_usd"])

@@ -491,6 +491,9 @@ def conversation_take_over(*, conversation: Conversation, user) -> Conversation:
             if run.status in Run.ACTIVE:
                 _stop_taken_over_run(run)
         tool_calls_close_open(conversation, runs, TAKEN_OVER)
+        # One notice, after the open calls' results (the model's history stays valid), in both transcripts.
+        message_append(conversation=conversation, author=Message.SYSTEM, user=user,
+                       wire={"role": "assistant", "content": joined_notice(user)})
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
 
     _with_runs_then_conversation(conversation, take_over)
@@ -548,11 +551,33 @@ def conversation_staff_reply(*, conversation: Conversation, user, text) -> Messa
                               author=Message.STAFF, user=user)
 
 
+def joined_notice(user) -> str:
+    """What the customer (and the model) read when a staff member takes the conversation over."""
+    return f"{serializers.staff_name(user) or 'A member of our team'} from our team has joined the conversation."
+
+
+def handed_back_notice(user, *, joined: bool = True) -> str:
+    """What the customer (and the model) read on hand-back. The model reads it as its own words, so it also
+    tells the model that a person took care of everything above: only what the customer writes after it
+    is the agent's to answer (a "Thanks Sam" before it was meant for the person). joined=False: nobody had
+    joined (a conversation waiting for a person, handed back from the queue)."""
+    if not joined:
+        return "Our assistant is back on this conversation and will answer anything new you write here."
+    name = serializers.staff_name(user) or "A member of our team"
+    return (f"{name} from our team took care of the conversation above and has handed it back to our "
+            "assistant, which will answer anything new you write here.")
+
+
 def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
-    """The agent answers again; if the customer's last message is unanswered, a run starts for it. Calls
-    still without a result (a run that stalled inside a tool) are answered as not run first: a person had
-    the conversation, so nothing asked for before it runs now."""
+    """The agent answers again. Calls still without a result (a run that stalled inside a tool) are answered
+    as not run first: a person had the conversation, so nothing asked for before it runs now.
+
+    From a person who had joined (taken over): one notice, and no run: what the customer wrote to the person
+    was for the person, so the agent starts when the customer next writes. From the queue (nobody joined):
+    the customer's unanswered message is the agent's to answer, so a run starts for it; with nothing
+    unanswered, one notice says the assistant is back."""
     def hand_back(runs: list[Run]) -> Run | None:
+        was = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).get()  # locked
         if not Conversation.objects.filter(pk=conversation.pk).exclude(status=Conversation.OPEN).update(
                 status=Conversation.OPEN, assignee=None, attention_reason="", updated_at=timezone.now()):
             return None
@@ -561,8 +586,12 @@ def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
             tool_calls_close_open(conversation, runs, HANDED_BACK)
         last = conversation.messages.exclude(role__in=("tool", "system")).order_by("-seq").first()
         run = None
-        if last is not None and last.role == "user":
+        if was != Conversation.TAKEN_OVER and last is not None and last.role == "user":
             run = run_start_if_idle(conversation_id=conversation.pk)
+        else:
+            message_append(conversation=conversation, author=Message.SYSTEM, user=user,
+                           wire={"role": "assistant",
+                                 "content": handed_back_notice(user, joined=was == Conversation.TAKEN_OVER)})
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
         return run
 

@@ -79,9 +79,10 @@ def test_a_rejected_refund_is_explained_to_the_customer_with_the_reason(standin,
 
 
 def test_a_refund_over_the_ceiling_goes_to_a_person(standin, shop):
+    # The hand-over needs no approval by default (ESCALATION_NEEDS_APPROVAL): it goes straight to a person.
     result, t, tools, paused = work(standin, "I want a full refund for order SU-41533.",
                                     decide=Decision(approved=True))
-    assert "escalate_to_human" in paused and result.stop_reason == "escalated"
+    assert "escalate_to_human" in tools and paused == [] and result.stop_reason == "escalated"
     assert not Refund.objects.filter(order__number="SU-41533").exists()
 
 

@@ -53,14 +53,16 @@ def escalate(n):
     return call("escalate_to_human", {"reason": f"needs a person {n}", "summary": "refund over the ceiling"})
 
 
-def test_one_reply_opens_at_most_one_hand_over(desk, queued, monkeypatch):
+def test_one_reply_opens_at_most_one_hand_over(desk, queued, monkeypatch, settings):
+    settings.ESCALATION_NEEDS_APPROVAL = True  # the shop has a person confirm hand-overs
     calls = [escalate(n) for n in range(20)]
     conversation, outcome, _ = ask(desk.maya, "I want a person", queued, reply(calls=calls), monkeypatch=monkeypatch)
     assert outcome == "awaiting_approval" and Approval.objects.count() == 1
     assert all(tool_result(conversation, c["id"]).startswith("ERROR: not run") for c in calls[1:])
 
 
-def test_a_second_hand_over_while_one_waits_is_refused(desk, queued, monkeypatch):
+def test_a_second_hand_over_while_one_waits_is_refused(desk, queued, monkeypatch, settings):
+    settings.ESCALATION_NEEDS_APPROVAL = True  # the shop has a person confirm hand-overs
     conversation, outcome, _ = ask(desk.maya, "Where is SU-41210?", queued, *answer("Delivered."),
                                    monkeypatch=monkeypatch)
     run = Run.objects.get(conversation=conversation)

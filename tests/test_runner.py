@@ -92,9 +92,9 @@ def test_a_spinning_run_goes_to_a_person_with_a_notice_for_the_customer(desk, qu
     conversation, run_id = ask(maya(desk), "Where is SU-41210?", queued)
     assert runner.run_execute(run_id) == "spinning"
     conversation.refresh_from_db()
-    assert conversation.status == Conversation.NEEDS_ATTENTION and "spinning" in conversation.attention_reason
+    assert conversation.status == Conversation.NEEDS_ATTENTION and "repeating" in conversation.attention_reason
     notice = conversation.messages.last()
-    assert notice.author == Message.SYSTEM and "member of our support team" in notice.content
+    assert notice.author == Message.SYSTEM and "A member of our team will reply here" in notice.content
     run = Run.objects.get(pk=run_id)
     assert "repeating" in run.summary and run.outcome == "handed_to_person"
     # While a person has it, a new message starts no run.

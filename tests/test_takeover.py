@@ -95,15 +95,18 @@ def test_staff_replies_reach_the_conversation_as_the_staff_member(desk, queued, 
     assert post(client, url, {"text": ""}).status_code == 400
 
 
-def test_handing_back_lets_the_agent_answer_what_is_unanswered(desk, queued, sam):
+def test_after_a_hand_back_the_agent_answers_what_the_customer_writes_next(desk, queued, sam):
     conversation, _ = paused_refund(desk, queued)
     client = staff_client(sam)
     post(client, f"/api/staff/conversations/{conversation.public_id}/takeover")
     post(client, f"/api/staff/conversations/{conversation.public_id}/messages", {"text": "Let me look."})
-    services.conversation_post_message(conversation=conversation, text="Where is SU-41210 then?")
+    services.conversation_post_message(conversation=conversation, text="Thanks Sam")  # for the person
     response = post(client, f"/api/staff/conversations/{conversation.public_id}/handback")
     assert response.status_code == 200 and response.json()["conversation"]["status"] == "open"
-    # The history has a staff reply, an answered-as-not-run call and a new question: OpenAI must accept it.
+    assert queued == []  # what the customer said to Sam is not the agent's to answer
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210 then?")
+    # The history has a staff reply, an answered-as-not-run call, the notices and a new question: OpenAI
+    # must accept it.
     assert runner.run_execute(queued.pop()) == "answered"
     conversation.refresh_from_db()
     assert conversation.status == Conversation.OPEN and conversation.assignee is None
@@ -131,8 +134,9 @@ def test_an_approved_call_not_yet_run_is_answered_as_not_run_and_never_runs_afte
     assert conversation.messages.get(role="tool", tool_call_id=call.call_id).content == services.TAKEN_OVER_RESULT
     assert runner.run_execute(queued.pop()) == "not claimed"  # the resume finds the run stopped
 
+    services.conversation_hand_back(conversation=conversation, user=sam)
     services.conversation_post_message(conversation=conversation, text="Hello? Any news?")
-    second = services.conversation_hand_back(conversation=conversation, user=sam)
+    second = Run.objects.get(pk=queued[-1])
     assert runner.run_execute(queued.pop()) == "answered"
     assert not Refund.objects.filter(tool_call_id__isnull=False).exists()
     assert not Approval.objects.filter(run=second).exists()
@@ -156,8 +160,9 @@ def test_a_half_run_call_of_a_queued_run_is_answered_as_not_run_and_not_run_agai
     assert ToolCall.objects.get(run=run).status == ToolCall.REJECTED
     assert conversation.messages.get(role="tool").content == services.TAKEN_OVER_RESULT
 
+    services.conversation_hand_back(conversation=conversation, user=sam)
     services.conversation_post_message(conversation=conversation, text="And SU-41310?")
-    second = services.conversation_hand_back(conversation=conversation, user=sam)
+    second = Run.objects.get(pk=queued[-1])
     assert runner.run_execute(queued.pop()) == "answered"
     assert not Step.objects.filter(run=second, call_id="call_track_1").exists()
     assert conversation.messages.filter(role="tool", tool_call_id="call_track_1").count() == 1

@@ -18,7 +18,8 @@ CONTRACT = {
     "search_policy": ("Reading our policies", False, False),
     "message_seller": ("Contacting the seller", False, False),
     "issue_refund": ("Preparing a refund", True, False),
-    "escalate_to_human": ("Handing over to a specialist", True, True),
+    # Not gated: it waits for a person only with ESCALATION_NEEDS_APPROVAL (tests/test_handover.py).
+    "escalate_to_human": ("Handing over to a specialist", False, True),
 }
 
 # name: (valid arguments, ill-typed variant)
