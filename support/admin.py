@@ -15,6 +15,9 @@ from support.models import (
 )
 from support.models.desk import InboxEvent
 
+admin.site.site_header = admin.site.site_title = "Sundry support desk: records"
+admin.site.index_title = "Shop and desk records"
+
 
 class ReadOnlyInline(admin.TabularInline):
     extra = 0

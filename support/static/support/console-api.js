@@ -54,3 +54,11 @@ export const staffApi = {
   handBack: (conversationId) => call(`conversations/${id(conversationId)}/handback`, { method: "POST" }),
   reply: (conversationId, text) => call(`conversations/${id(conversationId)}/messages`, { method: "POST", body: { text } }),
 };
+
+// The inbox (support/views/inbox.py): rows for this staff member, counts, and the inbox actions.
+const params = (values) => {
+  const q = new URLSearchParams();
+  for (const [key, value] of Object.entries(values)) if (value !== undefined && value !== null && value !== "") q.set(key, value);
+  const text = q.toString();
+  return text ? `?${text}` : "";
+};

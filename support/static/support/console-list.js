@@ -1,127 +1,159 @@
-// The conversation list: fetched from the staff API, then kept live from the staff socket's list-level
-// events; re-fetched after every (re)connect and when an event names a conversation not listed yet.
+// The inbox: one row per conversation (customer, orders, last message, waiting time, this staff member's
+// unread count, status, assignee) with the inbox actions (take, assign, close, reopen). Read from the staff
+// API (/api/staff/inbox: the server derives every status and count); kept live from the staff socket, whose
+// list-level events name a conversation whose row is then read again (several at once, in one request).
+// Also here: the read marker a conversation page keeps, and the "next conversation" key.
 
-import { staffApi } from "./console-api.js";
+import { inboxApi } from "./console-api.js";
+import { announce, conversationUrl, fill, h, timeEl } from "./console-dom.js";
 import { learnCustomers } from "./console-store.js";
-import {
-  badge, fill, conversationUrl, fmtCost, h, label, shortId, STOP_REASON_HELP, timeEl,
-} from "./console-dom.js";
 
-const STATUSES = ["", "open", "needs_attention", "taken_over"];
-const DETAIL_FETCHES_AT_ONCE = 2;
+const FILTERS = ["", "mine", "unassigned", "needs_person", "waiting_approval", "closed"];
+const SORTS = ["updated", "waiting"];
+const PAGE = 50;
+const REFRESH_AFTER_MS = 250; // events of one change arrive together: one request for all of them
+const ORDER_KEY = "sundry-console:inbox-order";
+const LIST_EVENTS = ["run.status", "conversation.updated", "conversation.assigned", "approval.requested",
+  "approval.decided", "inbox.changed", "inbox.read"];
+const AUTHORS = { customer: "Customer", agent: "Agent", staff: "Staff", system: "Desk" };
+
+/** "12 min", "3 h 5 min", "2 days": how long a customer has waited. */
+export function waitedFor(iso) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return "";
+  const minutes = Math.max(0, Math.floor((Date.now() - t) / 60000));
+  if (minutes < 1) return "under a minute";
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+  const days = Math.floor(hours / 24);
+  return `${days} day${days === 1 ? "" : "s"}`;
+}
+
+function typing(target) {
+  return target instanceof HTMLElement && (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName));
+}
 
 export class ConversationList {
-  constructor({ socket, store, table, empty, count, filter }) {
+  constructor({ socket, list, empty, count, filter, search, sort, more }) {
     this.socket = socket;
-    this.store = store;
-    this.tbody = table.tBodies[0];
+    this.list = list;
     this.empty = empty;
     this.count = count;
-    this.rows = new Map(); // id -> {data, tr}
-    this.runCosts = new Map(); // run id -> cost_usd string
-    this.runCreated = new Map(); // run id -> created_at, to tell the latest run
-    this.costQueue = [];
-    this.costFetching = 0;
-    this.costRequested = new Set();
-    this.convRuns = new Map(); // conversation id -> Map(run id -> cost_usd)
-    this.detailRead = new Set(); // conversations whose every run's cost is known
-    this.outside = new Set(); // conversations known not to match the status filter
-    this.asked = new Set(); // unknown conversations the next load is for
-    this.status = new URLSearchParams(window.location.search).get("status") || "";
-    if (!STATUSES.includes(this.status)) this.status = "";
-    this.bindFilter(filter);
+    this.search = search;
+    this.sortSelect = sort;
+    this.more = more;
+    this.rows = new Map(); // id -> {data, li}
+    this.pendingIds = new Set();
+    this.colleagues = [];
+    this.viewer = null;
+    this.limit = PAGE;
+    const url = new URLSearchParams(window.location.search);
+    this.filter = FILTERS.includes(url.get("filter")) ? url.get("filter") : "";
+    this.q = url.get("q") || "";
+    this.sort = SORTS.includes(url.get("sort")) ? url.get("sort") : "updated";
+    this.bindControls(filter);
     this.bindEvents();
-    this.visible = new IntersectionObserver((entries) => this.seen(entries), { rootMargin: "200px" });
-    this.tbody.addEventListener("click", (e) => {
-      // The whole row opens the conversation; its link stays the keyboard's way in.
-      if (e.target.closest("a, button") || window.getSelection().toString()) return;
-      const link = e.target.closest("tr")?.querySelector("a[data-testid=conversation-link]");
-      if (link) window.location.assign(link.href);
-    });
-    store.subscribe(() => {
-      for (const row of this.rows.values()) {
-        if (row.pending !== this.store.pendingCount(row.data.id)) this.paint(row);
-      }
-    });
-    window.setTimeout(() => this.load(), 0);
+    this.bindKeys();
+    window.setInterval(() => this.paintWaiting(), 30000);
+    inboxApi.colleagues().then(({ staff, viewer }) => {
+      this.colleagues = staff;
+      this.viewer = viewer;
+      for (const row of this.rows.values()) this.paint(row);
+    }).catch(() => {});
   }
 
-  bindFilter(group) {
+  // -- controls ----------------------------------------------------------------------------------------
+
+  bindControls(group) {
     this.filterButtons = [...group.querySelectorAll("button[data-filter]")];
     for (const button of this.filterButtons) {
       button.addEventListener("click", () => {
-        this.status = button.dataset.filter;
-        const url = new URL(window.location.href);
-        if (this.status) url.searchParams.set("status", this.status);
-        else url.searchParams.delete("status");
-        window.history.replaceState(null, "", url);
-        this.markFilter();
-        this.outside.clear();
-        for (const row of this.rows.values()) row.tr.remove();
-        this.rows.clear();
-        this.load();
+        this.filter = button.dataset.filter;
+        this.changed();
       });
     }
-    this.markFilter();
+    this.search.value = this.q;
+    let typingTimer = null;
+    this.search.addEventListener("input", () => {
+      window.clearTimeout(typingTimer);
+      typingTimer = window.setTimeout(() => {
+        this.q = this.search.value.trim();
+        this.changed();
+      }, 250);
+    });
+    this.search.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      window.clearTimeout(typingTimer);
+      this.q = this.search.value.trim();
+      this.changed();
+    });
+    this.sortSelect.value = this.sort;
+    this.sortSelect.addEventListener("change", () => {
+      this.sort = this.sortSelect.value;
+      this.changed();
+    });
+    this.more.addEventListener("click", () => {
+      this.limit += PAGE;
+      this.load();
+    });
+    this.markControls();
   }
 
-  markFilter() {
-    for (const button of this.filterButtons) {
-      button.setAttribute("aria-pressed", String(button.dataset.filter === this.status));
+  changed() {
+    const url = new URL(window.location.href);
+    for (const [key, value, none] of [["filter", this.filter, ""], ["q", this.q, ""], ["sort", this.sort, "updated"]]) {
+      if (value && value !== none) url.searchParams.set(key, value);
+      else url.searchParams.delete(key);
     }
+    window.history.replaceState(null, "", url);
+    this.limit = PAGE;
+    this.markControls();
+    this.load();
   }
+
+  markControls() {
+    for (const button of this.filterButtons) button.setAttribute("aria-pressed", String(button.dataset.filter === this.filter));
+  }
+
+  query(extra = {}) {
+    return { filter: this.filter, q: this.q, sort: this.sort, limit: this.limit, ...extra };
+  }
+
+  // -- live ----------------------------------------------------------------------------------------------
 
   bindEvents() {
-    const s = this.socket;
-    s.onOpen(() => this.scheduleLoad(0));
-    s.on("run.status", (e) => {
-      const row = this.rows.get(e.conversation);
-      if (e.detail) {
-        this.setRunCost(e.conversation, e.run, e.detail.cost_usd);
-        this.runCreated.set(e.run, e.detail.created_at);
-      }
-      if (!row) return this.unknown(e);
-      const current = row.data.run;
-      const newer = !current || current.id === e.run
-        || (this.runCreated.get(e.run) || "") >= (this.runCreated.get(current.id) || "");
-      if (newer) row.data.run = { id: e.run, status: e.status, stop_reason: e.stop_reason, outcome: e.outcome };
-      this.touch(row);
-    });
-    const conversationEvent = (e) => {
-      const row = this.rows.get(e.conversation);
-      if (!row) return this.unknown(e, e.status);
-      Object.assign(row.data, e.detail || {}, { status: e.status || row.data.status });
-      if (this.status && row.data.status !== this.status) return this.remove(row);
-      this.touch(row, e.detail && e.detail.updated_at);
-    };
-    s.on("conversation.updated", conversationEvent);
-    s.on("conversation.assigned", conversationEvent);
-    const approvalEvent = (e) => {
-      const row = this.rows.get(e.conversation);
-      if (!row) return this.unknown(e);
-      this.touch(row);
-    };
-    s.on("approval.requested", approvalEvent);
-    s.on("approval.decided", approvalEvent);
+    this.socket.onOpen(() => this.load());
+    for (const type of LIST_EVENTS) {
+      this.socket.on(type, (event) => event.conversation && this.refreshSoon(event.conversation));
+    }
   }
 
-  unknown(event, status) {
-    // A conversation this list has not got: new, or outside the filter. Ask for the list again, once per
-    // conversation while a filter is on (its run events would otherwise re-fetch the list each time).
-    const id = event.conversation;
-    if (this.status && status && status !== this.status) {
-      this.outside.add(id);
+  refreshSoon(id) {
+    this.pendingIds.add(id);
+    window.clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => this.refresh(), REFRESH_AFTER_MS);
+  }
+
+  /** Read the named rows again: changed ones repaint and move, new ones appear, ones no longer matching go. */
+  async refresh() {
+    const ids = [...this.pendingIds];
+    this.pendingIds.clear();
+    if (!ids.length) return;
+    if (this.loading) {
+      for (const id of ids) this.pendingIds.add(id);
+      this.refreshTimer = window.setTimeout(() => this.refresh(), REFRESH_AFTER_MS);
       return;
     }
-    if (this.status && !status && this.outside.has(id)) return;
-    this.outside.delete(id);
-    this.asked.add(id);
-    this.scheduleLoad(300);
-  }
-
-  scheduleLoad(delay) {
-    window.clearTimeout(this.loadTimer);
-    this.loadTimer = window.setTimeout(() => this.load(), delay);
+    try {
+      const { conversations } = await inboxApi.list(this.query({ ids, limit: ids.length }));
+      const found = new Set(conversations.map((c) => c.id));
+      for (const data of conversations) this.upsert(data, true);
+      for (const id of ids) if (!found.has(id) && this.rows.has(id)) this.remove(this.rows.get(id));
+      this.place();
+    } catch (error) {
+      for (const id of ids) this.pendingIds.add(id); // tried again with the next event or reconnect
+    }
   }
 
   async load() {
@@ -130,30 +162,25 @@ export class ConversationList {
       return;
     }
     this.loading = true;
-    const status = this.status;
+    const asked = this.query();
     try {
-      const { conversations } = await staffApi.conversations(status);
-      if (status !== this.status) return; // the filter changed meanwhile; that load follows
+      const { conversations, count, viewer } = await inboxApi.list(asked);
+      if (JSON.stringify(asked) !== JSON.stringify(this.query())) {
+        this.loadAgain = true; // the controls changed meanwhile
+        return;
+      }
+      this.viewer = viewer;
       const seen = new Set();
       for (const data of conversations) {
         seen.add(data.id);
-        const row = this.rows.get(data.id);
-        if (row) {
-          const changed = row.data.updated_at !== data.updated_at || JSON.stringify(row.data.run) !== JSON.stringify(data.run);
-          row.data = { ...row.data, ...data };
-          this.paint(row, changed);
-        } else {
-          this.add(data);
-        }
-        if (data.run && !this.runCosts.has(data.run.id)) this.wantCost(data.id);
+        this.upsert(data, this.loadedOnce);
       }
       for (const row of [...this.rows.values()]) if (!seen.has(row.data.id)) this.remove(row);
-      for (const id of this.asked) if (!seen.has(id) && status) this.outside.add(id);
-      this.asked.clear();
-      this.sort();
+      this.total = count;
       this.loadedOnce = true;
+      learnCustomers(conversations.map((c) => ({ id: c.id, customer: c.customer.email }))); // labels approval cards
+      this.place();
       this.showError("");
-      learnCustomers(conversations);
     } catch (error) {
       this.showError(error.message);
     } finally {
@@ -161,7 +188,7 @@ export class ConversationList {
       this.updateCount();
       if (this.loadAgain) {
         this.loadAgain = false;
-        this.scheduleLoad(0);
+        this.load();
       }
     }
   }
@@ -173,144 +200,223 @@ export class ConversationList {
     el.hidden = !message;
   }
 
-  add(data) {
-    const tr = h("tr", { "data-testid": "conversation-row", "data-conversation": data.id });
-    const row = { data, tr };
-    this.rows.set(data.id, row);
-    this.paint(row, this.loadedOnce); // rows that arrive live flash once; the first load does not
-    this.tbody.append(tr);
-    this.visible.observe(tr);
+  upsert(data, flash) {
+    let row = this.rows.get(data.id);
+    if (!row) {
+      row = { data, li: h("li", { class: "inbox-row", "data-testid": "conversation-row", "data-conversation": data.id }) };
+      row.li.addEventListener("click", (e) => this.rowClicked(e, row));
+      this.rows.set(data.id, row);
+    } else if (JSON.stringify(row.data) === JSON.stringify(data)) {
+      return row;
+    }
+    row.data = data;
+    this.paint(row, flash);
     return row;
   }
 
   remove(row) {
-    this.visible.unobserve(row.tr);
-    row.tr.remove();
+    row.li.remove();
     this.rows.delete(row.data.id);
+    if (this.total) this.total -= 1;
     this.updateCount();
   }
 
-  touch(row, updatedAt) {
-    const stamp = updatedAt || new Date().toISOString();
-    if (!row.data.updated_at || stamp > row.data.updated_at) row.data.updated_at = stamp;
-    if (row.data.run && !this.runCosts.has(row.data.run.id)) this.wantCost(row.data.id);
-    this.paint(row, true);
-    this.sort();
+  compare(a, b) {
+    if (this.sort === "waiting") {
+      const wa = a.waiting_since || "~";
+      const wb = b.waiting_since || "~"; // not waiting: after those who are
+      if (wa !== wb) return wa < wb ? -1 : 1;
+    }
+    return (b.updated_at || "").localeCompare(a.updated_at || "") || b.id.localeCompare(a.id);
   }
 
-  sort() {
-    const ordered = [...this.rows.values()].sort((a, b) => (b.data.updated_at || "").localeCompare(a.data.updated_at || ""));
+  /** Rows in the server's order (kept here for live updates); the focused row stays where the keyboard is. */
+  place() {
+    const ordered = [...this.rows.values()].sort((a, b) => this.compare(a.data, b.data));
     let previous = null;
     for (const row of ordered) {
-      const anchor = previous ? previous.nextSibling : this.tbody.firstChild;
-      if (row.tr !== anchor && !row.tr.contains(document.activeElement)) this.tbody.insertBefore(row.tr, anchor);
-      previous = row.tr;
+      const anchor = previous ? previous.nextSibling : this.list.firstChild;
+      if (row.li !== anchor && !row.li.contains(document.activeElement)) this.list.insertBefore(row.li, anchor);
+      else if (!row.li.isConnected) this.list.insertBefore(row.li, anchor);
+      previous = row.li;
     }
+    try {
+      window.sessionStorage.setItem(ORDER_KEY, JSON.stringify(ordered.map((r) => r.data.id)));
+    } catch { /* private mode: the next-conversation key falls back to the API */ }
     this.updateCount();
   }
 
   updateCount() {
     const n = this.rows.size;
+    const total = Math.max(this.total || 0, n);
     this.empty.hidden = n > 0 || this.loading;
-    this.count.textContent = `${n} conversation${n === 1 ? "" : "s"}`;
+    this.count.textContent = total > n ? `${n} of ${total} conversations` : `${n} conversation${n === 1 ? "" : "s"}`;
+    this.more.hidden = !(total > n);
   }
 
-  cost(data) {
-    // The latest run's spend (the list API has no cost: it comes from run.status events and details).
-    if (!data.run || !this.runCosts.has(data.run.id)) return null;
-    return fmtCost(this.runCosts.get(data.run.id));
-  }
-
-  setRunCost(conversation, run, cost) {
-    this.runCosts.set(run, cost);
-    if (!this.convRuns.has(conversation)) this.convRuns.set(conversation, new Map());
-    this.convRuns.get(conversation).set(run, cost);
-  }
-
-  totalCost(data) {
-    if (!this.detailRead.has(data.id)) return "";
-    const runs = [...(this.convRuns.get(data.id) || new Map()).values()];
-    const total = runs.reduce((sum, cost) => sum + (Number(cost) || 0), 0);
-    return `Latest run; all ${runs.length} run${runs.length === 1 ? "" : "s"}: ${fmtCost(total)}`;
-  }
+  // -- one row -----------------------------------------------------------------------------------------
 
   paint(row, flash = false) {
     const d = row.data;
-    const run = d.run;
-    const pending = this.store.loaded ? this.store.pendingCount(d.id) : d.pending_approvals || 0;
-    const cost = this.cost(d);
-    const tr = row.tr;
-    const hadFocus = tr.contains(document.activeElement);
-    row.pending = pending;
-    tr.dataset.status = d.status;
-    fill(tr,
-      h("td", { class: "cell-customer" },
-        h("a", { href: conversationUrl(d.id), "data-testid": "conversation-link", class: "conv-link" }, d.customer || shortId(d.id)),
-        h("span", { class: "sub" }, shortId(d.id), d.assignee ? ` · with ${d.assignee}` : ""),
-        d.attention_reason ? h("span", { class: "sub attention", title: d.attention_reason, "data-testid": "attention-reason" }, d.attention_reason) : null),
-      h("td", {}, badge("conversation", d.status, "conversation-status")),
-      h("td", { class: "cell-run" }, run ? [badge("run", run.status, "run-status"),
-        run.stop_reason ? h("span", { class: `stop-text is-${run.stop_reason}`, "data-testid": "stop-reason",
-          "data-status": run.stop_reason, title: STOP_REASON_HELP[run.stop_reason] }, label(run.stop_reason)) : null]
-        : h("span", { class: "muted", "data-testid": "run-status", "data-status": "" }, "no run yet")),
-      h("td", {}, run && run.outcome ? badge("outcome", run.outcome, "run-outcome") : h("span", { class: "muted", "data-testid": "run-outcome" }, "—")),
-      h("td", { class: "num", "data-testid": "conversation-cost", title: cost ? this.totalCost(d) || null : null },
-        cost ?? h("span", { class: "muted" }, run ? "…" : "—")),
-      h("td", { class: "num" }, h("span", { class: `count-pill${pending ? " is-waiting" : ""}`, "data-testid": "pending-approvals",
-        "data-count": String(pending), "aria-label": `${pending} waiting for approval` }, String(pending))),
-      h("td", { class: "cell-time" }, timeEl(d.updated_at, "conversation-updated")),
+    const li = row.li;
+    const focused = li.contains(document.activeElement) ? document.activeElement.dataset.testid : null;
+    const me = this.viewer && d.assignee && d.assignee.username === this.viewer.username;
+    li.dataset.status = d.status;
+    li.dataset.unread = String(d.unread);
+    li.className = `inbox-row is-${d.status}${d.unread ? " has-unread" : ""}`;
+    const last = d.last_message;
+    const who = last ? (last.author === "staff" && last.staff_name ? last.staff_name : AUTHORS[last.author] || last.author) : "";
+    fill(li,
+      h("div", { class: "row-top" },
+        h("a", { class: "conv-link", href: conversationUrl(d.id), "data-testid": "conversation-link" }, d.customer.name || d.customer.email),
+        h("span", { class: "row-email", "data-testid": "row-email" }, d.customer.email),
+        h("span", { class: `badge inbox-status is-${d.status}`, "data-testid": "inbox-status", "data-status": d.status }, d.status_label),
+        d.unread ? h("span", { class: "unread-pill", "data-testid": "unread-count", "data-count": String(d.unread) },
+          String(d.unread), h("span", { class: "visually-hidden" }, ` unread message${d.unread === 1 ? "" : "s"}`)) : null,
+        h("span", { class: "row-time" }, timeEl(d.updated_at, "conversation-updated"))),
+      last ? h("p", { class: "row-preview", "data-testid": "last-message" },
+        h("span", { class: "row-who" }, `${who}: `), last.text) : h("p", { class: "row-preview muted", "data-testid": "last-message" }, "No messages yet"),
+      h("div", { class: "row-meta" },
+        d.orders.length ? h("span", { "data-testid": "row-orders" }, d.orders.join(", ")) : null,
+        d.waiting_since && d.status !== "closed" ? h("span", { class: "waiting", "data-testid": "waiting", "data-since": d.waiting_since },
+          `waiting ${waitedFor(d.waiting_since)}`) : null,
+        d.pending_approvals ? h("span", { "data-testid": "pending-approvals", "data-count": String(d.pending_approvals) },
+          `${d.pending_approvals} approval${d.pending_approvals === 1 ? "" : "s"} waiting`) : null,
+        d.status === "needs_person" && d.attention_reason ? h("span", { class: "attention", "data-testid": "attention-reason" }, d.attention_reason) : null,
+        d.status === "closed" && d.closed_by ? h("span", { "data-testid": "closed-by" }, `closed by ${d.closed_by.name}`) : null),
+      h("div", { class: "row-actions" },
+        h("span", { class: "row-assignee", "data-testid": "row-assignee", "data-assignee": d.assignee ? d.assignee.username : "" },
+          d.assignee ? (me ? "Assigned to you" : `Assigned to ${d.assignee.name}`) : "Unassigned"),
+        !d.assignee && d.status !== "closed" ? h("button", { type: "button", class: "btn btn-primary", "data-testid": "take-button",
+          "aria-label": `Take ${d.customer.name || d.customer.email}'s conversation`, onclick: () => this.act(row, "take") }, "Take") : null,
+        this.assignSelect(row, me),
+        d.status === "closed"
+          ? h("button", { type: "button", class: "btn", "data-testid": "reopen-button", onclick: () => this.act(row, "reopen") }, "Reopen")
+          : h("button", { type: "button", class: "btn btn-quiet", "data-testid": "close-button", onclick: () => this.act(row, "close") }, "Close")),
+      h("p", { class: "row-error error", role: "alert", "data-testid": "row-error", hidden: !row.error }, row.error || ""),
     );
-    if (hadFocus) tr.querySelector("a[data-testid=conversation-link]").focus(); // repainting must not lose the keyboard's place
+    if (focused) li.querySelector(`[data-testid="${focused}"]`)?.focus();
     if (flash) {
-      tr.classList.remove("flash");
-      void tr.offsetWidth; // restart the animation
-      tr.classList.add("flash");
+      li.classList.remove("flash");
+      void li.offsetWidth; // restart the animation
+      li.classList.add("flash");
     }
   }
 
-  // -- cost: not in the list API, so read from each visible conversation's detail, a few at a time ------
-
-  wantCost(id) {
-    const row = this.rows.get(id);
-    if (!row || this.costRequested.has(`${id}:${row.data.run?.id}`)) return;
-    if (row.visible) this.enqueueCost(id);
+  assignSelect(row, me) {
+    const d = row.data;
+    if (!this.colleagues.length) return null;
+    const id = `assign-${d.id}`;
+    const current = d.assignee ? d.assignee.username : "";
+    const select = h("select", { id, class: "text-input assign-select", "data-testid": "assign-select" },
+      h("option", { value: "" }, d.assignee ? "Nobody (unassign)" : "Assign to…"),
+      this.colleagues.map((c) => h("option", { value: c.username },
+        this.viewer && c.username === this.viewer.username ? `${c.name} (me)` : c.name)));
+    select.value = current;
+    select.addEventListener("change", () => this.act(row, "assign", select.value || null));
+    return h("span", { class: "assign" }, h("label", { for: id, class: "visually-hidden" },
+      `Assign ${d.customer.name || d.customer.email}'s conversation to`), select);
   }
 
-  seen(entries) {
-    for (const entry of entries) {
-      const id = entry.target.dataset.conversation;
-      const row = this.rows.get(id);
-      if (!row) continue;
-      row.visible = entry.isIntersecting;
-      if (row.visible && row.data.run && !this.runCosts.has(row.data.run.id)) this.enqueueCost(id);
+  async act(row, action, assignee) {
+    const id = row.data.id;
+    row.error = "";
+    try {
+      const { conversation } = action === "assign" ? await inboxApi.assign(id, assignee) : await inboxApi[action](id);
+      announce({ take: "You took the conversation.", close: "Conversation closed.", reopen: "Conversation reopened.",
+        assign: conversation.assignee ? `Assigned to ${conversation.assignee.name}.` : "Unassigned." }[action]);
+      if (conversation) this.upsert(conversation, false);
+      this.refreshSoon(id); // it may no longer match the filter
+    } catch (error) {
+      row.error = error.message;
+      this.paint(row);
+      this.refreshSoon(id); // show who has it now
+      window.setTimeout(() => { row.error = ""; }, 8000);
     }
   }
 
-  enqueueCost(id) {
-    const row = this.rows.get(id);
-    const key = `${id}:${row?.data.run?.id}`;
-    if (!row || this.costRequested.has(key)) return;
-    this.costRequested.add(key);
-    this.costQueue.push(id);
-    this.drainCosts();
+  rowClicked(e, row) {
+    // The whole row opens the conversation; its link stays the keyboard's way in.
+    if (e.target.closest("a, button, select, label") || window.getSelection().toString()) return;
+    window.location.assign(conversationUrl(row.data.id));
   }
 
-  async drainCosts() {
-    while (this.costFetching < DETAIL_FETCHES_AT_ONCE && this.costQueue.length) {
-      const id = this.costQueue.shift();
-      this.costFetching += 1;
-      staffApi.conversation(id).then(({ runs }) => {
-        for (const run of runs) {
-          this.setRunCost(id, run.id, run.cost_usd);
-          this.runCreated.set(run.id, run.created_at);
-        }
-        this.detailRead.add(id);
-        const row = this.rows.get(id);
-        if (row) this.paint(row);
-      }).catch(() => {}).finally(() => {
-        this.costFetching -= 1;
-        this.drainCosts();
-      });
-    }
+  paintWaiting() {
+    for (const el of this.list.querySelectorAll("[data-testid=waiting]")) el.textContent = `waiting ${waitedFor(el.dataset.since)}`;
   }
+
+  // -- keyboard ------------------------------------------------------------------------------------------
+
+  bindKeys() {
+    document.addEventListener("keydown", (e) => {
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
+      if (e.key === "/" && !typing(e.target)) {
+        e.preventDefault();
+        this.search.focus();
+        this.search.select();
+        return;
+      }
+      if (e.key === "Escape" && e.target === this.search) {
+        this.focusRow(0);
+        return;
+      }
+      const step = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[e.key];
+      if (!step || typing(e.target)) return;
+      if (e.key.startsWith("Arrow") && !this.list.contains(e.target)) return; // arrows scroll the page elsewhere
+      e.preventDefault();
+      const links = [...this.list.querySelectorAll("a[data-testid=conversation-link]")];
+      const at = links.findIndex((a) => a.closest("li").contains(e.target));
+      this.focusRow(at < 0 ? (step > 0 ? 0 : links.length - 1) : at + step);
+    });
+  }
+
+  focusRow(index) {
+    const links = [...this.list.querySelectorAll("a[data-testid=conversation-link]")];
+    if (!links.length) return;
+    const link = links[Math.max(0, Math.min(index, links.length - 1))];
+    link.focus();
+    link.closest("li").scrollIntoView({ block: "nearest" });
+  }
+}
+
+/** On a conversation's page: mark it read up to what this page has shown, while the page is visible. */
+export function keepRead(socket, conversationId) {
+  let seen = 0;
+  let sent = 0;
+  let timer = null;
+  const send = () => {
+    timer = null;
+    if (document.visibilityState !== "visible" || seen <= sent) return;
+    const seq = seen;
+    inboxApi.read(conversationId, seq).then(({ read_seq: marker }) => { sent = Math.max(sent, marker); }).catch(() => {});
+    sent = seq;
+  };
+  const saw = (seq) => {
+    if (typeof seq !== "number" || seq <= seen) return;
+    seen = seq;
+    if (!timer) timer = window.setTimeout(send, 800);
+  };
+  socket.on("message.saved", (e) => e.conversation === conversationId && saw(e.seq));
+  socket.on("replay.done", (e) => e.conversation === conversationId && saw(e.seq));
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") send(); });
+}
+
+/** The "n" key on a conversation's page opens the next conversation of the inbox as last shown. */
+export function bindNextConversation(conversationId) {
+  document.addEventListener("keydown", async (e) => {
+    if (e.key !== "n" || e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || typing(e.target)) return;
+    e.preventDefault();
+    let order = [];
+    try {
+      order = JSON.parse(window.sessionStorage.getItem(ORDER_KEY) || "[]");
+    } catch { order = []; }
+    if (!order.length) {
+      try {
+        order = (await inboxApi.list({})).conversations.map((c) => c.id);
+      } catch { order = []; }
+    }
+    const at = order.indexOf(conversationId);
+    const next = order[at + 1] ?? (at < 0 ? order.find((id) => id !== conversationId) : undefined);
+    window.location.assign(next ? conversationUrl(next) : "/console/");
+  });
 }

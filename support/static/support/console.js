@@ -4,7 +4,8 @@
 import { ApprovalList } from "./console-approvals.js";
 import { ConversationPage } from "./console-conversation.js";
 import { tickTimes } from "./console-dom.js";
-import { ConversationList } from "./console-list.js";
+import { ConversationList, bindNextConversation, keepRead } from "./console-list.js";
+import { Alerts } from "./console-notify.js";
 import { StaffSocket } from "./console-socket.js";
 import { ApprovalStore, bindApprovalsBadge } from "./console-store.js";
 
@@ -14,16 +15,14 @@ const socket = new StaffSocket($("connection-status"));
 const store = new ApprovalStore(socket);
 bindApprovalsBadge(store, $("approvals-badge"));
 
+// On every page: alerts for hand-overs and approval requests, the counts in the title and the nav.
+new Alerts({ socket, store, badge: $("inbox-badge"), optin: $("notify-optin"), sound: $("sound-toggle"), region: $("alerts") });
+
 function indexPage() {
   new ApprovalList($("approval-queue"), { store, mode: "pending", empty: $("approval-queue-empty") });
   new ConversationList({
-    socket, store, table: $("conversation-list"), empty: $("conversation-list-empty"),
-    count: $("conversation-count"), filter: $("status-filter"),
-  });
-  const title = document.title;
-  store.subscribe(() => {
-    const n = store.pendingCount();
-    document.title = n ? `(${n}) ${title}` : title;
+    socket, list: $("conversation-list"), empty: $("conversation-list-empty"), count: $("conversation-count"),
+    filter: $("inbox-filter"), search: $("inbox-search"), sort: $("inbox-sort"), more: $("inbox-more"),
   });
 }
 
@@ -47,6 +46,8 @@ function approvalsPage() {
 
 function conversationPage() {
   new ConversationPage({ socket, store, id: body.dataset.conversation, me: body.dataset.staffUsername });
+  keepRead(socket, body.dataset.conversation); // this staff member's unread count in the inbox
+  bindNextConversation(body.dataset.conversation); // "n": the next conversation of the inbox
 }
 
 ({ index: indexPage, approvals: approvalsPage, conversation: conversationPage })[body.dataset.page]?.();

@@ -1,0 +1,129 @@
+"""Alerts for staff with the console open, in two staff browsers: an approval request and a hand-over reach
+both (an alert with "Take", the count in the title and the tabs, a sound unless turned off, a desktop
+notification after the opt-in); the first to take it has it, and the other sees who did, live."""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+from playwright.sync_api import expect
+
+from support import events, services
+from support.models import Conversation
+from tests.browser.conftest import agent_messages, ask, open_widget, widget_conversation
+from tests.browser.inbox_helpers import ALEX, alex_user, login, row, screens
+
+# Desktop notifications shown by the page are recorded (Chromium headless shows none).
+RECORD_NOTIFICATIONS = """
+window.__notes = [];
+const Real = window.Notification;
+class Recorded extends Real {
+  constructor(title, options) { super(title, options); window.__notes.push({ title, body: options && options.body }); }
+}
+window.Notification = Recorded;
+"""
+
+
+def staff_with_alerts(new_context, site, **login_as):
+    context_options = {"permissions": ["notifications"]}
+    page = login(new_context, site, **login_as, **context_options)
+    page.context.add_init_script(RECORD_NOTIFICATIONS)
+    page.reload()
+    expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
+    return page
+
+
+def hand_over(conversation_id: str, reason: str) -> None:
+    """What the desk does when the agent hands a conversation to a person (services.conversation_flag)."""
+    conversation = Conversation.objects.get(public_id=conversation_id)
+    with transaction.atomic():
+        services.conversation_flag(conversation_id=conversation.pk, reason=reason)
+    events.publisher.flush()
+
+
+def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_has_it(site, customer_page, new_context):
+    alex_user()
+    sam = staff_with_alerts(new_context, site)
+    alex = staff_with_alerts(new_context, site, username=ALEX[0], password=ALEX[1])
+    # Sam opts in to desktop alerts; Alex turns the sound off.
+    sam.get_by_test_id("notify-optin").click()
+    expect(sam.get_by_test_id("notify-optin")).to_have_attribute("aria-pressed", "true")
+    expect(sam.get_by_test_id("notify-optin")).to_have_text("Desktop alerts: on")
+    alex.get_by_test_id("sound-toggle").click()
+    expect(alex.get_by_test_id("sound-toggle")).to_have_attribute("aria-pressed", "false")
+    expect(alex.get_by_test_id("sound-toggle")).to_have_text("Sound: off")
+    sam.wait_for_timeout(1000)  # both consoles have counted what waits already: that is not news
+
+    # An approval request: a refund the agent may not issue alone.
+    customer = customer_page()
+    open_widget(customer)
+    refund_conv = widget_conversation(customer)["id"]
+    ask(customer, "My parcel SU-41310 never came.")
+    for page in (sam, alex):
+        alert = page.locator(f'[data-testid="alert"][data-conversation="{refund_conv}"]')
+        expect(alert).to_have_attribute("data-kind", "approval", timeout=20000)
+        expect(alert).to_contain_text("Refund 64.00 on SU-41310 waits for approval")
+        expect(alert).to_contain_text("Maya Okafor")
+    expect(sam).to_have_title(re.compile(r"^\(\d+\) Inbox"))
+    assert int(sam.get_by_test_id("approvals-badge").get_attribute("data-count")) >= 1
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+
+    # A hand-over: the conversation now needs a person.
+    other = customer_page("ines@example.com")
+    open_widget(other)
+    handed = widget_conversation(other)["id"]
+    ask(other, "Where is my order SU-41620?")
+    expect(agent_messages(other)).to_have_count(1, timeout=20000)
+    before = int(sam.get_by_test_id("inbox-badge").get_attribute("data-count") or 0)
+    hand_over(handed, "The customer asked for a person")
+    for page in (sam, alex):
+        alert = page.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
+        expect(alert).to_have_attribute("data-kind", "handover", timeout=10000)
+        expect(alert).to_contain_text("Ines Duarte needs a person · SU-41620")
+        expect(alert).to_contain_text("The customer asked for a person")
+        expect(page.get_by_test_id("inbox-badge")).to_have_attribute("data-count", str(before + 1))
+        expect(row(page, handed).get_by_test_id("inbox-status")).to_have_attribute("data-status", "needs_person")
+    # Sam hears both and gets desktop notifications; Alex turned the sound off and did not opt in.
+    assert int(sam.evaluate("document.body.dataset.beeps")) >= 2
+    assert alex.evaluate("document.body.dataset.beeps") == "0"
+    titles = [n["title"] for n in sam.evaluate("window.__notes")]
+    assert "Ines Duarte needs a person · SU-41620" in titles, titles
+    assert any(t.startswith("Refund 64.00 on SU-41310") for t in titles), titles
+    assert alex.evaluate("window.__notes") == []
+    screens(sam, "notify-alerts")
+
+    # Alex takes it first; Sam's alert says so, live, and Sam's inbox shows it assigned.
+    alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-take").click()
+    alex_alert = alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
+    expect(alex_alert.get_by_test_id("alert-status")).to_have_text("You took it.")
+    sam_alert = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
+    expect(sam_alert.get_by_test_id("alert-status")).to_have_text("Alex took it.")
+    expect(sam_alert.get_by_test_id("alert-take")).to_be_hidden()
+    expect(row(sam, handed).get_by_test_id("row-assignee")).to_have_text("Assigned to Alex")
+    expect(sam.get_by_test_id("inbox-badge")).to_have_attribute("data-count", str(before))
+    screens(sam, "notify-taken-by-colleague")
+    assert Conversation.objects.get(public_id=handed).assignee.username == ALEX[0]
+
+
+def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):
+    """Both see the alert; Sam's click reaches the server after Alex's: Sam is told Alex has it."""
+    alex_user()
+    sam = staff_with_alerts(new_context, site)
+    alex = staff_with_alerts(new_context, site, username=ALEX[0], password=ALEX[1])
+    sam.wait_for_timeout(1000)
+    other = customer_page("tom@example.com")
+    open_widget(other)
+    handed = widget_conversation(other)["id"]
+    ask(other, "Where is my order SU-41444?")
+    expect(agent_messages(other)).to_have_count(1, timeout=20000)
+    sam.route(re.compile(r"/api/staff/conversations/.*/take$"),
+              lambda route: (alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
+                             .get_by_test_id("alert-take").click(), route.continue_()))
+    hand_over(handed, "The customer asked for a person")
+    for page in (sam, alex):
+        expect(page.locator(f'[data-testid="alert"][data-conversation="{handed}"]')).to_be_visible(timeout=10000)
+    sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-take").click()
+    status = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-status")
+    expect(status).to_have_text(re.compile(r"Alex (already took this conversation|took it)"))
+    assert Conversation.objects.get(public_id=handed).assignee.username == ALEX[0]
