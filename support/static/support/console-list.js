@@ -289,7 +289,7 @@ export class ConversationList {
           d.assignee ? (me ? "Assigned to you" : `Assigned to ${d.assignee.name}`) : "Unassigned"),
         !d.assignee && d.status !== "closed" ? h("button", { type: "button", class: "btn btn-primary", "data-testid": "take-button",
           "aria-label": `Take ${d.customer.name || d.customer.email}'s conversation`, onclick: () => this.act(row, "take") }, "Take") : null,
-        this.assignSelect(row, me),
+        d.status !== "closed" ? this.assignSelect(row, me) : null,
         d.status === "closed"
           ? h("button", { type: "button", class: "btn", "data-testid": "reopen-button", onclick: () => this.act(row, "reopen") }, "Reopen")
           : h("button", { type: "button", class: "btn btn-quiet", "data-testid": "close-button", onclick: () => this.act(row, "close") }, "Close")),
