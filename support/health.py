@@ -83,6 +83,65 @@ def _redis() -> str | None:
     return None
 
 
+# -- the Celery side: workers, the beat, the queue (manage.py check_workers) ------------------------------
+
+# The sweeper records when it ran in the broker's Redis: the beat's one visible sign of life.
+SWEEPER_LAST_RUN_KEY = "desk:sweeper:last_run"
+
+
+def sweeper_ran() -> None:
+    """Called by the sweep task each time it runs (best effort: a lost Redis only hides the beat's pulse)."""
+    from support.metrics import _redis as client
+
+    try:
+        client(settings.CELERY_BROKER_URL).set(SWEEPER_LAST_RUN_KEY, repr(time.time()), ex=24 * 3600)
+    except Exception as e:
+        log.warning("sweeper: could not record its run: %s", type(e).__name__)
+
+
+def sweeper_last_run(client=None) -> float | None:
+    """The Unix time the sweeper last ran, or None (never, or more than a day ago, or Redis unreadable)."""
+    from support.metrics import _redis
+
+    try:
+        raw = (client or _redis(settings.CELERY_BROKER_URL)).get(SWEEPER_LAST_RUN_KEY)
+        return float(raw) if raw is not None else None
+    except Exception:
+        return None
+
+
+def workers_report(*, ping_timeout: float = 2.0, max_queued_age: float = 60.0) -> dict:
+    """What `manage.py check_workers` checks: a worker answers a ping, the beat's sweeper ran within three
+    periods (RUN_SWEEP_SECONDS), and the oldest queued run waited at most `max_queued_age` seconds.
+    Returns {"ok": bool, "checks": {name: {"ok", ...}}}: names of workers, ages, never data."""
+    from django.db.models import Min
+    from django.utils import timezone
+
+    from agentsite.celery import app
+    from support.models import Run
+
+    checks = {}
+    try:
+        answers = app.control.ping(timeout=ping_timeout) or []
+        names = sorted(name for answer in answers for name in answer)
+        checks["workers"] = {"ok": bool(names), "answered": names}
+    except Exception as e:
+        checks["workers"] = {"ok": False, "answered": [], "error": type(e).__name__}
+    last = sweeper_last_run()
+    allowed = max(3 * settings.RUN_SWEEP_SECONDS, 30.0)
+    age = None if last is None else round(max(time.time() - last, 0.0), 1)
+    checks["beat"] = {"ok": age is not None and age <= allowed, "last_sweep_seconds_ago": age,
+                      "allowed_seconds": allowed}
+    try:
+        oldest = Run.objects.filter(status=Run.QUEUED).aggregate(t=Min("heartbeat_at"))["t"]
+        queued_age = 0.0 if oldest is None else round((timezone.now() - oldest).total_seconds(), 1)
+        checks["queue"] = {"ok": queued_age <= max_queued_age, "oldest_queued_run_seconds": queued_age,
+                           "allowed_seconds": max_queued_age}
+    except Exception as e:
+        checks["queue"] = {"ok": False, "error": type(e).__name__}
+    return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}
+
+
 PROBES = {"/healthz": healthz, "/readyz": readyz}
 
 

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from support import runner, services
+from support import health, runner, services
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -13,5 +13,8 @@ def run_agent(run_id: int) -> str:
 
 @shared_task(ignore_result=True)
 def sweep() -> dict:
-    """Periodic: resume runs whose worker died, expire old approvals."""
-    return {"requeued": services.runs_recover(), "expired": services.approvals_expire()}
+    """Periodic (the beat, every RUN_SWEEP_SECONDS): resume runs whose worker died, expire old approvals.
+    Its last run is recorded, so `manage.py check_workers` and /metrics can tell whether the beat runs."""
+    done = {"requeued": services.runs_recover(), "expired": services.approvals_expire()}
+    health.sweeper_ran()
+    return done
