@@ -14,6 +14,8 @@ import uuid
 
 from channels.layers import get_channel_layer
 
+from support import metrics
+
 log = logging.getLogger(__name__)
 
 STAFF_GROUP = "staff"  # every staff console: conversation list, runs, approvals
@@ -82,11 +84,13 @@ class Publisher:
                 else:
                     for group, message in items:
                         await layer.group_send(group, message)
+                metrics.events_sent(items)
                 return
             except Exception as e:
                 if pause is None:  # the UIs miss these live; they find the gap and replay it from the database
                     dropped = len({message.get("id") for _, message in items})
                     log.warning("%d events not published after %d attempts: %r", dropped, attempt + 1, e)
+                    metrics.events_sent(items, dropped=True)
                     return
                 await asyncio.sleep(pause)
 

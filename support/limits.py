@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
+from support import metrics
+
 log = logging.getLogger(__name__)
 security_log = logging.getLogger("support.security")
 
@@ -104,6 +106,7 @@ def hit(*limits: Limit) -> str:
         # The keys name what was counted (an address, a customer id, a conversation, an e-mail's digest).
         security_log.warning("refused over a limit (one of %s); room again in %d s",
                              ", ".join(limit.key for limit in limits), retry_after)
+        metrics.rate_limited(limits)
         raise Limited(retry_after)
     return member
 

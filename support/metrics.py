@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
+import time
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
+from support.agent.types import STOP_REASONS
+
 log = logging.getLogger(__name__)
 
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_STOP_REASONS = frozenset((*STOP_REASONS, "stalled"))  # the loop's, and the sweeper's Run.STALLED
 LONG_SECONDS = (0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 
 HTTP_REQUESTS = Counter("desk_http_requests", "HTTP requests answered, by route pattern, method and status.",
@@ -47,6 +52,19 @@ RUN_TASKS = Counter("desk_run_tasks", "Run tasks a worker ended, by what happene
 RUN_TASK_SECONDS = Histogram("desk_run_task_seconds", "Time a worker spent on one run task.", buckets=LONG_SECONDS)
 SWEPT_RUNS = Counter("desk_sweeper_requeued_runs", "Runs the sweeper sent again (a stalled or lost worker).")
 SWEPT_APPROVALS = Counter("desk_sweeper_expired_approvals", "Approvals the sweeper expired.")
+RUNS_STOPPED = Counter("desk_runs_stopped", "Runs a worker stopped, by stop reason.", ["stop_reason"])
+FIRST_TOKEN_SECONDS = Histogram("desk_model_first_token_seconds", "Time from the start of a model call to the "
+                                "first streamed text of its reply (calls that stream text only).", ["model"],
+                                buckets=SECONDS)
+DECISION_SECONDS = Histogram("desk_approval_decision_seconds", "Time from an approval's request to a person's "
+                             "decision, by decision (approved, rejected).", ["decision"],
+                             buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600))
+EVENTS_PUBLISHED = Counter("desk_events_published", "Live events sent to the channel layer, by event type.",
+                           ["type"])
+EVENTS_DROPPED = Counter("desk_events_dropped", "Live events given up after their retries (Redis away): the "
+                         "UIs replay them from the database when they notice the gap.", ["type"])
+RATE_LIMITED = Counter("desk_rate_limit_refusals", "Requests and sockets refused over a limit, by what the "
+                       "limit counts (messages, conversations, sockets, signin).", ["limit"])
 
 
 # -- what the processes count ---------------------------------------------------------------------
@@ -81,8 +99,12 @@ def socket_closed(consumer) -> None:
         SOCKETS_OPEN.labels(kind).dec()
 
 
-def step_recorded(step) -> None:
-    """A row of the trace was saved (support.agent.types.Step): a model call or a tool call."""
+def step_recorded(step, run=None) -> None:
+    """A row of the trace was saved (support.agent.types.Step) for `run`: a model call or a tool call. A
+    failed one is also logged, at WARNING with the run's and conversation's ids (the operator's view of
+    model and tool errors; the error text is ours or the endpoint's, never the customer's message)."""
+    if step.error and step.error != "rejected by staff":
+        _log_step_error(step, run)
     if step.kind == "model":
         model = (step.model or "unknown")[:60]
         MODEL_CALLS.labels(model, "error" if step.error else "ok").inc()
@@ -101,16 +123,84 @@ def step_recorded(step) -> None:
     TOOL_SECONDS.labels(tool).observe(step.duration_ms / 1000)
 
 
+def _log_step_error(step, run) -> None:
+    ids = {}
+    if run is not None:
+        ids = {"run": str(run.public_id), "conversation": str(getattr(run.conversation, "public_id", ""))}
+    what = f"model call ({step.model or 'unknown model'})" if step.kind == "model" else f"tool {step.tool[:64]!r}"
+    log.warning("run %s: %s failed after %d attempt(s): %s", ids.get("run", "?"), what, max(step.attempts, 1),
+                step.error[:500], extra=ids)
+
+
+def step_started(observer, step) -> None:
+    """A run's step starts (DbObserver.step_started): a model call's first token is timed from here."""
+    if step.kind != "model":
+        return
+    observer._metrics_call_started = time.monotonic()
+
+
+def token_streamed(observer) -> None:
+    """A run's model call streamed text (DbObserver.token): the first one of the call is timed."""
+    started = getattr(observer, "_metrics_call_started", None)
+    if started is not None:
+        observer._metrics_call_started = None
+        FIRST_TOKEN_SECONDS.labels(_model_name()).observe(time.monotonic() - started)
+
+
+def _model_name() -> str:
+    from django.conf import settings
+
+    return settings.MODEL_NAME[:60]
+
+
+def approval_decided(approval) -> None:
+    """A person's decision was written (services.approval_decide): how long the approval waited."""
+    if approval.decided_at and approval.requested_at and approval.decision in ("approved", "rejected"):
+        DECISION_SECONDS.labels(approval.decision).observe(
+            max((approval.decided_at - approval.requested_at).total_seconds(), 0.0))
+
+
+_EVENT_TYPE = re.compile(r"[a-z_]{1,20}(\.[a-z_]{1,20}){0,2}")
+
+
+def events_sent(items, *, dropped: bool = False) -> None:
+    """Events the publisher sent (or gave up on): [(group, message)], one event in several groups counted once."""
+    seen = {}
+    for _, message in items:
+        kind = str((message.get("event") or {}).get("type", ""))
+        seen[message.get("id")] = kind if _EVENT_TYPE.fullmatch(kind) else "other"
+    counter = EVENTS_DROPPED if dropped else EVENTS_PUBLISHED
+    for kind in seen.values():
+        counter.labels(kind).inc()
+
+
+LIMIT_KINDS = ("messages", "conversations", "sockets", "signin")
+
+
+def rate_limited(limits) -> None:
+    """A request or socket was refused over one of `limits` (support.limits.Limit); counted once."""
+    kinds = {limit.key.split(":", 1)[0] for limit in limits}
+    kind = kinds.pop() if len(kinds) == 1 else "other"
+    RATE_LIMITED.labels(kind if kind in LIMIT_KINDS else "other").inc()
+
+
 def task_ended(task_name: str, retval, seconds: float | None) -> None:
     """A Celery task returned (or raised: retval is then the exception)."""
     if task_name == "support.tasks.run_agent":
         result = "exception" if isinstance(retval, BaseException) else str(retval).replace(" ", "_")[:40]
         RUN_TASKS.labels(result).inc()
+        if result in _STOP_REASONS:
+            RUNS_STOPPED.labels(result).inc()
         if seconds is not None:
             RUN_TASK_SECONDS.observe(seconds)
     elif task_name == "support.tasks.sweep" and isinstance(retval, dict):
-        SWEPT_RUNS.inc(len(retval.get("requeued") or ()))
-        SWEPT_APPROVALS.inc(len(retval.get("expired") or ()))
+        SWEPT_RUNS.inc(_count(retval.get("requeued")))
+        SWEPT_APPROVALS.inc(_count(retval.get("expired")))
+
+
+def _count(done) -> int:
+    """The sweeper's results are lists of ids or counts (services.runs_recover, approvals_expire)."""
+    return done if isinstance(done, int) else len(done or ())
 
 
 # -- the desk's state, read at scrape time ----------------------------------------------------------
@@ -131,8 +221,9 @@ class DeskState:
 
         try:
             by_status = dict(Run.objects.filter(status__in=Run.ACTIVE).values_list("status").annotate(n=Count("id")))
-            oldest = Run.objects.filter(status=Run.QUEUED).aggregate(t=Min("created_at"))["t"]
-            pending = Approval.objects.filter(decided_at__isnull=True).count()
+            oldest = Run.objects.filter(status=Run.QUEUED).aggregate(t=Min("heartbeat_at"))["t"]
+            waiting = Approval.objects.filter(decided_at__isnull=True).aggregate(n=Count("id"), t=Min("requested_at"))
+            pending, oldest_approval = waiting["n"], waiting["t"]
             attention = Conversation.objects.filter(status=Conversation.NEEDS_ATTENTION).count()
         except Exception as e:
             log.warning("metrics: the database did not answer: %s", type(e).__name__)
@@ -143,8 +234,12 @@ class DeskState:
         yield runs
         age = (timezone.now() - oldest).total_seconds() if oldest else 0.0
         yield GaugeMetricFamily("desk_oldest_queued_run_seconds",
-                                "Age of the oldest run waiting for a worker (0: none waits).", value=age)
+                                "How long the oldest queued run has waited for a worker since it was last "
+                                "sent (new, resumed or requeued; 0: none waits).", value=age)
         yield GaugeMetricFamily("desk_approvals_pending", "Approvals waiting for a person.", value=pending)
+        age = (timezone.now() - oldest_approval).total_seconds() if oldest_approval else 0.0
+        yield GaugeMetricFamily("desk_oldest_pending_approval_seconds",
+                                "How long the oldest approval has waited for a person (0: none waits).", value=age)
         yield GaugeMetricFamily("desk_conversations_needing_attention",
                                 "Conversations handed to a person and not yet taken.", value=attention)
 
@@ -162,6 +257,12 @@ class DeskState:
         queue.add_metric(["waiting"], waiting)
         queue.add_metric(["reserved"], reserved)
         yield queue
+        from support.health import sweeper_last_run
+
+        last = sweeper_last_run(client)
+        if last is not None:
+            yield GaugeMetricFamily("desk_sweeper_last_run_timestamp_seconds", "When the sweeper (scheduled by "
+                                    "the beat) last ran, as a Unix time: alert when it falls behind.", value=last)
 
 
 _redis_clients: dict = {}

@@ -143,6 +143,7 @@ class DbObserver(agent.Observer):
 
     # the trace
     def step_started(self, step: agent.Step) -> None:
+        metrics.step_started(self, step)
         if step.kind == "tool":
             _tool_call_started(self.run, self.lease, step)
             _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
@@ -167,7 +168,7 @@ class DbObserver(agent.Observer):
             if step.kind == "tool" and step.call_id:
                 self._save_tool_call(step)
             transaction.on_commit(lambda: serializers.publish_step(row, started=False))
-        metrics.step_recorded(step)
+        metrics.step_recorded(step, self.run)
 
     def _save_spending(self, step: agent.Step) -> None:
         updated = Run.objects.filter(pk=self.run.pk, lease=self.lease).update(
@@ -202,6 +203,7 @@ class DbObserver(agent.Observer):
             self._leased()
 
     def token(self, delta: str) -> None:
+        metrics.token_streamed(self)
         serializers.publish_token(self.conversation, self.run, self.last_seq, delta)
         self.heartbeat()
 

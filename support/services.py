@@ -25,7 +25,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from support import cleaning, events, limits, serializers
+from support import cleaning, events, limits, metrics, serializers
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 from support.tools import tool_by_name
 
@@ -317,6 +317,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         )
         if decided:
             approval.refresh_from_db()
+            metrics.approval_decided(approval)
             ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
                 status=ToolCall.APPROVED if approve else ToolCall.REJECTED)
             _resume_when_decided(approval.run_id)
