@@ -14,7 +14,7 @@ from typing import Any
 
 SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 MONEY = re.compile(r"\b(\d{1,7}\.\d{2})\b")
-CEILING_WORDS = ("ceiling", "limit", "up to", "above", "maximum", "at most")
+CEILING_WORDS = ("ceiling", "limit", "up to", "above", "maximum", "at most", "more than")  # "may not refund more than"
 
 
 def money(value: Any) -> Decimal | None:

@@ -62,3 +62,20 @@ const params = (values) => {
   const text = q.toString();
   return text ? `?${text}` : "";
 };
+
+// Working a conversation (support/views/desk.py): its customer's context, refunds and seller messages by a
+// person (`key`: the same key twice does it once), the actions on record, notes, saved replies.
+export const deskApi = {
+  context: (conversationId) => call(`conversations/${id(conversationId)}/context`),
+  actions: (conversationId) => call(`conversations/${id(conversationId)}/actions`),
+  refund: (conversationId, body) => call(`conversations/${id(conversationId)}/refunds`, { method: "POST", body }),
+  messageSeller: (conversationId, body) =>
+    call(`conversations/${id(conversationId)}/seller-messages`, { method: "POST", body }),
+  notes: (conversationId) => call(`conversations/${id(conversationId)}/notes`),
+  addNote: (conversationId, text) => call(`conversations/${id(conversationId)}/notes`, { method: "POST", body: { text } }),
+  savedReplies: () => call("saved-replies"),
+  saveReply: (replyId, body) => (replyId
+    ? call(`saved-replies/${id(replyId)}`, { method: "PUT", body })
+    : call("saved-replies", { method: "POST", body })),
+  deleteReply: (replyId) => call(`saved-replies/${id(replyId)}`, { method: "DELETE" }),
+};

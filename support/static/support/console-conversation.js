@@ -1,11 +1,15 @@
 // One conversation, live: transcript (replayed from the last seq seen on every reconnect), the agent's
-// streaming reply and current step, the latest run, its approvals, the trace and chart, take over / hand back.
+// streaming reply and current step, the hand-over summary, the latest run in plain words, its approvals, the
+// customer's context with the staff actions (console-context.js), notes and saved replies (console-notes.js),
+// the trace and chart, take over / reply / hand back. Each panel is one module; this page wires them.
 
-import { ApiError, staffApi } from "./console-api.js";
+import { ApiError, deskApi, staffApi } from "./console-api.js";
 import { ApprovalList } from "./console-approvals.js";
+import { ContextPanel } from "./console-context.js";
+import { NotesPanel, SavedReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
 import {
-  announce, badge, fill, fmtCost, fmtInt, h, plural, shortId, STOP_REASON_HELP, timeEl, visibleText,
+  announce, badge, fill, fmtCost, fmtInt, h, label, plural, runPhrase, shortId, STOP_REASON_HELP, timeEl, visibleText,
 } from "./console-dom.js";
 import { Trace } from "./console-trace.js";
 import { Transcript } from "./console-transcript.js";
@@ -29,10 +33,29 @@ export class ConversationPage {
     });
     this.trace = new Trace({ table: $("trace-table"), chart: $("trace-chart"), chartSummary: $("chart-summary"), empty: $("trace-empty") });
     this.approvals = new ApprovalList($("conversation-approvals"), { store, conversation: id, showConversation: false, empty: $("conversation-approvals-empty") });
+    this.context = new ContextPanel({ body: $("context-body"), meta: $("context-meta"), id,
+      mentioned: () => this.mentionedOrders(), onLoad: () => this.renderHeader() });
+    this.notes = new NotesPanel({ list: $("notes"), empty: $("notes-empty"), form: $("note-form"), input: $("note-input"),
+      error: $("note-error"), id, socket });
+    this.actions = [];
     this.bindControls();
+    this.saved = new SavedReplies({ select: $("saved-reply-select"), insert: $("saved-reply-insert"),
+      manage: $("saved-reply-manage"), reply: this.replyInput });
     this.bindEvents();
     socket.watch(id, () => this.transcript.lastSeq);
     this.load();
+    this.context.load();
+    this.notes.load();
+    this.saved.load();
+  }
+
+  /** Order numbers the customer or the agent named: their cards open in the context panel. */
+  mentionedOrders() {
+    const found = new Set();
+    for (const el of document.querySelectorAll('[data-testid="transcript"] [data-testid="message-text"]')) {
+      for (const m of el.textContent.matchAll(/\bSU-\d{1,8}\b/g)) found.add(m[0]);
+    }
+    return found;
   }
 
   mine(event) {
@@ -41,7 +64,17 @@ export class ConversationPage {
 
   bindEvents() {
     const s = this.socket;
-    s.on("replay.done", (e) => this.mine(e) && this.load()); // steps are not replayed: read the trace again
+    s.on("replay.done", (e) => { // steps, actions and the context are not replayed: read them again
+      if (!this.mine(e)) return;
+      this.load();
+      this.context.load();
+    });
+    s.on("staff.action", (e) => {
+      if (!this.mine(e) || !e.action) return;
+      if (!this.actions.some((a) => a.id === e.action.id)) this.actions.push(e.action);
+      this.trace.addAction(e.action);
+      this.context.load(); // a refund changed the balance; a seller message the order's story
+    });
     s.on("message.saved", (e) => {
       if (!this.mine(e)) return;
       this.transcript.add(e.message);
@@ -76,6 +109,7 @@ export class ConversationPage {
 
   stepFinished(step) {
     if (!step) return;
+    if (step.tool === "issue_refund" && !step.error) this.context.load(); // the agent's refund changed the balance
     const run = this.trace.latestRun();
     if (!run) {
       this.load();
@@ -108,6 +142,12 @@ export class ConversationPage {
       customers.set(this.id, data.conversation.customer);
       for (const message of data.messages) this.transcript.add(message);
       this.trace.load(data.runs);
+      try {
+        ({ actions: this.actions } = await deskApi.actions(this.id));
+      } catch (e) {
+        console.warn("console: staff actions not read:", e.message);
+      }
+      this.trace.setActions(this.actions);
       this.store.upsertMany(data.approvals);
       error.hidden = true;
     } catch (e) {
@@ -132,28 +172,50 @@ export class ConversationPage {
   renderHeader() {
     const c = this.conversation;
     if (!c) return;
-    document.title = `${c.customer} · Sundry support desk`;
-    $("conversation-customer").textContent = visibleText(c.customer);
+    const name = this.context.data?.customer?.name;
+    document.title = `${name || c.customer} · Sundry support desk`;
+    $("conversation-customer").textContent = visibleText(name ? `${name}` : c.customer);
     $("conversation-id").textContent = shortId(c.id);
     fill($("conversation-status-slot"), badge("conversation", c.status, "conversation-status"));
     // `assignee` is a display name (a first name); `me` is this staff member's username.
     const mineNow = c.status === "taken_over" && c.assignee_username === this.me;
+    const someoneElse = c.status === "taken_over" && !mineNow;
     const assignee = $("conversation-assignee");
     assignee.textContent = c.status === "taken_over" && c.assignee
-      ? `Taken over by ${c.assignee}${mineNow ? " (you)" : ""}` : "";
+      ? `${mineNow ? "You have it" : `${c.assignee} has it`}: the agent is silent` : "";
     const reason = $("attention-reason");
-    reason.textContent = visibleText(c.attention_reason || "");
-    reason.hidden = !c.attention_reason;
+    reason.textContent = visibleText(c.status === "needs_attention" ? c.attention_reason || "" : "");
+    reason.hidden = !reason.textContent;
     const take = $("take-over-button");
     take.hidden = mineNow;
-    take.textContent = c.status === "taken_over" && c.assignee ? `Take over from ${c.assignee}` : "Take over";
+    take.textContent = someoneElse && c.assignee ? `Take over from ${c.assignee}` : "Take over";
     $("hand-back-button").hidden = c.status === "open";
+    // Replying takes the conversation over (the server keeps the rule: a person writes only when the agent
+    // is stopped), so the box is there unless a colleague has the conversation.
     const reply = $("reply-form");
-    const wasHidden = reply.hidden;
-    reply.hidden = !mineNow;
-    $("reply-closed-note").hidden = mineNow;
-    if (wasHidden && mineNow && this.focusReply) this.replyInput.focus();
+    reply.hidden = someoneElse;
+    const closed = $("reply-closed-note");
+    closed.hidden = !someoneElse;
+    closed.textContent = someoneElse ? `${c.assignee || "A colleague"} is answering this customer. Take it over to reply.` : "";
+    $("reply-send").textContent = mineNow ? "Send" : "Take over and send";
+    $("reply-hint").textContent = mineNow
+      ? "Enter sends · Shift+Enter for a new line. The agent is silent until you hand back."
+      : "Enter sends · Shift+Enter for a new line. Sending takes the conversation over: the agent stops.";
+    if (mineNow && this.focusReply) this.replyInput.focus();
     this.focusReply = false;
+    this.renderHandover();
+  }
+
+  /** What a person picking the ticket up reads first: why it is here, and the agent's hand-over summary. */
+  renderHandover() {
+    const c = this.conversation;
+    const run = this.trace.latestRun();
+    const panel = $("handover-panel");
+    const show = c && c.status !== "open" && run && run.status === "stopped" && run.summary;
+    panel.hidden = !show;
+    if (!show) return;
+    $("handover-summary").textContent = visibleText(run.summary);
+    $("handover-meta").textContent = `${runPhrase(run)}${run.finished_at ? "" : ""}`;
   }
 
   bindControls() {
@@ -182,7 +244,8 @@ export class ConversationPage {
       announce("You have taken the conversation over. The agent stops; reply below.");
     }));
     back.addEventListener("click", () => act(back, () => staffApi.handBack(this.id), (data) => {
-      announce(data.run ? "Handed back: the agent answers the customer's last message." : "Handed back to the agent.");
+      announce(data.run ? "Handed back: the agent answers the customer's waiting message."
+        : "Handed back: the agent answers the customer's next message.");
       window.setTimeout(() => $("take-over-button").focus(), 0);
     }));
 
@@ -201,6 +264,13 @@ export class ConversationPage {
       send.disabled = true;
       replyError.hidden = true;
       try {
+        const c = this.conversation || {};
+        if (!(c.status === "taken_over" && c.assignee_username === this.me)) {
+          const data = await staffApi.takeOver(this.id); // joining first: the customer sees "Sam has joined"
+          this.conversationEpoch += 1;
+          this.conversation = { ...(this.conversation || {}), ...data.conversation };
+          this.renderHeader();
+        }
         const { message } = await staffApi.reply(this.id, text);
         this.transcript.add(message);
         this.replyInput.value = "";
@@ -225,34 +295,39 @@ export class ConversationPage {
   renderRun() {
     const run = this.trace.latestRun();
     const panel = $("run-panel-body");
+    this.renderHandover();
     if (!run) {
-      fill(panel, h("p", { class: "muted", "data-testid": "run-status", "data-status": "" }, "No run yet: the agent starts when the customer writes."));
+      fill(panel, h("p", { class: "muted", "data-testid": "run-status", "data-status": "" }, "The agent has not worked on this yet: it starts when the customer writes."));
       this.transcript.doing(null);
       return;
     }
+    const help = run.status === "stopped" ? STOP_REASON_HELP[run.stop_reason] : null;
     const rows = [
-      ["Status", badge("run", run.status, "run-status")],
-      ["Stop reason", run.stop_reason ? [badge("stop", run.stop_reason, "stop-reason"),
-        h("span", { class: "sub" }, ` ${STOP_REASON_HELP[run.stop_reason] || ""}`)] : h("span", { class: "muted", "data-testid": "stop-reason" }, "—")],
-      ["Outcome", run.outcome ? badge("outcome", run.outcome, "run-outcome") : h("span", { class: "muted", "data-testid": "run-outcome" }, "—")],
-      ["Spend", h("span", { "data-testid": "run-spend" },
-        `${plural(run.turns, "turn")} · ${fmtInt(run.prompt_tokens)} in / ${fmtInt(run.completion_tokens)} out · `,
-        h("strong", { "data-testid": "run-cost" }, fmtCost(run.cost_usd)))],
+      ["Outcome", run.outcome ? [label(run.outcome), run.outcome_summary ? h("span", { class: "sub" }, ` — ${run.outcome_summary}`) : null]
+        : h("span", { class: "muted" }, "—"), "run-outcome", run.outcome],
+      ["Spend", [`${plural(run.turns, "model call")} · ${fmtInt(run.prompt_tokens)} in / ${fmtInt(run.completion_tokens)} out · `,
+        h("strong", { "data-testid": "run-cost" }, fmtCost(run.cost_usd))], "run-spend"],
       ["Started", timeEl(run.created_at, "run-started")],
     ];
     if (run.finished_at) rows.push(["Finished", timeEl(run.finished_at, "run-finished")]);
     if (run.attempts > 1) rows.push(["Attempts", String(run.attempts)]);
     fill(panel,
-      h("dl", { class: "facts" }, rows.map(([t, v]) => [h("dt", {}, t), h("dd", {}, v)])),
-      run.summary ? h("div", { class: "summary" }, h("div", { class: "args-label" }, "Summary for a person"),
-        h("p", { class: "summary-text", "data-testid": "run-summary" }, run.summary)) : null,
-      run.detail ? h("p", { class: "sub", "data-testid": "run-detail" }, run.detail) : null,
+      h("p", { class: "run-headline" },
+        h("span", { class: `badge badge-run is-${run.status === "stopped" ? run.stop_reason || "stopped" : run.status}`,
+          "data-testid": "run-status", "data-status": run.status }, runPhrase(run))),
+      help ? h("p", { class: "sub run-help" }, help) : null,
+      h("dl", { class: "facts" }, rows.map(([t, v, testid, status]) => [h("dt", {}, t),
+        h("dd", testid ? { "data-testid": testid, "data-status": status || "" } : {}, v)])),
+      // The exact codes, for whoever reads the trace or the API.
+      h("p", { class: "codes" }, "Codes: ", h("code", { "data-testid": "stop-reason", "data-status": run.stop_reason || "" },
+        [run.status, run.stop_reason, run.outcome].filter(Boolean).join(" · "))),
+      run.detail ? h("p", { class: "sub codes", "data-testid": "run-detail" }, run.detail) : null,
     );
     const runs = this.trace.runs.size;
-    $("run-count").textContent = runs > 1 ? `latest of ${runs}` : "";
-    if (run.status === "queued") this.transcript.doing("Queued: waiting for a worker…");
+    $("run-count").textContent = runs > 1 ? `latest of ${runs} runs` : "";
+    if (run.status === "queued") this.transcript.doing("About to start: waiting for a worker…");
     else if (run.status === "awaiting_approval") {
-      this.transcript.doing("Paused: waiting for a staff decision on a gated call.", null, { waiting: true });
+      this.transcript.doing("Paused: waiting for a person to approve or reject a request.", null, { waiting: true });
     }
     else if (run.status === "stopped") this.transcript.doing(null);
     else if (this.transcript.activity.hidden) this.transcript.doing("Agent is working…");

@@ -57,29 +57,33 @@ export function uniqueId(prefix) {
 
 // -- labels for the closed sets of the API ---------------------------------------------------------------
 
+// Words for people: what staff read. The exact codes stay in data-status attributes, the trace and the API.
 export const LABELS = {
-  open: "Open",
+  open: "With the agent",
   needs_attention: "Needs a person",
-  taken_over: "Taken over",
-  queued: "Queued",
-  running: "Running",
-  awaiting_approval: "Awaiting approval",
-  stopped: "Stopped",
-  answered: "Answered",
-  escalated: "Escalated",
-  turn_limit: "Turn limit",
-  over_budget: "Over budget",
-  spinning: "Spinning",
-  model_error: "Model error",
-  empty_reply: "Empty reply",
-  quota_exceeded: "Model quota used up",
-  internal_error: "Desk error",
-  stalled: "Stalled",
+  taken_over: "With a person",
+  queued: "About to start",
+  running: "Working",
+  awaiting_approval: "Waiting for approval",
+  stopped: "Finished",
+  answered: "Answered the customer",
+  escalated: "Handed to a person",
+  turn_limit: "Stopped: step limit",
+  over_budget: "Stopped: over budget",
+  conversation_budget: "Stopped: daily budget used",
+  spinning: "Stopped: going in circles",
+  model_error: "Stopped: model unavailable",
+  empty_reply: "Stopped: model gave no reply",
+  quota_exceeded: "Stopped: model quota used up",
+  internal_error: "Stopped: desk error",
+  stalled: "Stopped: worker kept failing",
+  taken_over_stop: "Stopped: a person took over",
+  rejected_again: "Stopped: asked again after a no",
   resolved: "Resolved",
-  waiting_on_customer: "Waiting on customer",
+  waiting_on_customer: "Waiting for the customer",
   not_resolved: "Not resolved",
   handed_to_person: "Handed to a person",
-  unstated: "Unstated",
+  unstated: "Outcome not stated",
   pending: "Pending",
   approved: "Approved",
   rejected: "Rejected",
@@ -87,17 +91,19 @@ export const LABELS = {
 };
 
 export const STOP_REASON_HELP = {
-  answered: "The model gave its final answer.",
-  escalated: "An approved escalate_to_human ran.",
-  turn_limit: "The run made its maximum number of model calls.",
-  over_budget: "Tokens, cost or wall time reached the run's limit.",
-  spinning: "The same tool call kept repeating.",
-  model_error: "The model call failed after its retries, was refused, or was cut off.",
+  answered: "The agent gave the customer its answer.",
+  escalated: "The agent handed the conversation to a person, with a summary.",
+  turn_limit: "The agent used every step it may take on one message; a person should answer.",
+  over_budget: "The agent used its budget for this message (tokens, cost or time); a person should answer.",
+  conversation_budget: "This conversation used its budget for the day; a person should answer.",
+  spinning: "The agent kept repeating the same check, so it stopped; a person should answer.",
+  model_error: "The language model could not be reached or gave an unusable reply; a person should answer.",
   taken_over: "A staff member took the conversation over.",
-  stalled: "The run's worker kept dying; it was given to a person.",
-  empty_reply: "The model replied with nothing, twice.",
-  quota_exceeded: "The model provider refused: the account's quota is used up. Tell whoever runs the desk.",
-  internal_error: "The desk failed unexpectedly while working on it; the error is in the worker's log.",
+  stalled: "The agent's worker kept stopping, so the conversation went to a person.",
+  empty_reply: "The language model twice replied with nothing; a person should answer.",
+  quota_exceeded: "The model provider's quota is used up. Tell whoever runs the desk; a person should answer.",
+  internal_error: "The desk failed unexpectedly (the error is in the worker's log); a person should answer.",
+  rejected_again: "The agent kept asking for something staff had refused; a person should answer.",
 };
 
 export function label(value) {
@@ -112,7 +118,15 @@ export function badge(kind, value, testid) {
     "data-testid": testid,
     "data-status": value || "",
     title: kind === "stop" ? STOP_REASON_HELP[value] : null,
-  }, label(value));
+  }, kind === "stop" && value === "taken_over" ? LABELS.taken_over_stop : label(value));
+}
+
+/** How a run stands, in one phrase: "Answered the customer" for a finished run, not "Stopped · Answered". */
+export function runPhrase(run) {
+  if (!run) return "No run yet";
+  if (run.status !== "stopped") return label(run.status);
+  if (run.stop_reason === "taken_over") return LABELS.taken_over_stop;
+  return run.stop_reason ? label(run.stop_reason) : label("stopped");
 }
 
 // -- numbers and times -----------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-// The trace of a conversation's runs (one tbody per run, a row per step, live from step.finished) and the
-// small chart of tokens and cost per model call, drawn as SVG with DOM calls (no chart library).
+// The trace of a conversation's runs (one tbody per run, a row per step, live from step.finished), the staff
+// actions between the steps (by time: a refund or a seller message a person made, live from staff.action),
+// and the small chart of tokens and cost per model call, drawn as SVG with DOM calls (no chart library).
 
 import {
-  badge, clear, compactJson, plural, excerpt, fmtCost, fmtInt, fmtMs, h, prettyJson, shortId, svg,
+  badge, clear, compactJson, plural, excerpt, fmtCost, fmtInt, fmtMs, h, prettyJson, runPhrase, shortId, svg,
 } from "./console-dom.js";
+
+const ACTION_NAMES = { refund: "refund by a person", seller_message: "message to the seller" };
 
 const COLUMNS = 10;
 
@@ -19,6 +22,54 @@ export class Trace {
     this.chartSummary = chartSummary;
     this.empty = empty;
     this.runs = new Map(); // run id -> {run, steps: [], keys: Set, tbody, head}
+    this.actionIds = new Set();
+    this.staffBody = null; // staff actions taken before the conversation's first run
+  }
+
+  /** Every staff action of the conversation (after load(), which redraws the runs). */
+  setActions(actions) {
+    for (const row of this.table.querySelectorAll('[data-testid="trace-action"]')) row.remove();
+    this.actionIds.clear();
+    for (const action of actions || []) this.addAction(action);
+  }
+
+  /** A staff action, placed among the steps by time: in the run that was current when it was taken. */
+  addAction(a) {
+    if (!a || this.actionIds.has(a.id)) return;
+    this.actionIds.add(a.id);
+    let target = null;
+    for (const entry of this.runs.values()) {
+      if ((entry.run.created_at || "") <= a.created_at && (!target || entry.run.created_at >= target.run.created_at)) target = entry;
+    }
+    let tbody = target?.tbody;
+    if (!tbody) {
+      if (!this.staffBody) {
+        this.staffBody = h("tbody", { "data-testid": "trace-staff" }, h("tr", { class: "run-row" },
+          h("th", { colspan: String(COLUMNS), scope: "colgroup" }, h("span", { class: "run-name" }, "Staff actions"))));
+        this.table.querySelector("thead").after(this.staffBody);
+      }
+      tbody = this.staffBody;
+    }
+    const later = [...tbody.querySelectorAll("tr[data-at]")].find((r) => r.dataset.at > a.created_at) || null;
+    tbody.insertBefore(this.actionRow(a), later);
+    this.empty.hidden = true;
+  }
+
+  actionRow(a) {
+    const refused = a.status !== "done";
+    const args = compactJson(a.arguments);
+    const result = a.result ? JSON.stringify(a.result) : "";
+    return h("tr", { "data-testid": "trace-action", "data-kind": a.kind, "data-status": a.status, "data-at": a.created_at,
+      class: `step-row is-staff${refused ? " is-error" : ""}` },
+    h("td", { class: "num" }, "—"),
+    h("td", {}, h("span", { class: "kind kind-staff" }, "staff")),
+    h("td", {}, h("span", { class: "staff-action-name" }, `${ACTION_NAMES[a.kind] || a.kind}`), h("span", { class: "sub" }, ` · ${a.by || "staff"}`)),
+    h("td", { class: "cell-args" }, args ? h("code", { class: "clamp", title: args }, args) : h("span", { class: "muted" }, "—")),
+    h("td", { class: "cell-result" }, result
+      ? h("details", {}, h("summary", {}, excerpt(refused ? a.result.error : result, 70)), h("pre", { class: "json" }, prettyJson(result)))
+      : h("span", { class: "muted" }, "—")),
+    h("td", { class: "num" }, "—"), h("td", { class: "num" }, "—"), h("td", { class: "num" }, "—"), h("td", { class: "num" }, "—"),
+    h("td", { class: "cell-finish" }, refused ? h("span", { class: "error-text" }, "refused") : "done"));
   }
 
   latestRun() {
@@ -56,8 +107,9 @@ export class Trace {
       h("th", { colspan: String(COLUMNS), scope: "colgroup" },
         h("span", { class: "run-name" }, `Run ${number}`),
         h("span", { class: "muted" }, shortId(r.id)),
-        badge("run", r.status, "trace-run-status"),
-        r.stop_reason ? badge("stop", r.stop_reason, "trace-run-stop") : null,
+        h("span", { class: `badge badge-run is-${r.status === "stopped" ? r.stop_reason || "stopped" : r.status}`,
+          "data-testid": "trace-run-status", "data-status": r.status, "data-stop-reason": r.stop_reason || "",
+          title: [r.status, r.stop_reason].filter(Boolean).join(" · ") }, runPhrase(r)),
         r.outcome ? badge("outcome", r.outcome, "trace-run-outcome") : null,
         h("span", { class: "run-totals" },
           `${plural(r.turns, "turn")} · ${fmtInt(r.prompt_tokens)} in / ${fmtInt(r.completion_tokens)} out · ${fmtCost(r.cost_usd)}`)));
@@ -101,6 +153,7 @@ export class Trace {
     const isModel = s.kind === "model";
     const args = compactJson(s.arguments);
     return h("tr", { "data-testid": "trace-row", "data-kind": s.kind, "data-turn": s.turn, "data-tool": s.tool || "",
+      "data-at": s.created_at || "",
       class: `step-row is-${s.kind}${s.error ? " is-error" : ""}` },
     h("td", { class: "num" }, String(s.turn)),
     h("td", {}, h("span", { class: `kind kind-${s.kind}` }, s.kind)),

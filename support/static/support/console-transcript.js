@@ -11,7 +11,8 @@ function authorLabel(m) {
     case "agent": return "Agent";
     case "tool": return "Tool result";
     case "staff": return `Staff · ${m.staff_name || "staff"}`;
-    default: return m.role === "system" ? "System prompt" : "System";
+    // Hand-over, join, hand-back and refund notices: the customer saw these words too.
+    default: return m.role === "system" ? "System prompt" : "Notice · shown to the customer";
   }
 }
 

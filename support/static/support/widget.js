@@ -396,14 +396,12 @@
     var working = (state.run === "queued" || state.run === "running") && !state.awaiting;
     activity.hidden = !working || !!(stream && stream.text);
     approvalBanner.hidden = !state.awaiting;
-    var human = state.conversation === "needs_attention" || state.conversation === "taken_over";
-    handoverBanner.hidden = !human;
-    if (human) {
-      var who = state.conversation === "taken_over" ? (state.assignee || lastStaffName) : null;
-      handoverBanner.say(who ? who + " from our team has joined" : "You're now chatting with our support team",
-        who ? "They'll reply right here." : "A member of our team will reply here, usually within one business day.");
-    }
-    subtitle.textContent = human ? "Chatting with our support team" : "Our assistant replies in seconds";
+    // A hand-over, a person joining and a hand-back are each told once, by a notice in the transcript; a
+    // banner repeating it would be a second message (and "chatting with our team" before anyone joined, untrue).
+    var who = state.conversation === "taken_over" ? (state.assignee || lastStaffName) : null;
+    handoverBanner.hidden = true;
+    subtitle.textContent = state.conversation === "taken_over" ? (who ? who + " from our team is here" : "A member of our team is here")
+      : state.conversation === "needs_attention" ? "Waiting for a member of our team" : "Our assistant replies in seconds";
     panel.dataset.conversation = state.conversation;
     suggestions.hidden = list.children.length > 0;
     if (pinned) transcript.scrollTop = transcript.scrollHeight; // a banner took room from the transcript

@@ -1,0 +1,236 @@
+// The context panel beside a conversation: the customer, their orders (items, money, parcels with the latest
+// scans, refunds) with what a person may do on each (refund, message the seller), their other conversations
+// and refunds. Read from GET /api/staff/conversations/<id>/context and read again when something changed it
+// (a staff action, the agent's refund, a reconnect). The server checks every rule; the forms only offer
+// what it would allow.
+
+import { ApiError, deskApi } from "./console-api.js";
+import { announce, conversationUrl, excerpt, fill, h, label, timeEl } from "./console-dom.js";
+
+const dateOnly = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", year: "numeric" });
+
+function newKey() {
+  return window.crypto?.randomUUID ? window.crypto.randomUUID() : `k${Date.now()}${Math.random().toString(36).slice(2)}`;
+}
+
+function money(amount, currency = "EUR") {
+  return `${amount} ${currency}`;
+}
+
+export class ContextPanel {
+  constructor({ body, meta, id, mentioned, onLoad }) {
+    this.onLoad = onLoad || (() => {});
+    this.body = body;
+    this.meta = meta;
+    this.id = id;
+    this.mentioned = mentioned || (() => new Set());
+    this.data = null;
+    this.open = new Set(); // orders a person opened or closed keep that state across reloads
+    this.closed = new Set();
+    this.forms = new Map(); // order number -> the form open in its card ({kind, key, values})
+    this.loading = null;
+    this.again = false;
+  }
+
+  /** Read the context again (coalesced: one read at a time, one more if asked meanwhile). */
+  async load() {
+    if (this.loading) {
+      this.again = true;
+      return this.loading;
+    }
+    this.loading = (async () => {
+      try {
+        this.data = await deskApi.context(this.id);
+        this.render();
+        this.onLoad(this.data);
+      } catch (error) {
+        if (!this.data) fill(this.body, h("p", { class: "error", role: "alert" }, `The customer's details could not be read: ${error.message}`));
+      } finally {
+        this.loading = null;
+        if (this.again) {
+          this.again = false;
+          this.load();
+        }
+      }
+    })();
+    return this.loading;
+  }
+
+  render() {
+    const d = this.data;
+    if (!d) return;
+    // Keep what a person is typing: a form with text in it is not redrawn away.
+    const focused = document.activeElement && this.body.contains(document.activeElement) ? document.activeElement.id : null;
+    const c = d.customer;
+    this.meta.textContent = `${c.orders} order${c.orders === 1 ? "" : "s"} · ${c.conversations} conversation${c.conversations === 1 ? "" : "s"}`;
+    const mentioned = this.mentioned();
+    fill(this.body,
+      h("div", { class: "customer-card", "data-testid": "context-customer" },
+        h("p", { class: "customer-name" }, h("strong", { "data-testid": "context-customer-name" }, c.name)),
+        h("p", { class: "customer-email" }, h("a", { href: `mailto:${c.email}`, "data-testid": "context-customer-email" }, c.email)),
+        h("p", { class: "muted" }, `Customer since ${c.since ? dateOnly.format(new Date(c.since)) : "—"}`)),
+      d.scope ? h("p", { class: "scope-note", "data-testid": "context-scope" },
+        `The customer signed in with order ${d.scope} only: the agent sees that order alone, and actions here act on it alone. You see all their orders.`) : null,
+      h("h3", { class: "context-h" }, "Orders"),
+      h("ul", { class: "order-list", "data-testid": "context-orders" },
+        d.orders.map((o) => h("li", {}, this.orderCard(o, mentioned)))),
+      h("h3", { class: "context-h" }, "Refunds"),
+      d.refunds.length
+        ? h("ul", { class: "plain-list", "data-testid": "context-refunds" }, d.refunds.map((r) => h("li", {},
+          h("strong", {}, money(r.amount)), ` on ${r.order_id} by ${r.by} · `, timeEl(r.created_at, "context-refund-time"),
+          r.reason ? h("span", { class: "sub" }, ` — ${excerpt(r.reason, 90)}`) : null)))
+        : h("p", { class: "muted", "data-testid": "context-refunds" }, "No refunds yet."),
+      h("h3", { class: "context-h" }, "Other conversations"),
+      d.conversations.length
+        ? h("ul", { class: "plain-list", "data-testid": "context-conversations" }, d.conversations.map((x) => h("li", {},
+          h("a", { href: conversationUrl(x.id), "data-testid": "context-conversation-link" },
+            x.first_message ? `“${excerpt(x.first_message, 60)}”` : "(no message)"),
+          h("span", { class: "sub" }, ` · ${label(x.status)} · `), timeEl(x.created_at, "context-conversation-time"))))
+        : h("p", { class: "muted", "data-testid": "context-conversations" }, "No other conversations."),
+    );
+    if (focused) document.getElementById(focused)?.focus();
+  }
+
+  orderCard(o, mentioned) {
+    const isOpen = this.open.has(o.number) || this.forms.has(o.number)
+      || (!this.closed.has(o.number) && (mentioned.has(o.number) || (this.data.scope === o.number)));
+    const seller = o.seller.is_sundry ? "Sundry" : o.seller.name;
+    const details = h("details", { class: `order-card${o.in_scope ? "" : " is-out-of-scope"}`, "data-testid": "context-order",
+      "data-order": o.number, open: isOpen || null },
+      h("summary", {}, h("strong", {}, o.number), ` · ${label(o.status)} · ${money(o.total, o.currency)} · ${seller}`),
+      h("dl", { class: "facts money" },
+        h("dt", {}, "Total"), h("dd", { "data-testid": "order-total" }, money(o.total, o.currency)),
+        h("dt", {}, "Refunded"), h("dd", { "data-testid": "order-refunded" }, money(o.refunded, o.currency)),
+        h("dt", {}, "Refundable"), h("dd", { "data-testid": "context-refundable" }, h("strong", {}, money(o.refundable, o.currency))),
+        h("dt", {}, "Placed"), h("dd", {}, timeEl(o.placed_at, "order-placed"))),
+      h("ul", { class: "items" }, o.items.map((i) => h("li", {}, `${i.qty} × ${i.title}`, h("span", { class: "sub" }, ` ${money(i.line_total, o.currency)}`))),
+        Number(o.shipping_fee) ? h("li", { class: "sub" }, `Shipping ${money(o.shipping_fee, o.currency)}`) : null),
+      o.note ? h("p", { class: "order-note" }, `Note: ${o.note}`) : null,
+      o.parcels.map((p) => h("div", { class: "parcel", "data-testid": "context-parcel" },
+        h("p", {}, h("strong", {}, p.carrier), ` ${p.tracking} · ${label(p.status)}`),
+        p.scans.length ? h("ol", { class: "scans", "aria-label": `Latest scans of ${p.tracking}` }, p.scans.map((sc) => h("li", {},
+          timeEl(sc.at, "scan-time"), ` ${sc.detail || label(sc.event)}`, sc.location ? h("span", { class: "sub" }, ` · ${sc.location}`) : null))) : null)),
+      o.refunds.length ? h("p", { class: "sub" }, `Refunds: ${o.refunds.map((r) => `${r.amount} by ${r.by}`).join(", ")}`) : null,
+      this.actions(o));
+    details.addEventListener("toggle", () => {
+      if (details.open) { this.open.add(o.number); this.closed.delete(o.number); } else { this.closed.add(o.number); this.open.delete(o.number); }
+    });
+    return details;
+  }
+
+  actions(o) {
+    if (!o.in_scope) return h("p", { class: "muted" }, "Outside this conversation's order: no actions here.");
+    const form = this.forms.get(o.number);
+    if (form?.kind === "refund") return this.refundForm(o, form);
+    if (form?.kind === "seller") return this.sellerForm(o, form);
+    const canRefund = o.refund_limit !== null && Number(o.refundable) > 0;
+    return h("div", { class: "order-actions" },
+      canRefund ? h("button", { type: "button", class: "btn", "data-testid": "refund-open", onclick: () => this.openForm(o, "refund") },
+        "Refund…") : null,
+      !o.seller.is_sundry ? h("button", { type: "button", class: "btn", "data-testid": "seller-open", onclick: () => this.openForm(o, "seller") },
+        "Message the seller…") : null,
+      !canRefund && Number(o.refundable) > 0 && o.refund_limit === null
+        ? h("span", { class: "sub" }, "Refunds need the permission to decide approvals.") : null,
+      Number(o.refundable) <= 0 ? h("span", { class: "sub" }, "Fully refunded.") : null);
+  }
+
+  openForm(o, kind) {
+    this.forms.set(o.number, { kind, key: newKey(), values: {} });
+    this.render();
+    const first = this.body.querySelector(`[data-order="${o.number}"] form input, [data-order="${o.number}"] form textarea`);
+    first?.focus();
+  }
+
+  closeForm(o) {
+    this.forms.delete(o.number);
+    this.render();
+    this.body.querySelector(`[data-order="${o.number}"] .order-actions button`)?.focus();
+  }
+
+  refundForm(o, form) {
+    // Stable ids: a redraw (the context read again while typing) gives the focus back to the same field.
+    const amountId = `refund-amount-${o.number}`;
+    const reasonId = `refund-reason-${o.number}`;
+    const hintId = `refund-hint-${o.number}`;
+    const limit = o.refund_limit;
+    const error = h("p", { class: "error", role: "alert", "data-testid": "refund-error", hidden: true });
+    const amount = h("input", { id: amountId, type: "text", inputmode: "decimal", autocomplete: "off", required: true,
+      "data-testid": "refund-amount", "aria-describedby": hintId, value: form.values.amount ?? limit });
+    const reason = h("input", { id: reasonId, type: "text", required: true, maxlength: "500", "data-testid": "refund-reason",
+      value: form.values.reason ?? "" });
+    const submit = h("button", { type: "submit", class: "btn btn-primary", "data-testid": "refund-submit" });
+    const sync = () => {
+      form.values = { amount: amount.value, reason: reason.value };
+      submit.textContent = /^\d+(\.\d{1,2})?$/.test(amount.value.trim()) ? `Refund ${Number(amount.value).toFixed(2)} ${o.currency}` : "Refund";
+    };
+    amount.addEventListener("input", sync);
+    reason.addEventListener("input", sync);
+    sync();
+    const el = h("form", { class: "action-form", "data-testid": "refund-form", novalidate: true },
+      h("label", { for: amountId }, `Amount (${o.currency})`), amount,
+      h("p", { class: "hint", id: hintId }, `Up to ${money(limit, o.currency)}: refundable ${money(o.refundable, o.currency)}`
+        + (Number(limit) < Number(o.refundable) ? "; more needs a support lead." : ".")),
+      h("label", { for: reasonId }, "Reason (kept on record)"), reason,
+      h("div", { class: "actions" }, submit,
+        h("button", { type: "button", class: "btn", "data-testid": "refund-cancel", onclick: () => this.closeForm(o) }, "Cancel")),
+      error);
+    el.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const value = amount.value.trim();
+      if (!/^\d{1,7}(\.\d{1,2})?$/.test(value) || Number(value) <= 0) return this.fail(error, amount, `Write the amount like 24.99, up to ${limit}.`);
+      if (Number(value) > Number(limit)) return this.fail(error, amount, `The most you may refund here is ${money(limit, o.currency)}.`);
+      if (!reason.value.trim()) return this.fail(error, reason, "Write why: it is kept with the refund.");
+      submit.disabled = true;
+      try {
+        await deskApi.refund(this.id, { order_id: o.number, amount: value, reason: reason.value.trim(), key: form.key });
+        announce(`Refunded ${value} ${o.currency} on ${o.number}. The customer has been told.`);
+        this.forms.delete(o.number);
+        await this.load();
+        this.body.querySelector(`[data-order="${o.number}"] summary`)?.focus();
+      } catch (err) {
+        form.key = newKey(); // refused: a corrected request is a new one
+        submit.disabled = false;
+        this.fail(error, amount, err instanceof ApiError ? err.message : String(err));
+      }
+    });
+    return el;
+  }
+
+  sellerForm(o, form) {
+    const textId = `seller-text-${o.number}`;
+    const error = h("p", { class: "error", role: "alert", "data-testid": "seller-error", hidden: true });
+    const text = h("textarea", { id: textId, rows: "4", maxlength: "2000", "data-testid": "seller-text" });
+    text.value = form.values.message ?? `About order ${o.number}: `;
+    text.addEventListener("input", () => { form.values = { message: text.value }; });
+    const submit = h("button", { type: "submit", class: "btn btn-primary", "data-testid": "seller-submit" }, `Send to ${o.seller.name}`);
+    const el = h("form", { class: "action-form", "data-testid": "seller-form", novalidate: true },
+      h("label", { for: textId }, `Message to ${o.seller.name}`), text,
+      h("p", { class: "hint" }, "The seller reads exactly this. Leave out the customer's contact details unless the seller needs them."),
+      h("div", { class: "actions" }, submit,
+        h("button", { type: "button", class: "btn", "data-testid": "seller-cancel", onclick: () => this.closeForm(o) }, "Cancel")),
+      error);
+    el.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      if (!text.value.trim()) return this.fail(error, text, "Write the message first.");
+      submit.disabled = true;
+      try {
+        const { action } = await deskApi.messageSeller(this.id, { order_id: o.number, message: text.value.trim(), key: form.key });
+        announce(action.result?.status === "already_sent" ? "This message was already sent to the seller." : `Sent to ${o.seller.name}.`);
+        this.forms.delete(o.number);
+        await this.load();
+      } catch (err) {
+        form.key = newKey();
+        submit.disabled = false;
+        this.fail(error, text, err.message);
+      }
+    });
+    return el;
+  }
+
+  fail(error, field, message) {
+    error.textContent = message;
+    error.hidden = false;
+    field.setAttribute("aria-invalid", "true");
+    field.focus();
+  }
+}
