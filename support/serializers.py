@@ -6,7 +6,7 @@ results or the trace. Public ids only; integer keys never leave the server.
 
 from __future__ import annotations
 
-from support import events, permissions
+from support import events, permissions, selectors_approvals
 from support.models import Approval, Conversation, Message, Run, Step
 
 
@@ -84,6 +84,11 @@ def approval_json(approval: Approval) -> dict:
                                     for m in shown],
         "customer_messages_since_count": since_count,
         "needs_second_look": since_count > 0,
+        # Why the call never ran although decided (a take-over), and how it expired.
+        "not_run_reason": approval.not_run_reason,
+        # What the card shows to decide in seconds: a sentence, the order's money, the amount's limits,
+        # the policies the agent read, the customer's words, the form's fields, the expiry.
+        "context": selectors_approvals.approval_context(approval),
     }
 
 
@@ -91,12 +96,7 @@ def customer_messages_since(approval: Approval):
     """The customer's messages written after the agent's message that asked for the call (and, once it is
     decided, up to the decision), in seq order."""
     run = approval.run
-    asked = None
-    for seq, calls in (Message.objects.filter(run_id=run.pk, role="assistant", tool_calls__isnull=False)
-                       .order_by("-seq").values_list("seq", "tool_calls")):
-        if any(isinstance(c, dict) and c.get("id") == approval.tool_call.call_id for c in calls or ()):
-            asked = seq
-            break
+    asked = selectors_approvals.asked_seq(approval)
     messages = Message.objects.filter(conversation_id=run.conversation_id, author=Message.CUSTOMER)
     messages = messages.filter(seq__gt=asked) if asked is not None else \
         messages.filter(created_at__gte=approval.requested_at)

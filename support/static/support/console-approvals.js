@@ -1,12 +1,16 @@
-// Approval cards (approve / edit arguments then approve / reject with a reason) and the queue built of them.
-// The same card serves the queue page, the side panel of the list and the conversation page. A card offers
-// only what its viewer may decide (the API refuses the rest anyway), and one whose customer wrote after the
-// request shows those messages and asks for a tick before approving (a "cancel" must not go unseen).
+// Approval cards (approve / change the arguments then approve / reject with a reason) and the queue built of
+// them. A card is meant to be decided in seconds: one sentence saying what the agent asks and why, the
+// order's money, what the customer asked and wrote since, the policies the agent read, the time left, and a
+// form of plain fields (console-approval-form.js) rather than JSON. The same card serves the queue page, the
+// side panel of the list and the conversation page. A card offers only what its viewer may decide (the API
+// refuses the rest anyway), and one whose customer wrote after the request shows those messages and asks
+// for a tick before approving (a "cancel" must not go unseen).
 
 import { ApiError, staffApi } from "./console-api.js";
+import { ArgumentsForm } from "./console-approval-form.js";
 import { customers, onCustomers, wantCustomers } from "./console-store.js";
 import {
-  announce, badge, clear, fill, conversationUrl, h, label, prettyJson, shortId, timeEl, uniqueId,
+  announce, badge, clear, fill, conversationUrl, h, label, shortId, timeEl, uniqueId,
 } from "./console-dom.js";
 
 const ALREADY_DECIDED = "Someone else decided this approval a moment ago; their decision is shown below.";
@@ -79,16 +83,72 @@ function sameJson(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+// -- reading aids ----------------------------------------------------------------------------------------
+
+const HOUR = 3600 * 1000;
+
+/** "expires in 23 h", "expires in 12 min", or that the time is up; `urgent` under an hour. */
+export function expiryText(iso, now = Date.now()) {
+  const left = Date.parse(iso) - now;
+  if (Number.isNaN(left)) return { text: "", urgent: false, over: false };
+  if (left <= 0) return { text: "Time is up: it can no longer be approved", urgent: true, over: true };
+  const minutes = Math.floor(left / 60000);
+  if (left < 60000) return { text: "Expires in less than a minute", urgent: true, over: false };
+  if (left < HOUR) return { text: `Expires in ${minutes} min`, urgent: true, over: false };
+  if (left < 2 * HOUR) return { text: `Expires in 1 h ${minutes - 60} min`, urgent: false, over: false };
+  return { text: `Expires in ${Math.floor(left / HOUR)} h`, urgent: false, over: false };
+}
+
+/** Every expiry chip on the page, kept current (one timer for all cards). */
+function tickExpiries() {
+  for (const el of document.querySelectorAll("[data-expires]")) {
+    const { text, urgent, over } = expiryText(el.dataset.expires);
+    if (el.textContent !== text) el.textContent = text;
+    el.classList.toggle("is-urgent", urgent);
+    el.dataset.over = String(over);
+  }
+}
+let expiryTimer = null;
+function startExpiryTimer() {
+  if (!expiryTimer) expiryTimer = window.setInterval(tickExpiries, 5000);
+}
+
+function money(value) {
+  return value === null || value === undefined || value === "" ? "—" : `${value} EUR`;
+}
+
+/** The arguments as a person reads them: "Amount 64.00 EUR", "Order SU-41310", "Reason …". */
+function argumentRows(approval, args) {
+  const fields = (approval.context && approval.context.fields) || [];
+  const labels = new Map(fields.map((f) => [f.name, f]));
+  return Object.entries(args || {}).map(([name, value]) => {
+    const field = labels.get(name);
+    const text = field && field.kind === "amount" ? money(value)
+      : typeof value === "string" ? value : JSON.stringify(value);
+    return [field ? field.label.replace(/ \(EUR\)$/, "") : name, text, name];
+  });
+}
+
+function changedFields(requested, executed) {
+  return Object.keys({ ...requested, ...executed }).filter((k) => !sameJson(requested?.[k], executed?.[k]));
+}
+
 export class ApprovalCard {
-  constructor(approval, { store, showConversation = true, heading = "h3" }) {
+  constructor(approval, { store, showConversation = true, heading = "h3", afterDecision = null }) {
     this.store = store;
     this.heading = heading;
     this.showConversation = showConversation;
+    this.afterDecision = afterDecision;
     this.approval = approval;
     this.busy = false;
     this.notice = "";
     this.el = h("article", { class: "approval-card", "data-testid": "approval-card", "data-approval": approval.id });
+    startExpiryTimer();
     this.render();
+  }
+
+  get isRefund() {
+    return this.approval.tool === "issue_refund";
   }
 
   update(approval) {
@@ -103,39 +163,88 @@ export class ApprovalCard {
 
   render() {
     const a = this.approval;
+    const context = a.context || {};
     const hadFocus = this.el.contains(document.activeElement);
     const focusedTestid = hadFocus ? document.activeElement.dataset.testid : null;
     // A live update (the customer wrote) must not wipe what this person was typing.
-    const typed = { args: this.textarea?.value, reason: this.reason?.value };
+    const typed = { args: this.form?.typed(), reason: this.reason?.value };
     this.viewer = knownViewer(() => this.render());
     this.seenBox = null;
     const titleId = uniqueId("approval-title");
     this.el.dataset.status = a.status;
+    this.el.dataset.tool = a.tool;
     this.el.className = `approval-card is-${a.status}`;
     this.el.setAttribute("aria-labelledby", titleId);
     const conversationLink = this.showConversation
       ? h("a", { href: conversationUrl(a.conversation), "data-testid": "approval-conversation-link", class: "approval-conv" },
         customers.get(a.conversation) || `Conversation ${shortId(a.conversation)}`)
       : null;
+    const expiry = a.status === "pending" && context.expires_at ? expiryText(context.expires_at) : null;
     fill(this.el,
       h("header", { class: "approval-head" },
-        h(this.heading, { id: titleId, tabindex: "-1", class: "approval-title" },
-          h("code", { "data-testid": "approval-tool" }, a.tool)),
-        badge("approval", a.status, "approval-status"),
+        h(this.heading, { id: titleId, tabindex: "-1", class: "approval-title", "data-testid": "approval-summary" },
+          context.summary || a.tool),
+        h("div", { class: "approval-tags" },
+          badge("approval", a.status, "approval-status"),
+          expiry ? h("span", { class: `expiry${expiry.urgent ? " is-urgent" : ""}`, "data-testid": "approval-expiry",
+            "data-expires": context.expires_at, "data-over": String(expiry.over),
+            title: `No decision is accepted after ${new Date(context.expires_at).toLocaleString("en-GB")}` }, expiry.text) : null),
         h("span", { class: "approval-meta" }, conversationLink,
-          timeEl(a.requested_at, "approval-requested-at", "requested "))),
+          timeEl(a.requested_at, "approval-requested-at", "requested "),
+          h("code", { "data-testid": "approval-tool", title: "The tool the agent called" }, a.tool))),
       this.notice ? h("p", { class: "notice", role: "status", "data-testid": "approval-notice" }, this.notice) : null,
       a.status === "pending" ? this.pendingBody() : this.decidedBody(),
     );
     this.titleEl = this.el.querySelector(".approval-title");
     if (a.status === "pending" && this.openForm) {
-      if (typed.args !== undefined && this.openForm === "edit") this.textarea.value = typed.args;
+      if (typed.args && this.openForm === "edit") this.form.restore(typed.args);
       if (typed.reason !== undefined && this.openForm === "reject") this.reason.value = typed.reason;
     }
     if (hadFocus && !this.el.contains(document.activeElement)) {
       const again = focusedTestid && this.el.querySelector(`[data-testid="${focusedTestid}"]`);
       (again || this.titleEl).focus();
     }
+  }
+
+  /** Why the agent asks, what it found, the order's money, what the customer said, the policies it read. */
+  facts({ withSecondLook = true } = {}) {
+    const a = this.approval;
+    const c = a.context || {};
+    const parts = [];
+    if (c.why) parts.push(h("p", { class: "approval-why", "data-testid": "approval-why" }, h("span", { class: "muted" }, "Agent's reason: "), c.why));
+    if (c.handover_summary) {
+      parts.push(h("section", { class: "handover", "data-testid": "approval-handover-summary", "aria-label": "The agent's summary" },
+        h("h4", {}, "What the agent found"), h("p", {}, c.handover_summary)));
+    }
+    if (c.order) {
+      const o = c.order;
+      parts.push(h("section", { class: "order-money", "data-testid": "approval-order", "aria-label": `Order ${o.number}` },
+        h("p", { class: "order-line" }, h("strong", {}, o.number), ` · ${label(o.status)} · ${o.seller}`,
+          o.items && o.items.length ? h("span", { class: "muted" }, ` · ${o.items.join(", ")}`) : null),
+        h("dl", { class: "money" },
+          h("div", {}, h("dt", {}, "Order total"), h("dd", { "data-testid": "order-total" }, money(o.total))),
+          h("div", {}, h("dt", {}, "Refunded"), h("dd", { "data-testid": "order-refunded" }, money(o.refunded))),
+          h("div", { class: "is-key" }, h("dt", {}, "Refundable"), h("dd", { "data-testid": "order-refundable" }, money(o.refundable))))));
+    }
+    if (c.customer_request && c.customer_request.length) {
+      parts.push(h("section", { class: "customer-said", "data-testid": "approval-customer-request", "aria-label": "What the customer asked" },
+        h("h4", {}, "The customer asked"),
+        h("ol", { class: "said" }, c.customer_request.map((m) => h("li", { "data-seq": String(m.seq) },
+          h("q", {}, m.text), " ", timeEl(m.created_at, "approval-request-time"))))));
+    }
+    if (withSecondLook) parts.push(this.secondLook());
+    if (c.policies && c.policies.length) {
+      // Closed, with the titles in view: the passages are a click (or Enter) away, the buttons stay close.
+      parts.push(h("details", { class: "policies", "data-testid": "approval-policies" },
+        h("summary", {}, h("span", { class: "muted" }, "Policies the agent read: "),
+          c.policies.map((p) => p.title || p.doc_id).join(" · ")),
+        h("ul", {}, c.policies.map((p) => h("li", { "data-testid": "approval-policy", "data-doc": p.doc_id },
+          h("strong", {}, p.title || p.doc_id), " ", h("span", { class: "doc-id" }, p.doc_id),
+          p.excerpt ? h("p", { class: "excerpt" }, /[.!?…]$/.test(p.excerpt.trim()) ? p.excerpt : `${p.excerpt.trim()}…`) : null)))));
+    } else if (this.isRefund) {
+      parts.push(h("p", { class: "hint", "data-testid": "approval-no-policies" }, "The agent read no policy before asking."));
+    }
+    return parts;
   }
 
   /** What the customer wrote after the request, newest last; with a tick box while it is pending. */
@@ -149,7 +258,7 @@ export class ApprovalCard {
     const earlier = count - messages.length;
     const list = h("ol", { class: "transcript", "data-testid": "approval-customer-messages" },
       messages.map((m) => h("li", { class: "msg msg-customer", "data-testid": "approval-customer-message", "data-seq": String(m.seq) },
-        h("div", { class: "msg-head" }, h("span", { class: "msg-author" }, "Customer"), timeEl(m.created_at, "approval-customer-message-time")),
+        h("div", { class: "msg-head" }, h("span", { class: "msg-author" }, "Customer, after the request"), timeEl(m.created_at, "approval-customer-message-time")),
         h("div", { class: "msg-text" }, m.text))));
     let confirm = null;
     if (pending && this.viewer && this.viewer.can_decide) {
@@ -157,7 +266,7 @@ export class ApprovalCard {
         onchange: () => { this.seenThrough = this.seenBox.checked ? lastSeq(messages) : 0; this.showError(""); } });
       // Ticked only for the messages it was ticked for: a newer one asks again.
       this.seenBox.checked = (this.seenThrough || 0) >= lastSeq(messages);
-      confirm = h("label", { for: boxId }, this.seenBox, " I have read what the customer wrote; approve anyway");
+      confirm = h("label", { for: boxId, class: "confirm" }, this.seenBox, " I have read what the customer wrote; approve anyway");
     }
     return h("section", { class: "notice", "data-testid": "approval-second-look", "aria-label": "Customer messages since the request" },
       h("strong", {}, pending
@@ -179,7 +288,7 @@ export class ApprovalCard {
     }
     const mayApprove = !a.large_refund || v.can_approve_large_refunds;
     const note = mayApprove ? null : h("p", { class: "hint", "data-testid": "approval-needs-lead" },
-      `Refunds above ${v.large_refund_threshold} need a support lead to approve. You may lower the amount, or reject it.`);
+      `Refunds above ${v.large_refund_threshold} EUR need a support lead to approve. You may lower the amount, or reject it.`);
     return [h("div", { class: "actions", role: "group", "aria-label": "Decide" }, mayApprove ? this.approveBtn : null, this.editBtn, this.rejectBtn), note];
   }
 
@@ -188,40 +297,36 @@ export class ApprovalCard {
     const editId = uniqueId("edit");
     const rejectId = uniqueId("reject");
     this.error = h("p", { class: "error", role: "alert", "data-testid": "approval-error", hidden: true });
-    const args = h("div", { class: "args" },
-      h("div", { class: "args-label" }, "Requested arguments"),
-      h("pre", { class: "json", "data-testid": "approval-arguments" }, prettyJson(a.requested_arguments)));
-
+    const amount = this.isRefund ? a.requested_arguments?.amount : null;
     this.approveBtn = h("button", { type: "button", class: "btn btn-primary", "data-testid": "approve-button",
-      onclick: () => this.decide({ approve: true }) }, "Approve");
+      onclick: () => this.decide({ approve: true }) }, amount ? `Approve ${amount} EUR` : "Approve");
     this.editBtn = h("button", { type: "button", class: "btn", "data-testid": "edit-button", "aria-expanded": "false",
-      "aria-controls": editId, onclick: () => this.toggleForm("edit") }, "Edit arguments…");
+      "aria-controls": editId, onclick: () => this.toggleForm(this.openForm === "edit" ? null : "edit") },
+    this.isRefund ? "Change amount…" : "Edit…");
     this.rejectBtn = h("button", { type: "button", class: "btn btn-danger-quiet", "data-testid": "reject-button",
-      "aria-expanded": "false", "aria-controls": rejectId, onclick: () => this.toggleForm("reject") }, "Reject…");
+      "aria-expanded": "false", "aria-controls": rejectId, onclick: () => this.toggleForm(this.openForm === "reject" ? null : "reject") }, "Reject…");
 
-    const textareaId = uniqueId("args");
-    this.textarea = h("textarea", { id: textareaId, class: "json-input", "data-testid": "arguments-input",
-      spellcheck: "false", autocomplete: "off", rows: String(Math.min(14, prettyJson(a.requested_arguments).split("\n").length + 1)),
-      "aria-describedby": `${textareaId}-hint` });
-    this.textarea.value = prettyJson(a.requested_arguments);
-    this.editForm = h("form", { id: editId, class: "decide-form", hidden: true, novalidate: true,
+    const submitEdited = h("button", { type: "submit", class: "btn btn-primary", "data-testid": "approve-edited-button" });
+    // The button names the amount it approves, once the field holds one this person may approve.
+    const name = (value) => { submitEdited.textContent = value ? `Approve ${value} EUR` : amount ? "Approve this amount" : "Approve with these values"; };
+    this.form = new ArgumentsForm({ approval: a, viewer: this.viewer, onAmount: name });
+    name(this.form.amountToApprove());
+    this.editForm = h("form", { id: editId, class: "decide-form", hidden: true, novalidate: true, "aria-label": "Change what runs",
       onsubmit: (e) => { e.preventDefault(); this.approveEdited(); } },
-      h("label", { for: textareaId }, "Arguments to execute (JSON)"),
-      this.textarea,
-      h("p", { class: "hint", id: `${textareaId}-hint` }, "Checked against the tool's schema. Ctrl+Enter approves, Esc cancels."),
-      h("div", { class: "actions" },
-        h("button", { type: "submit", class: "btn btn-primary", "data-testid": "approve-edited-button" }, "Approve with these arguments"),
+      this.form.el,
+      h("p", { class: "hint" }, "Ctrl+Enter approves, Esc cancels. The agent tells the customer what was approved."),
+      h("div", { class: "actions" }, submitEdited,
         h("button", { type: "button", class: "btn btn-quiet", "data-testid": "edit-cancel-button",
           onclick: () => this.toggleForm(null) }, "Cancel")));
 
     const reasonId = uniqueId("reason");
     this.reason = h("input", { id: reasonId, type: "text", class: "text-input", "data-testid": "reason-input",
       required: true, maxlength: "2000", autocomplete: "off", "aria-describedby": `${reasonId}-hint` });
-    this.rejectForm = h("form", { id: rejectId, class: "decide-form", hidden: true, novalidate: true,
+    this.rejectForm = h("form", { id: rejectId, class: "decide-form", hidden: true, novalidate: true, "aria-label": "Reject",
       onsubmit: (e) => { e.preventDefault(); this.rejectWithReason(); } },
       h("label", { for: reasonId }, "Reason (required)"),
       this.reason,
-      h("p", { class: "hint", id: `${reasonId}-hint` }, "The agent passes it on to the customer."),
+      h("p", { class: "hint", id: `${reasonId}-hint` }, "The agent passes it on to the customer, so write it for them."),
       h("div", { class: "actions" },
         h("button", { type: "submit", class: "btn btn-danger", "data-testid": "reject-confirm-button" }, "Reject"),
         h("button", { type: "button", class: "btn btn-quiet", "data-testid": "reject-cancel-button",
@@ -233,7 +338,7 @@ export class ApprovalCard {
         if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
       });
     }
-    const body = h("div", { class: "approval-body" }, args, this.secondLook(), this.actions(),
+    const body = h("div", { class: "approval-body" }, this.facts(), this.actions(),
       this.viewer && this.viewer.can_decide ? [this.editForm, this.rejectForm] : null, this.error);
     if (this.openForm) this.toggleForm(this.openForm, { focus: false });
     return body;
@@ -242,27 +347,33 @@ export class ApprovalCard {
   decidedBody() {
     const a = this.approval;
     const ran = a.executed_arguments !== null && a.executed_arguments !== undefined;
-    const edited = ran && !sameJson(a.executed_arguments, a.requested_arguments);
+    const changed = ran ? changedFields(a.requested_arguments, a.executed_arguments) : [];
     let decision = label(a.status);
-    if (a.status === "approved") decision = edited ? "Approved with edited arguments" : "Approved as requested";
-    if (a.status === "expired") decision = "Expired: not run";
+    if (a.status === "approved") {
+      if (!changed.length) decision = "Approved as requested";
+      else if (this.isRefund && changed.includes("amount")) {
+        decision = `Approved ${a.executed_arguments.amount} EUR instead of ${a.requested_arguments.amount} EUR`;
+      } else decision = "Approved with changes";
+    }
+    if (a.status === "expired") decision = "Expired: no one decided in time, so it did not run";
     const rows = [
       ["Decision", h("span", { "data-testid": "approval-decision", "data-status": a.status }, decision)],
       ["Decided by", h("span", { "data-testid": "approval-decided-by" }, a.decided_by || (a.status === "expired" ? "the system" : "—"))],
       ["When", timeEl(a.decided_at, "approval-decided-at")],
     ];
-    if (a.reason) rows.push(["Reason", h("span", { class: "reason", "data-testid": "approval-reason" }, a.reason)]);
-    const requested = h("div", { class: "args" },
-      h("div", { class: "args-label" }, "Requested arguments"),
-      h("pre", { class: "json", "data-testid": "approval-arguments" }, prettyJson(a.requested_arguments)));
-    const args = edited
-      ? h("div", { class: "args-compare" }, requested, h("div", { class: "args" },
-        h("div", { class: "args-label" }, "Executed (edited by staff)"),
-        h("pre", { class: "json is-edited", "data-testid": "approval-executed-arguments" }, prettyJson(a.executed_arguments))))
-      : requested;
+    if (a.reason) rows.push([a.status === "expired" ? "What happened" : "Reason", h("span", { class: "reason", "data-testid": "approval-reason" }, a.reason)]);
+    if (a.not_run_reason) rows.push(["Not run", h("span", { "data-testid": "approval-not-run" }, a.not_run_reason)]);
+    const args = h("dl", { class: "args-read", "data-testid": "approval-arguments" },
+      argumentRows(a, a.requested_arguments).map(([term, text, name]) => h("div", { "data-arg": name },
+        h("dt", {}, changed.includes(name) ? `${term} asked` : term), h("dd", {}, text),
+        changed.includes(name) ? [h("dt", {}, `${term} approved`),
+          h("dd", { class: "is-edited", "data-testid": "approval-executed-arguments" },
+            argumentRows(a, { [name]: a.executed_arguments[name] })[0][1])] : null)));
     return h("div", { class: "approval-body" },
-      h("dl", { class: "decision" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])), args,
-      this.secondLook());
+      h("dl", { class: "decision" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
+      this.secondLook(),
+      h("details", { class: "args-details" }, h("summary", {}, "What the agent asked for, and why"), args,
+        this.facts({ withSecondLook: false })));
   }
 
   toggleForm(which, { focus = true } = {}) {
@@ -274,7 +385,7 @@ export class ApprovalCard {
     this.rejectBtn.setAttribute("aria-expanded", String(which === "reject"));
     this.showError("");
     if (!focus) return;
-    if (which === "edit") this.textarea.focus();
+    if (which === "edit") this.form.focusFirst();
     else if (which === "reject") this.reason.focus();
     else this.editBtn.focus();
   }
@@ -282,26 +393,18 @@ export class ApprovalCard {
   showError(message, field) {
     this.error.textContent = message;
     this.error.hidden = !message;
-    for (const input of [this.textarea, this.reason]) input.removeAttribute("aria-invalid");
+    this.reason?.removeAttribute("aria-invalid");
     if (field) {
-      field.setAttribute("aria-invalid", "true");
+      if (field === this.reason) field.setAttribute("aria-invalid", "true");
       field.focus();
     }
   }
 
   approveEdited() {
-    let args;
-    try {
-      args = JSON.parse(this.textarea.value);
-    } catch (error) {
-      this.showError(`That is not valid JSON: ${error.message}`, this.textarea);
-      return;
-    }
-    if (args === null || typeof args !== "object" || Array.isArray(args)) {
-      this.showError("The arguments must be a JSON object, like the requested ones.", this.textarea);
-      return;
-    }
-    this.decide({ approve: true, args, field: this.textarea });
+    const args = this.form.values();
+    if (!args) return; // the form shows what is wrong next to the field
+    const same = sameJson(args, this.approval.requested_arguments);
+    this.decide({ approve: true, args: same ? undefined : args, edited: true });
   }
 
   rejectWithReason() {
@@ -313,11 +416,17 @@ export class ApprovalCard {
     this.decide({ approve: false, reason, field: this.reason });
   }
 
-  async decide({ approve, args, reason, field }) {
+  async decide({ approve, args, reason, field, edited = false }) {
     if (this.busy || this.approval.status !== "pending") return;
+    if (!this.viewer || !this.viewer.can_decide) return;
     const confirmSeen = Boolean(this.seenBox && this.seenBox.checked);
     if (approve && this.approval.needs_second_look && !confirmSeen) {
       this.showError(SECOND_LOOK, this.seenBox);
+      return;
+    }
+    if (approve && !edited && this.approval.large_refund && !this.viewer.can_approve_large_refunds) {
+      this.toggleForm("edit");
+      this.form.showError("amount", `Refunds above ${this.viewer.large_refund_threshold} EUR need a support lead to approve. Lower the amount, or ask a lead.`);
       return;
     }
     this.busy = true;
@@ -350,24 +459,32 @@ export class ApprovalCard {
         announce(this.notice);
         return;
       }
+      if (edited && this.form.showServerError(error.status, error.message)) return;
       this.showError(error.message, field);
       return;
     }
     this.busy = false;
     this.openForm = null;
     this.el.removeAttribute("aria-busy");
-    announce(`${label(decided.status)}: ${decided.tool}`);
+    const words = decided.status === "approved" && decided.executed_arguments && this.isRefund
+      ? `Approved: refund of ${decided.executed_arguments.amount} EUR` : `${label(decided.status)}: ${decided.context?.summary || decided.tool}`;
     if (!this.store.upsert(decided)) this.update(decided);
-    this.titleEl.focus();
+    if (this.afterDecision) this.afterDecision(this, words);
+    else {
+      announce(words);
+      this.titleEl.focus();
+    }
   }
 }
 
 /**
  * A live list of approval cards. mode "pending": the store's pending approvals, oldest first; one decided
  * while on screen stays, showing the decision. "decided" / "all": fetched, then kept live from the store.
+ * `keys` (the approvals page): J / K move between cards, A approves, E changes, R rejects the card that
+ * has the focus, and a decision moves the focus on to the next card still waiting.
  */
 export class ApprovalList {
-  constructor(container, { store, mode = "pending", conversation = null, showConversation = true, empty, heading = "h3" }) {
+  constructor(container, { store, mode = "pending", conversation = null, showConversation = true, empty, heading = "h3", keys = false }) {
     this.heading = heading;
     this.container = container;
     this.store = store;
@@ -375,9 +492,11 @@ export class ApprovalList {
     this.conversation = conversation;
     this.showConversation = showConversation;
     this.empty = empty;
+    this.keys = keys;
     this.cards = new Map();
     store.subscribe(() => this.sync());
     if (showConversation) onCustomers(() => this.relabel());
+    if (keys) document.addEventListener("keydown", (e) => this.onKey(e));
   }
 
   async setMode(mode) {
@@ -425,7 +544,8 @@ export class ApprovalList {
     for (const approval of list) {
       let card = this.cards.get(approval.id);
       if (!card) {
-        card = new ApprovalCard(approval, { store: this.store, showConversation: this.showConversation, heading: this.heading });
+        card = new ApprovalCard(approval, { store: this.store, showConversation: this.showConversation, heading: this.heading,
+          afterDecision: this.keys ? (decided, words) => this.next(decided, words) : null });
         this.cards.set(approval.id, card);
         if (this.shown) card.el.classList.add("is-new"); // arrived live, not with the page
       } else if (card.approval !== approval) {
@@ -446,5 +566,57 @@ export class ApprovalList {
       const customer = customers.get(card.approval.conversation);
       if (link && customer) link.textContent = customer;
     }
+  }
+
+  /** The cards in the order shown. */
+  shownCards() {
+    const byEl = new Map([...this.cards.values()].map((card) => [card.el, card]));
+    return [...this.container.children].map((el) => byEl.get(el)).filter(Boolean);
+  }
+
+  current() {
+    return this.shownCards().find((card) => card.el.contains(document.activeElement)) || null;
+  }
+
+  focusCard(card) {
+    if (!card) return;
+    card.titleEl.focus();
+    card.el.scrollIntoView({ block: "nearest" });
+  }
+
+  /** After a decision: on to the next card still waiting (after this one, else the first), or stay. */
+  next(decided, words) {
+    const cards = this.shownCards();
+    const at = cards.indexOf(decided);
+    const waiting = [...cards.slice(at + 1), ...cards.slice(0, Math.max(at, 0))].find((c) => c.approval.status === "pending");
+    if (waiting) {
+      this.focusCard(waiting);
+      announce(`${words}. Next: ${waiting.approval.context?.summary || waiting.approval.tool}`);
+    } else {
+      decided.titleEl.focus();
+      announce(`${words}. Nothing else is waiting.`);
+    }
+  }
+
+  onKey(e) {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    const target = e.target;
+    if (target.closest && target.closest("input, textarea, select, [contenteditable], .decide-form")) return;
+    // Single keys act only in the queue, or with nothing focused (WCAG 2.1.4: never while typing elsewhere).
+    if (!(this.container.contains(target) || target === document.body || target.id === "main")) return;
+    const key = e.key.toLowerCase();
+    const cards = this.shownCards();
+    const card = this.current();
+    if (key === "j" || key === "k") {
+      e.preventDefault();
+      const at = card ? cards.indexOf(card) : -1;
+      const to = key === "j" ? Math.min(at + 1, cards.length - 1) : Math.max(at - 1, 0);
+      this.focusCard(cards[to]);
+      return;
+    }
+    if (!card || card.approval.status !== "pending" || !card.viewer || !card.viewer.can_decide) return;
+    if (key === "a") { e.preventDefault(); card.decide({ approve: true }); }
+    if (key === "e") { e.preventDefault(); card.toggleForm("edit"); }
+    if (key === "r") { e.preventDefault(); card.toggleForm("reject"); }
   }
 }

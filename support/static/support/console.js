@@ -27,7 +27,7 @@ function indexPage() {
 }
 
 function approvalsPage() {
-  const list = new ApprovalList($("approval-queue"), { store, mode: "pending", empty: $("approval-queue-empty"), heading: "h2" });
+  const list = new ApprovalList($("approval-queue"), { store, mode: "pending", empty: $("approval-queue-empty"), heading: "h2", keys: true });
   const tabs = [...$("approval-filter").querySelectorAll("button[data-filter]")];
   const wanted = new URLSearchParams(window.location.search).get("status");
   const choose = (mode, push) => {
