@@ -1,11 +1,18 @@
-"""Scale-out: two daphne processes and two Celery workers behind HAProxy (deploy/haproxy.cfg as shipped), on
-one PostgreSQL database and one Redis, every part a real process.
+"""Scale-out: two daphne processes, two Celery workers and the beat behind HAProxy (deploy/haproxy.cfg as
+shipped), on one PostgreSQL database and one Redis, every part a real process.
 
-Customers reach the desk only through the balancer. The test shows that their sockets and requests are
-spread over both daphnes and their runs over both workers; that every socket gets its run's events
-whichever process ran the run and whichever took the message; that a request id set by the balancer is on
-the worker's log lines for the run it caused; and that when one daphne dies, requests keep being answered
-and its customers reconnect through the balancer to the other and are replayed what they missed.
+Customers reach the desk only through the balancer. The tests show that
+- sockets and requests are spread over both daphnes and runs over both workers; every socket gets its run's
+  events whichever process ran the run and whichever took the message; a request id set by the balancer is
+  on the worker's log lines for the run it caused; when one daphne dies, requests keep being answered and
+  its customers reconnect through the balancer to the other and are replayed what they missed;
+- a staff decision sent through daphne B resumes a run that paused on the other worker (the one that paused
+  it is gone), with the session opened through daphne A; one conversation's rate limit is counted by both
+  daphnes together; `manage.py check_workers` sees the worker left and the beat's sweeper;
+- a daphne killed while an answer streams through it: the customer reconnects through the balancer and
+  every message reaches them once; a worker killed while it streams: the beat's sweeper requeues the run
+  and the other worker finishes it, with a sound history and nothing lost or doubled for the customer.
+No clock in the assertions: each wait is for a condition, with a generous deadline.
 
 PostgreSQL only: several processes writing one SQLite file is not a supported deployment (docs/deploy.md).
 """
@@ -31,7 +38,9 @@ from websockets.sync.client import connect as ws_connect
 from support import identity
 from support.models import Run
 
-from .conftest import ROOT, _free_port, database_url, snapshot, wait_for
+from tests.redis_fixture import free_port as _free_port
+
+from .conftest import HEARTBEAT_SECONDS, ROOT, STALE_SECONDS, database_url, snapshot, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -87,22 +96,33 @@ class Process:
                 self.kill()
 
 
+# The beat runs the sweeper every second in these tests, so a run whose worker died is resumed within
+# STALE_SECONDS + 1 s; a run's messages per minute are few, so one test can show the limit is shared.
+SWEEP_SECONDS = 1
+MESSAGES_PER_MINUTE = 4
+
+
 @pytest.fixture
 def cluster(demo, worker, redis_server, model_server, tmp_path, request):
-    """Two workers (each with its metrics endpoint), two daphnes and HAProxy in front of them; yields the
-    balancer's base URL and the parts. Everything logs JSON."""
+    """Two workers (each with its metrics endpoint), the beat, two daphnes and HAProxy in front of them;
+    yields the balancer's base URL and the parts. Everything logs JSON."""
     haproxy = haproxy_binary()
     started: list[Process] = []
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agentsite.settings", "DATABASE_URL": database_url(),
            "REDIS_URL": redis_server, "LIMITS_REDIS_URL": redis_server, "MODEL_BASE_URL": model_server.base_url,
-           "LOG_FORMAT": "json", "PYTHONUNBUFFERED": "1", "TRUSTED_PROXIES": "1"}
+           "LOG_FORMAT": "json", "PYTHONUNBUFFERED": "1", "TRUSTED_PROXIES": "1",
+           "RUN_STALE_SECONDS": str(STALE_SECONDS), "RUN_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
+           "RUN_SWEEP_SECONDS": str(SWEEP_SECONDS), "MESSAGES_PER_MINUTE": str(MESSAGES_PER_MINUTE)}
     metrics_ports = [_free_port(), _free_port()]
-    workers = [worker(concurrency=2, WORKER_METRICS_PORT=port, LOG_FORMAT="json") for port in metrics_ports]
+    workers = [worker(concurrency=2, WORKER_METRICS_PORT=port, LOG_FORMAT="json", RUN_SWEEP_SECONDS=SWEEP_SECONDS)
+               for port in metrics_ports]
     web_ports, lb_port = [_free_port(), _free_port()], _free_port()
     try:
         for i, port in enumerate(web_ports, 1):
             started.append(Process(f"web{i}", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                                "agentsite.asgi:application"], env, tmp_path))
+        started.append(Process("beat", [sys.executable, "-m", "celery", "-A", "agentsite", "beat", "--loglevel",
+                                        "info", "--schedule", str(tmp_path / "beat-schedule")], env, tmp_path))
         lb_env = {**env, "DESK_BIND": f"127.0.0.1:{lb_port}", "DESK_WEB1": f"127.0.0.1:{web_ports[0]}",
                   "DESK_WEB2": f"127.0.0.1:{web_ports[1]}",
                   # the static files: a daphne with DEBUG on serves them, standing in for a file server
@@ -182,13 +202,15 @@ class Customer:
         assert status in (200, 201), body
         self.id, self.token = body["conversation"]["id"], body["token"]
         self.covered, self.seen, self.events = 0, set(), []
+        self.received: list[int] = []  # the seq of every message event that reached this customer, in order
         self.connect()
 
-    def connect(self) -> None:
+    def connect(self, last_seq: int | None = None) -> None:
         host = self.desk.url.removeprefix("http://")
         self.ws = ws_connect(f"ws://{host}/ws/conversations/{self.id}/", origin=self.desk.url, open_timeout=10,
                              legacy=True)  # closed by the test's end (or by the daphne's death)
-        self.ws.send(json.dumps({"type": "resume", "token": self.token, "last_seq": self.covered}))
+        last_seq = self.covered if last_seq is None else last_seq
+        self.ws.send(json.dumps({"type": "resume", "token": self.token, "last_seq": last_seq}))
         self.until(lambda e: e["type"] == "replay.done")
 
     def say(self, text: str) -> str:
@@ -206,6 +228,7 @@ class Customer:
             self.events.append(event)
             if event["type"] in ("message.saved", "message.hidden", "message.accepted"):
                 self.seen.add(event["seq"])
+                self.received.append(event["seq"])
             elif event["type"] == "replay.done":
                 self.seen.update(range(1, event["seq"] + 1))
             while self.covered + 1 in self.seen:
@@ -294,3 +317,190 @@ def _closed(customer: Customer) -> bool:
         return True
     except TimeoutError:
         return False
+
+
+# -- a decision through the other daphne, on the other worker; sessions and limits shared -----------------
+
+class Staff:
+    """A staff member's browser: one cookie jar for every process (cookies do not care about ports), so a
+    session opened through one daphne is sent to the other."""
+
+    def __init__(self):
+        import http.cookiejar
+
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def cookie(self, name: str) -> str:
+        return next(c.value for c in self.jar if c.name == name)
+
+    def open(self, url: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, bytes]:
+        try:
+            with self.opener.open(urllib.request.Request(url, data=data, headers=headers or {}), timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def log_in(self, base: str, username: str, password: str) -> None:
+        from urllib.parse import urlencode
+
+        self.open(base + "/accounts/login/")
+        status, _ = self.open(base + "/accounts/login/", urlencode({
+            "username": username, "password": password, "csrfmiddlewaretoken": self.cookie("csrftoken")}).encode(),
+            {"Referer": base + "/accounts/login/"})
+        assert status == 200 and any(c.name == "sessionid" for c in self.jar), "the staff login failed"
+
+    def post_json(self, url: str, body: dict) -> tuple[int, dict]:
+        status, raw = self.open(url, json.dumps(body).encode(), {"Content-Type": "application/json",
+                                                                  "X-CSRFToken": self.cookie("csrftoken")})
+        return status, json.loads(raw or b"{}")
+
+
+def _worker_that_ran(desk: Desk, run: Run):
+    """The worker whose log has the run's lines (every line of a run's task carries its id)."""
+    run_id = str(run.public_id)
+    found = [w for w in desk.workers
+             if any(line.startswith("{") and json.loads(line).get("run") == run_id for line in w.log().splitlines())]
+    assert len(found) == 1, [w.name for w in found]
+    return found[0]
+
+
+def test_a_decision_through_the_other_daphne_resumes_the_run_on_the_other_worker_with_one_session_and_one_limit(
+        cluster, model_server):
+    from support import demo as demo_data
+
+    desk = cluster
+    customer = Customer(desk, "maya@example.com")
+    customer.say("My parcel SU-41310 never came.")
+    customer.until(lambda e: e["type"] == "run.status" and e["status"] == "awaiting_approval")
+    run = Run.objects.get(conversation__public_id=customer.id)
+    paused_on = _worker_that_ran(desk, run)
+    # The worker that paused the run goes away (a warm shutdown): only the other can resume it.
+    paused_on.stop(grace=15)
+    other = next(w for w in desk.workers if w is not paused_on)
+
+    # A staff member logs in through daphne A; the session is the same one on daphne B.
+    user = demo_data.demo_staff_user(password="scale-out-pw")  # a Support lead: may decide any refund
+    staff = Staff()
+    staff.log_in(desk.webs[0], user.username, "scale-out-pw")
+    status, body = staff.open(desk.webs[1] + "/api/staff/approvals")
+    assert status == 200, body
+    [approval_id] = [a["id"] for a in json.loads(body)["approvals"] if a["run"] == str(run.public_id)]
+    # The decision goes through daphne B; the run resumes on the other worker and the customer sees the answer.
+    status, body = staff.post_json(f"{desk.webs[1]}/api/staff/approvals/{approval_id}/approve", {"confirm_seen": True})
+    assert status == 200, body
+    assert customer.answered()["message"]["content"]
+    run.refresh_from_db()
+    assert (run.status, run.stop_reason) == ("stopped", "answered"), snapshot(run.conversation)
+    assert any(line.startswith("{") and json.loads(line).get("run") == str(run.public_id)
+               for line in other.log().splitlines()), "the other worker resumed the run"
+
+    # One conversation's messages per minute, counted by daphne A and daphne B together.
+    limited = Customer(desk, "tom@example.com")
+    statuses = []
+    for i in range(MESSAGES_PER_MINUTE + 1):
+        base = desk.webs[i % 2]
+        status, _, _ = post(f"{base}/api/conversations/{limited.id}/messages", {"text": f"Hello ({i})."},
+                            {"Authorization": f"Bearer {limited.token}"})
+        statuses.append(status)
+    assert statuses == [202] * MESSAGES_PER_MINUTE + [429], statuses
+
+    # The Celery side's health, as an operator reads it: a worker answers, the beat's sweeper runs.
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    wait_for(lambda: _workers_ok(call_command, out), timeout=20, message="check_workers to pass",
+             describe=out.getvalue)
+    report = json.loads(out.getvalue().splitlines()[-1])
+    assert report["checks"]["workers"]["answered"] == [f"{other.name}@{os.uname().nodename}"], report
+
+
+def _workers_ok(call_command, out) -> bool:
+    try:
+        call_command("check_workers", "--json", "--timeout", "1", stdout=out)
+    except SystemExit:
+        return False
+    return True
+
+
+# -- a daphne killed mid-stream, a worker killed mid-run ---------------------------------------------------------
+
+def _on_daphne(desk: Desk, index: int, emails: list[str]) -> Customer:
+    """A customer whose socket (opened through the balancer) is held by daphne `index`."""
+    opened = []
+    for email in emails:
+        before = [total(samples(w + "/metrics"), "desk_websockets_open", socket="customer") for w in desk.webs]
+        customer = Customer(desk, email)
+        after = [total(samples(w + "/metrics"), "desk_websockets_open", socket="customer") for w in desk.webs]
+        if after[index] == before[index] + 1:
+            return customer
+        opened.append(customer)
+    pytest.fail(f"no socket landed on daphne {index} among {len(opened)}")
+
+
+def _first_token(customer: Customer) -> dict:
+    return customer.until(lambda e: e["type"] == "token.delta" and e.get("text"))
+
+
+def _assert_each_message_once(customer: Customer) -> None:
+    """Every message the customer may see reached them, and none twice (over every socket they had)."""
+    from support.models import Message
+
+    assert len(customer.received) == len(set(customer.received)), f"doubled: {customer.received}"
+    visible = set(Message.objects.filter(conversation__public_id=customer.id, role__in=("user", "assistant"))
+                  .exclude(content="").values_list("seq", flat=True))
+    assert visible <= set(customer.received), f"lost: {sorted(visible - set(customer.received))}"
+
+
+def test_a_daphne_killed_mid_stream_and_a_worker_killed_mid_run_lose_and_double_nothing(cluster, model_server):
+    from websockets.exceptions import ConnectionClosed
+
+    from .conftest import assert_history_sound
+
+    desk = cluster
+    model_server.configure(token_delay_ms=40)  # each answer streams for a couple of seconds
+    emails = ["ines@example.com", "tom@example.com", "maya@example.com", "ines@example.com"]
+    customer = _on_daphne(desk, 0, emails)
+
+    # Daphne A dies while the answer streams to the customer through it.
+    customer.say(QUESTION)
+    _first_token(customer)
+    desk.daphnes[0].kill()
+    with pytest.raises(ConnectionClosed):
+        while True:
+            customer.until(lambda e: False, timeout=10)
+    # The widget reconnects through the balancer (to daphne B now) from the last message it has.
+    customer.connect(last_seq=max(customer.received))
+    # Joined before the replay read the database: a run still working then sends its end here, live.
+    if Run.objects.filter(conversation__public_id=customer.id).exclude(status="stopped").exists():
+        customer.until(lambda e: e["type"] == "run.status" and e["status"] == "stopped", timeout=30)
+    _assert_each_message_once(customer)
+    assert Run.objects.get(conversation__public_id=customer.id).stop_reason == "answered"
+
+    # A worker dies while it streams the next answer: the beat's sweeper finds the run's heartbeat stale and
+    # requeues it, and the other worker finishes it.
+    customer.say("Thanks. And when will it arrive?")
+    _first_token(customer)
+    run = Run.objects.get(conversation__public_id=customer.id, status="running")
+    holder = _worker_holding(desk, run)
+    holder.kill()
+    customer.until(lambda e: e["type"] == "run.status" and e["status"] == "stopped", timeout=60)
+    run.refresh_from_db()
+    assert (run.status, run.stop_reason, run.attempts) == ("stopped", "answered", 2), snapshot(run.conversation)
+    assert_history_sound(run.conversation)
+    _assert_each_message_once(customer)
+
+
+def _worker_holding(desk: Desk, run: Run):
+    """The worker whose task is working the run now (Celery's remote control: active tasks)."""
+    from agentsite.celery import app
+
+    def holder():
+        active = app.control.inspect(timeout=1).active() or {}
+        names = [name for name, tasks in active.items() if any(str(run.pk) in str(t.get("args")) for t in tasks)]
+        return names[0] if names else None
+
+    name = wait_for(holder, timeout=10, message=f"the worker holding run {run.pk}")
+    return next(w for w in desk.workers if name.split("@")[0] == w.name)
