@@ -59,6 +59,11 @@ class Result:
         return reason.strip() or "no reason was given"
 
     @property
+    def expired(self) -> bool:
+        """No one decided the call in time (the desk's words for an expired approval)."""
+        return self.text.startswith("ERROR") and "expired before anyone" in self.text
+
+    @property
     def ok(self) -> bool:
         return self.error is None and isinstance(self.data, dict)
 

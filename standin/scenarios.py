@@ -159,14 +159,25 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
     asked = done.args.get("amount", fmt(amount))
     if done.ok:
         ref = done.get("refund_id")
-        return Finish("resolved", f"Refunded {done.get('amount') or asked} EUR on {o.id}: {reason}.",
-                      f"{lead} I've refunded {done.get('amount') or asked} EUR to your original payment method"
-                      + (f" (refund reference {ref})." if ref else "."))
+        refunded = done.get("amount") or asked
+        to = " to your original payment method" + (f" (refund reference {ref})." if ref else ".")
+        if refunded != asked or done.get("staff_decision"):  # staff changed what the agent asked for
+            return Finish("resolved", f"Refunded {refunded} EUR on {o.id}, not the {asked} asked: staff approved "
+                                      f"a different amount. {reason}.",
+                          f"{lead} I asked our team to approve a refund of {asked} EUR; after reviewing it they "
+                          f"approved {refunded} EUR, so I've refunded {refunded} EUR{to} If you think the amount "
+                          "isn't right, just reply here and a member of our team will look at it again.")
+        return Finish("resolved", f"Refunded {refunded} EUR on {o.id}: {reason}.",
+                      f"{lead} I've refunded {refunded} EUR{to}")
     if done.rejection:
         return Finish("not_resolved", f"Refund of {asked} on {o.id} was declined by staff: {done.rejection}",
                       f"{lead} I asked our team to approve a refund of {asked} EUR, but they decided against it: "
-                      f"{done.rejection}. I'm sorry this isn't the answer you hoped for; if you have anything "
-                      "that might change the picture, just reply here.")
+                      f"{_sentence(done.rejection)} I'm sorry this isn't the answer you hoped for; if you have "
+                      "anything that might change the picture, just reply here.")
+    if done.expired:
+        return Finish("handed_to_person", f"Refund of {asked} on {o.id} was not reviewed in time; a person follows up.",
+                      f"{lead} I asked our team to approve a refund of {asked} EUR, but it couldn't be reviewed in "
+                      "time, so nothing has been refunded yet. A member of our team will follow up with you here.")
     error = done.error or done.text
     if re.search(r"limit|ceiling|escalate", error, re.I):
         limit = re.search(r"(\d+\.\d{2}) limit", error)
@@ -177,6 +188,12 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
     return Finish("not_resolved", f"Refund on {o.id} failed: {error}",
                   f"{lead} I tried to issue the refund, but it didn't go through ({error}). "
                   "A member of our team will look into it and follow up here.")
+
+
+def _sentence(text: str) -> str:
+    """A reviewer's words as a sentence of the answer: one full stop at the end, never two."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
 
 
 def _escalate(o: Order, amount: Decimal, limit: Decimal | None, reason: str) -> Call:
@@ -192,7 +209,11 @@ def _after_escalation(r: Result, o: Order, lead: str) -> Finish:
         return Finish("handed_to_person", f"Handed order {o.id} to a person.",
                       f"{lead} This is more than I'm allowed to approve myself, so I've passed your request with "
                       "all the details to a specialist on our team. They'll get back to you here.")
-    why = r.rejection or r.error or "it could not be handed over"
+    if r.expired:
+        return Finish("handed_to_person", f"Hand-over for {o.id} was not confirmed in time; a person follows up.",
+                      f"{lead} I've asked for a specialist on our team to take this over; they'll follow up with "
+                      "you here.")
+    why = (r.rejection or r.error or "it could not be handed over").strip().rstrip(".")
     return Finish("not_resolved", f"Hand-over for {o.id} did not happen: {why}",
                   f"{lead} I tried to pass this to a specialist, but that didn't go through ({why}). "
                   "I'm sorry; please reply here and we'll pick it up.")

@@ -320,12 +320,16 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
             pending.append(PendingCall(call=call, arguments=args))
             continue
         if decision is not None and not decision.approved:
-            reason = decision.reason or "no reason given"
-            run.result(call, f"ERROR: rejected by {decision.by}: {reason}")
+            reason = " ".join((decision.reason or "").split()) or "no reason given"
+            run.result(call, _rejected_text(decision.by, reason))
             _trace_tool(run, call, 0.0, reason, "rejected by staff")
             continue
         if decision is not None and decision.arguments is not None:
+            changed = _changes(args, decision.arguments)
             args = decision.arguments
+            if changed:  # the model must not tell the customer what it asked for as if it had happened
+                tool = replace(tool, fn=_noted(tool.fn, f"Approved by staff with a change: {changed}. Tell the "
+                                                        "customer what was actually done."))
 
         _execute(run, tool, call, args)
         if tool.name == OUTCOME_TOOL.name:
@@ -339,6 +343,30 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
         return RunResult(status=AWAITING_APPROVAL, pending=pending, spent=run.spent,
                          outcome=run.outcome, outcome_summary=run.outcome_summary)
     return None
+
+
+def _rejected_text(by: str, reason: str) -> str:
+    """A rejected call's result. An expiry is no one's verdict: the model is told the request ran out of time."""
+    if by == "staff":
+        return f"ERROR: rejected by staff: {reason}"
+    return (f"ERROR: not run: the request expired before anyone on the team decided ({reason.rstrip('.')}). "
+            "Do not ask for it again; tell the customer a person will follow up.")
+
+
+def _changes(asked: dict, approved: dict) -> str:
+    """"amount 40.00 instead of 64.00": what staff changed in the arguments, "" when nothing."""
+    def shown(value) -> str:
+        return value if isinstance(value, str) and len(value) <= 40 and "\n" not in value else json.dumps(value)[:80]
+    keys = [k for k in dict.fromkeys([*asked, *approved]) if asked.get(k) != approved.get(k)]
+    return "; ".join(f"{k} {shown(approved.get(k))} instead of {shown(asked.get(k))}" for k in keys)
+
+
+def _noted(fn: Callable, note: str) -> Callable:
+    """The tool's function, its result carrying the staff's change: a key of a JSON object, else a first line."""
+    def run(ctx, **arguments):
+        value = fn(ctx, **arguments)
+        return {**value, "staff_decision": note} if isinstance(value, dict) else f"{note}\n{value}"
+    return run
 
 
 def _refused_before_approval(run: _Run, tool: Tool, call: ToolCall, args: dict,

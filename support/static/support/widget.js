@@ -265,7 +265,14 @@
     return b;
   }
   var approvalBanner = banner("widget-approval-banner", "sw-banner--approval");
-  approvalBanner.say("A specialist is reviewing your request", "We'll let you know here as soon as it's decided. You can keep writing.");
+  // What the banner says while a person reviews the agent's request, then what they decided, until the
+  // assistant's answer (which says the details, a partly approved amount included) arrives.
+  var APPROVAL_WORDS = {
+    pending: ["Our team is reviewing your request", "A person checks this before anything is done. You'll see their decision here; you can keep writing."],
+    approved: ["Our team has approved it", "The assistant is confirming the details here."],
+    rejected: ["Our team has decided", "The assistant is explaining their decision here."],
+    expired: ["It couldn't be reviewed in time", "Nothing has been done yet. A member of our team will follow up here."]
+  };
   var handoverBanner = banner("widget-handover-banner", "sw-banner--handover");
 
   var composer = tid(el("form", "sw-composer"), "widget-composer");
@@ -383,7 +390,7 @@
   function dropStream() { if (stream) { stream.remove(); stream = null; } }
 
   // -- the agent's state: working, waiting on a specialist, handed to a person ------------------------
-  var state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null};
+  var state = {run: null, awaiting: false, decided: null, conversation: "open", assignee: null, label: null};
   var labelTimer = null;
   function setLabel(label) {
     clearTimeout(labelTimer);
@@ -395,7 +402,9 @@
   function renderState() {
     var working = (state.run === "queued" || state.run === "running") && !state.awaiting;
     activity.hidden = !working || !!(stream && stream.text);
-    approvalBanner.hidden = !state.awaiting;
+    var shown = state.awaiting ? "pending" : state.decided;
+    approvalBanner.hidden = !shown;
+    if (shown) { approvalBanner.dataset.state = shown; approvalBanner.say.apply(null, APPROVAL_WORDS[shown] || APPROVAL_WORDS.approved); }
     // A hand-over, a person joining and a hand-back are each told once, by a notice in the transcript; a
     // banner repeating it would be a second message (and "chatting with our team" before anyone joined, untrue).
     var who = state.conversation === "taken_over" ? (state.assignee || lastStaffName) : null;
@@ -408,7 +417,8 @@
   }
   function setRun(status) {
     state.run = status;
-    if (status !== "awaiting_approval") state.awaiting = false; else state.awaiting = true;
+    if (status !== "awaiting_approval") state.awaiting = false; else { state.awaiting = true; state.decided = null; }
+    if (status === "stopped") state.decided = null;
     if (status === "stopped" || status === "awaiting_approval") { dropStream(); streamBroken = false; setLabel(null); }
     renderState();
   }
@@ -560,7 +570,9 @@
   function handle(ev) {
     if (ev.type !== "pong") { clearTimeout(idleTimer); idleTimer = setTimeout(sendPing, IDLE_CHECK_MS); } // quiet: check for a lost last event
     switch (ev.type) {
-      case "message.saved": return onSaved(ev.message);
+      case "message.saved":
+        if (ev.message && ev.message.role === "assistant" && ev.message.content && state.decided) { state.decided = null; renderState(); }
+        return onSaved(ev.message);
       case "message.hidden": return gotSeq(ev.seq);
       case "replay.done":
         replayed(ev.seq || 0);
@@ -590,8 +602,11 @@
         return setLabel(ev.label || null);
       case "step.finished": clearTimeout(labelTimer); labelTimer = setTimeout(function () { setLabel(null); }, 250); return;
       case "run.status": stateEpoch++; return setRun(ev.status);
-      case "approval.requested": stateEpoch++; state.awaiting = true; return renderState();
-      case "approval.decided": stateEpoch++; state.awaiting = false; return renderState();
+      case "approval.requested": stateEpoch++; state.awaiting = true; state.decided = null; return renderState();
+      case "approval.decided":
+        stateEpoch++; state.awaiting = ev.pending_approvals > 0;
+        if (!state.awaiting) state.decided = ev.status || null;
+        return renderState();
       case "conversation.updated":
       case "conversation.assigned":
         stateEpoch++; state.conversation = ev.status || (ev.detail && ev.detail.status) || state.conversation;
