@@ -110,7 +110,9 @@ export class Trace {
         h("span", { class: `badge badge-run is-${r.status === "stopped" ? r.stop_reason || "stopped" : r.status}`,
           "data-testid": "trace-run-status", "data-status": r.status, "data-stop-reason": r.stop_reason || "",
           title: [r.status, r.stop_reason].filter(Boolean).join(" · ") }, runPhrase(r)),
-        r.outcome ? badge("outcome", r.outcome, "trace-run-outcome") : null,
+        // "Handed to a person" twice says nothing more: the outcome shows when it adds something.
+        r.outcome && !(r.outcome === "handed_to_person" && r.stop_reason !== "answered")
+          ? badge("outcome", r.outcome, "trace-run-outcome") : null,
         h("span", { class: "run-totals" },
           `${plural(r.turns, "turn")} · ${fmtInt(r.prompt_tokens)} in / ${fmtInt(r.completion_tokens)} out · ${fmtCost(r.cost_usd)}`)));
     if (entry.head) entry.head.replaceWith(head);
