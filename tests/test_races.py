@@ -198,6 +198,7 @@ def test_a_take_over_while_the_worker_runs_leaves_nothing_half_done_and_nothing_
     # Small refunds run without a person, so the run's tools include one with an effect (a Refund row).
     settings.AUTO_APPROVE_REFUNDS_UP_TO = 100
     settings.FAULT_PAUSE_AFTER_TOOL = "issue_refund:0.05"  # the effect waits uncommitted for a moment
+    settings.CUSTOMER_MESSAGES_PER_MINUTE = 10 * TRIALS  # one customer writes once per trial
     random.seed(11)
     for trial in range(TRIALS):
         conversation = start_conversation(desk.maya)
