@@ -176,8 +176,9 @@ def test_a_support_agent_may_approve_up_to_the_large_refund_threshold(site, new_
     get_user_model().objects.filter(username="casey").delete()
     casey = get_user_model().objects.create_user("casey", password="agent-pw-1", first_name="Casey", is_staff=True)
     casey.groups.add(permissions.ensure_groups()[permissions.AGENTS])
-    approval = pending_refund_approval(start_conversation(Customer.objects.get(email="maya@example.com")),
-                                       {"order_id": "SU-41533", "amount": "129.00", "reason": "arrived damaged"})
+    # Tom's merino blanket (112.00): more than a support agent may approve, less than the refund ceiling.
+    approval = pending_refund_approval(start_conversation(Customer.objects.get(email="tom@example.com")),
+                                       {"order_id": "SU-41444", "amount": "112.00", "reason": "never arrived"})
     page = new_context().new_page()
     page.goto(site + "/accounts/login/?next=/console/approvals/")
     page.locator("input[name=username]").fill("casey")
@@ -186,11 +187,11 @@ def test_a_support_agent_may_approve_up_to_the_large_refund_threshold(site, new_
     card = page.locator(f'[data-approval="{approval.public_id}"]')
     expect(card.get_by_test_id("approval-needs-lead")).to_be_visible(timeout=10000)
     expect(card.get_by_test_id("approve-button")).to_have_count(0)
-    expect(card.get_by_test_id("order-refundable")).to_have_text("480.00 EUR")
+    expect(card.get_by_test_id("order-refundable")).to_have_text("112.00 EUR")
 
     card.get_by_test_id("edit-button").click()
     expect(card.get_by_test_id("field-amount")).to_contain_text("Between 0.01 and 100.00 EUR. Above 100.00 EUR a support lead approves")
-    expect(card.get_by_test_id("approve-edited-button")).to_have_text("Approve this amount")  # not 129.00
+    expect(card.get_by_test_id("approve-edited-button")).to_have_text("Approve this amount")  # not 112.00
     card.get_by_test_id("approve-edited-button").click()
     expect(card.get_by_test_id("field-error-amount")).to_have_text(
         "Refunds above 100.00 EUR need a support lead to approve. Lower the amount, or ask a lead.")
@@ -200,8 +201,32 @@ def test_a_support_agent_may_approve_up_to_the_large_refund_threshold(site, new_
     expect(card.get_by_test_id("approve-edited-button")).to_have_text("Approve 90.00 EUR")
     card.get_by_test_id("approve-edited-button").click()
     expect(card).to_have_attribute("data-status", "approved")
-    expect(card.get_by_test_id("approval-decision")).to_have_text("Approved 90.00 EUR instead of 129.00 EUR")
+    expect(card.get_by_test_id("approval-decision")).to_have_text("Approved 90.00 EUR instead of 112.00 EUR")
     expect(card.get_by_test_id("approval-decided-by")).to_have_text("Casey")
     decided = Approval.objects.get(pk=approval.pk)
     assert decided.executed_arguments["amount"] == "90.00" and decided.decided_by == casey
-    assert Order.objects.get(number="SU-41533").refundable() >= Decimal("390.00")  # at most 90.00 refunded
+    assert Order.objects.get(number="SU-41444").refundable() >= Decimal("22.00")  # at most 90.00 refunded
+
+
+def test_the_card_counts_down_and_says_how_it_expired(site, staff_page):
+    from support import services
+    from tests.desk_factories import pending_refund_approval, start_conversation
+
+    approval = pending_refund_approval(start_conversation(Customer.objects.get(email="ines@example.com")),
+                                       {"order_id": "SU-41620", "amount": "4.99", "reason": "shipping fee"})
+    Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() + timedelta(minutes=30, seconds=30))
+    page = staff_page("/console/approvals/")
+    card = page.locator(f'[data-approval="{approval.public_id}"]')
+    expiry = card.get_by_test_id("approval-expiry")
+    expect(expiry).to_have_text(re.compile(r"^Expires in (29|30) min$"))
+    expect(expiry).to_have_class(re.compile(r"\bis-urgent\b"))  # under an hour: it stands out
+
+    # The sweeper expires it while the card is on screen: the card says so, live, and who decided (no one).
+    Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    services.approvals_expire()
+    expect(card).to_have_attribute("data-status", "expired", timeout=10000)
+    expect(card.get_by_test_id("approval-decision")).to_have_text("Expired: no one decided in time, so it did not run")
+    expect(card.get_by_test_id("approval-reason")).to_contain_text("no one decided within")
+    expect(card.get_by_test_id("approval-decided-by")).to_have_text("the system")
+    expect(card.get_by_test_id("approve-button")).to_have_count(0)
+    snap(page, "approval-card-expired")

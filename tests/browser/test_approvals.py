@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from support.models import Approval, Refund
 from tests.browser.conftest import STAFF_NAME, agent_messages, ask, open_widget, shot, widget_conversation
+from tests.browser.test_approval_cards import snap
 
 SAME_DOCUMENT = "window.__sameDocument = true"  # gone if the page reloads or navigates
 
@@ -86,6 +87,7 @@ def test_the_reject_flow(site, customer_page, staff_page):
     card.get_by_test_id("reject-button").click()
     card.get_by_test_id("reason-input").fill(reason)
     shot(staff, "reject-console-reason")
+    snap(staff, "approval-card-conversation-page")
     card.get_by_test_id("reject-confirm-button").click()
 
     expect(card).to_have_attribute("data-status", "rejected")

@@ -218,7 +218,9 @@ export class ArgumentsForm {
         : `This was refused: ${at[2]}`;
       return this.showError(at[1], plain);
     }
-    if (status === 403 && this.inputs.has("amount") && /refund/i.test(text)) return this.showError("amount", text);
+    // The refund's own rules (ceiling, balance, the lead's threshold) name no field: they are about the amount.
+    if ((status === 403 || status === 400) && this.inputs.has("amount")
+        && /refund|left to refund|limit an agent may issue/i.test(text)) return this.showError("amount", text);
     return false;
   }
 }
