@@ -35,7 +35,10 @@ def _free_port() -> int:
 def _browser_database_url() -> str:
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
-        return f"sqlite:///{ROOT / 'var' / 'browser-test.sqlite3'}"
+        # In VAR_DIR when set (as the site's settings do), so two runs with their own VAR_DIR never share it.
+        var = Path(os.environ.get("VAR_DIR") or ROOT / "var")
+        var.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{var / 'browser-test.sqlite3'}"
     import psycopg
     from urllib.parse import urlparse
 
