@@ -5,10 +5,12 @@ from .shop import (
     Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage, money_field,
 )
 from .staff import Note, SavedReply, StaffAction
+from .ratings import Rating
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall",
     "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "Refund", "Scan", "Seller",
     "SellerMessage", "money_field",
     "Note", "SavedReply", "StaffAction",
+    "Rating",
 ]

@@ -38,6 +38,9 @@ class Conversation(models.Model):
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="+")
     assigned_at = models.DateTimeField(null=True, blank=True)  # when the current assignee got it
+    # The customer's language (a code of settings.LANGUAGES, from the widget): the desk's fixed texts to
+    # them are written in it, and the model is told it (support/languages.py).
+    language = models.CharField(max_length=8, default="en")
 
     class Meta:
         ordering = ["-updated_at"]
