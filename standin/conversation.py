@@ -26,7 +26,7 @@ INTENTS = (
     ("damaged", ("damaged", "broken", "cracked", "smashed", "shattered", "dented", "torn", "scratched")),
     ("wrong", ("wrong item", "wrong colour", "wrong color", "wrong size", "wrong product", "not what i ordered",
                "different item", "instead of", "sent me the wrong", "wrong one")),
-    ("refund", ("refund", "money back", "reimburse", "my money", "pay me back")),
+    ("refund", ("refund", "money back", "reimburse", "my money", "pay me back", "euros back", "paid back")),
     ("status", ("where", "late", "delay", "status", "when", "track", "update", "arrive", "shipped")),
 )
 
@@ -80,6 +80,9 @@ class Turn:
     batches: list[list[tuple[str, str]]] = field(default_factory=list)  # (name, arguments) per assistant reply
     last: dict = field(default_factory=dict)
     steps: int | None = None  # "#steps:N": a run of exactly N model calls, for benchmarks
+    earlier: list[Result] = field(default_factory=list)  # calls of earlier turns: what was decided before
+    previous_answer: str = ""  # the answer that ended the turn before this one
+    said_before: str = ""  # the customer's words in the turn before this one
 
     def latest(self, name: str, **match: Any) -> Result | None:
         """The newest result of `name` whose arguments include `match`."""
@@ -161,6 +164,8 @@ def find_order_id(texts: list[str]) -> str | None:
 
 
 THANKS = re.compile(r"\b(thanks|thank you|thx|cheers|great|perfect|brilliant|ok|okay)\b")
+# Words that make a message about an order even when no flow's keyword is in it ("and my other parcel?").
+ABOUT_AN_ORDER = re.compile(r"\b(orders?|parcels?|packages?|deliver(y|ed)|tracking|items?|moved|news|bought)\b")
 
 
 def intent(text: str) -> str:
@@ -171,6 +176,31 @@ def intent(text: str) -> str:
     if THANKS.search(lowered) and "?" not in lowered:
         return "thanks"  # a polite close needs no lookups
     return "status"
+
+
+def stated_intent(text: str) -> str | None:
+    """The intent the words state, or None when intent() would only fall back on "status"."""
+    lowered = text.lower().replace("’", "'")
+    return next((name for name, words in INTENTS if any(w in lowered for w in words)), None)
+
+
+def recognised(text: str) -> bool:
+    """Whether the customer's words are something the flows know: an order named, a flow's keyword, thanks,
+    or a question about an order or parcel. "Do you sell gift cards?" is not; intent() would still call it
+    a status question (its default), and the answer would repeat the last order's status."""
+    lowered = text.lower().replace("’", "'")
+    if ORDER_ID.search(lowered) or THANKS.search(lowered) or ABOUT_AN_ORDER.search(lowered):
+        return True
+    return any(w in lowered for _, words in INTENTS for w in words)
+
+
+def _said_in_turn_before(messages: list[dict], start: int) -> str:
+    """The customer's words in the turn that the answer at messages[start - 1] ended."""
+    if not start:
+        return ""
+    begin = turn_start(messages[:start - 1])
+    return "\n".join(DIRECTIVE.sub("", text_of(m.get("content"))) for m in messages[begin:start]
+                     if m.get("role") == "user")
 
 
 def read_turn(messages: list[dict]) -> Turn:
@@ -187,6 +217,8 @@ def read_turn(messages: list[dict]) -> Turn:
         steps=steps,
         order_id=find_order_id(now) or find_order_id(user),
         last=messages[-1] if messages else {},
+        previous_answer=text_of(messages[start - 1].get("content")) if start else "",
+        said_before=_said_in_turn_before(messages, start),
     )
     # The calls of the latest assistant message still owed a result, in order: a result takes the first
     # with its id, so ids that repeat (numbered per reply, or empty, as some servers make them) still pair.
@@ -200,13 +232,12 @@ def read_turn(messages: list[dict]) -> Turn:
         elif m.get("role") == "tool":
             at = next((k for k, (call_id, _) in enumerate(owed) if call_id == m.get("tool_call_id")), None)
             name, arguments = owed.pop(at)[1] if at is not None else (m.get("name") or "", "")
-            if i < start:
-                continue
             # Its call may sit just before the turn: an answer sent along with record_outcome.
             text = text_of(m.get("content"))
             try:
                 data = json.loads(text)
             except ValueError:
                 data = None
-            turn.results.append(Result(m.get("tool_call_id") or "", name, parse_arguments(arguments), text, data))
+            result = Result(m.get("tool_call_id") or "", name, parse_arguments(arguments), text, data)
+            (turn.results if i >= start else turn.earlier).append(result)
     return turn

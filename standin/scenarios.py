@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from . import facts
-from .conversation import ORDER_ID, Result, Turn, intent, read_turn
+from . import customer, facts
+from .conversation import ORDER_ID, Result, Turn, intent, read_turn, recognised, stated_intent
 from .facts import Order, Scan, ago, fmt, when
 from .reply import Call, Reply
 
@@ -29,6 +29,8 @@ class Finish:
 def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
            outcome_style: str = "separate", turn: Turn | None = None) -> Reply:
     offered = {t["function"]["name"] for t in tools or [] if isinstance(t, dict) and t.get("function")}
+    if customer.is_customer_request(messages):
+        return customer.reply(messages, offered)  # playing the customer's side for an evaluation
     if tool_choice == "none":
         offered = set()
     turn = turn or read_turn(messages)
@@ -82,8 +84,12 @@ def _plan_safely(turn: Turn):
 def plan(t: Turn):
     if t.steps is not None:
         return _bench(t)
+    if not recognised(t.request):
+        return _unrecognised(t)
     oid = t.order_id
     kind = intent(t.request)
+    if stated_intent(t.request) is None and "order number" in t.previous_answer and t.said_before:
+        kind = intent(t.said_before)  # "It's SU-41310." answers our question: the request is the one before
     if kind == "thanks" and ORDER_ID.search(t.request):
         kind = "status"  # "ok, SU-41210": an order named is a question about it
     if kind == "thanks":
@@ -102,6 +108,49 @@ def plan(t: Turn):
                       "confirmation email and send it again? If the order was placed from another account, "
                       "please write to us from that account.")
     return FLOWS[kind](t, Order(got.data))
+
+
+# What a cautious agent says when it cannot tell what the customer wants; a second such turn in a row goes
+# to a person. The first words mark the answer, so the next turn can tell it came just before.
+NOT_UNDERSTOOD = "I'm sorry, I'm not sure I understood what you need."
+CAN_DO = ("I can help with your Sundry orders: where a parcel is, a parcel marked delivered that never arrived, "
+          "an item that arrived damaged or isn't what you ordered, and refunds.")
+
+
+def _unrecognised(t: Turn):
+    if t.previous_answer.startswith(NOT_UNDERSTOOD):
+        asked = " ".join(t.request.split())[:300]
+        escalated = t.latest("escalate_to_human")
+        if escalated is None:
+            return Call.of("escalate_to_human", reason="The customer's request is outside what I can help with",
+                           summary=f"Twice I could not match the customer's message to an order question. Latest "
+                                   f"message: \"{asked}\". A person needs to answer it.")
+        if escalated.ok:
+            return Finish("handed_to_person", "Request not understood twice; handed to a person.",
+                          "I've passed your question to a member of our team, who will reply here.")
+        return Finish("not_resolved", "Request not understood twice; the hand-over did not go through.",
+                      "I'm sorry, I couldn't pass your question to a member of our team just now. Please write to "
+                      "us again later, or tell me which order your question is about.")
+    which = (f" Is your question about order {t.order_id}, or another one?" if t.order_id else
+             " Which order is it about? Please send me the order number; it starts with \"SU-\" and is in your "
+             "order confirmation email.")
+    return Finish("waiting_on_customer", "Did not recognise the request; said what I can help with and asked "
+                                         "which order.",
+                  f"{NOT_UNDERSTOOD} {CAN_DO}{which} If it's about something else, tell me and I'll pass it to a "
+                  "member of our team.")
+
+
+def _disputed(t: Turn, o: Order, declined: Result):
+    """The customer asks again for a refund staff declined in an earlier turn: hand it to a person."""
+    asked = (declined.args or {}).get("amount", "")
+    escalated = t.latest("escalate_to_human")
+    if escalated is None:
+        return Call.of("escalate_to_human", reason=f"Customer disputes the declined refund on {o.id}",
+                       summary=f"Staff declined a refund of {asked} EUR on {o.id} ({declined.rejection}); the "
+                               "customer asks for it again. A person needs to review the decision with them.")
+    lead = (f"Our team already reviewed a refund of {asked} EUR for order {o.id} and decided against it: "
+            f"{declined.rejection.strip().rstrip('.')}.")
+    return _after_escalation(escalated, o, lead)
 
 
 def _bench(t: Turn):
@@ -152,6 +201,10 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
         return _after_escalation(escalated, o, lead)
     done = t.latest("issue_refund", order_id=o.id)
     if done is None:
+        declined = next((r for r in reversed(t.earlier) if r.name == "issue_refund" and r.rejection
+                         and (r.args or {}).get("order_id") == o.id), None)
+        if declined is not None:  # staff already said no: asking again is not ours to do, a person decides
+            return _disputed(t, o, declined)
         limit = facts.ceiling([t.system] + [str(d.get("excerpt") or "") for d in docs])
         if limit is not None and amount > limit:
             return _escalate(o, amount, limit, reason)
