@@ -1,0 +1,323 @@
+"""Play one scenario through the desk: the demo shop seeded afresh, the customer's messages saved as the
+desk saves them, every run worked by the real runner (loop, tools, approvals, persistence), staff
+decisions written through the same service the console uses; then what happened, read back from the
+database and checked against the scenario's criteria.
+
+It works on whatever database is current: the evaluate command gives it a throwaway one, tests give it
+the test database. Nothing is sent to a broker or the live UIs while it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from unittest import mock
+
+from django.db import transaction
+from django.db.models import Count, F, Max, Sum
+from django.test.utils import override_settings
+
+from support import events, runner, services, tasks
+from support.demo import demo_staff_user, seed_demo
+from support.models import (
+    Approval, Conversation, Customer, Message, Order, Refund, Run, Scan, SellerMessage, Step, ToolCall,
+)
+
+from .criteria import Check, Observed, check
+from .customer import CustomerModel
+from .scenario import Decision, Expect, Scenario
+
+MAX_RUNS_PER_TURN = 20  # a turn that needs more runs than this is going round in circles
+
+
+@dataclass
+class ScenarioRun:
+    """One attempt at one scenario: its verdict, its numbers and its evidence (for the reports)."""
+
+    name: str
+    title: str
+    attempt: int = 1
+    skipped: str = ""
+    checks: list[Check] = field(default_factory=list)
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    customer_calls: int = 0  # the simulated customer's model calls, not counted above
+    transcript: list[dict] = field(default_factory=list)
+    trace: list[dict] = field(default_factory=list)
+    decisions: list[dict] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.skipped and all(c.ok for c in self.checks)
+
+    @property
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if not c.ok]
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name, "title": self.title, "attempt": self.attempt, "passed": self.passed,
+            "skipped": self.skipped, "failed": self.failed, "checks": [c.as_dict() for c in self.checks],
+            "model_calls": self.model_calls, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6),
+            "seconds": round(self.seconds, 2), "customer_calls": self.customer_calls,
+            "transcript": self.transcript, "trace": self.trace, "decisions": self.decisions, "error": self.error,
+        }
+
+
+@contextmanager
+def quiet_desk():
+    """Runs are worked here, not by Celery; events have no one to reach."""
+    with mock.patch.object(tasks.run_agent, "delay", lambda run_id: None), \
+            mock.patch.object(events.publisher, "send", lambda groups, event: None):
+        yield
+
+
+def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: CustomerModel | None = None) -> ScenarioRun:
+    record = ScenarioRun(name=scenario.name, title=scenario.title, attempt=attempt)
+    if scenario.skip:
+        record.skipped = scenario.skip
+        return record
+    t0 = time.monotonic()
+    conversation = None
+    try:
+        with override_settings(**_settings(scenario.settings)), quiet_desk():
+            seed_demo()  # every scenario starts from the contract's shop: earlier refunds and messages are gone
+            customer = Customer.objects.get(email=scenario.customer)
+            conversation = services.conversation_start(customer=customer)
+            start = _mark(conversation)
+            staff = demo_staff_user()
+            for i, turn in enumerate(scenario.turns, 1):
+                _turn(record, conversation, staff, f"turn {i}", turn.say, turn.after_hours, list(turn.decisions),
+                      turn.expect)
+            if scenario.simulated is not None:
+                _simulated(record, conversation, staff, scenario, customer_model)
+            record.checks += check(scenario.expect, _observe(conversation, start), "conversation")
+    except Exception as e:  # a crash is a failed criterion with its cause, never the end of the evaluation
+        record.error = "".join(traceback.format_exception_only(type(e), e)).strip()
+        record.checks.append(Check("runs to the end without an error", False, record.error))
+    if conversation is not None:
+        _evidence(record, conversation)
+    record.seconds = time.monotonic() - t0
+    return record
+
+
+def _settings(values: dict) -> dict:
+    out = {}
+    for key, value in values.items():
+        out[key] = Decimal(str(value)) if key in ("REFUND_CEILING", "AUTO_APPROVE_REFUNDS_UP_TO") else value
+    return out
+
+
+def _turn(record: ScenarioRun, conversation: Conversation, staff, scope: str, say: str, after_hours: float,
+          decisions: list[Decision], expect: Expect, report_unused: bool = True) -> None:
+    if after_hours:
+        _time_passes(conversation, after_hours)
+    before = _mark(conversation)
+    _customer_says(conversation, say)
+    log = _work(conversation, staff, decisions, scope)
+    record.decisions += log
+    record.checks += [Check(f"{scope}: decision {e['decision']}", e["as_expected"], e["detail"]) for e in log]
+    if report_unused:
+        _unused(record, scope, decisions)
+    record.checks += check(expect, _observe(conversation, before), scope)
+
+
+def _simulated(record: ScenarioRun, conversation: Conversation, staff, scenario: Scenario,
+               customer_model: CustomerModel | None) -> None:
+    sim = scenario.simulated
+    if customer_model is None:
+        record.checks.append(Check("simulated customer", False, "no customer model was given"))
+        return
+    decisions = list(sim.decisions)
+    for k in range(1, sim.max_turns + 1):
+        said = customer_model.next_message(sim, _seen_by_customer(conversation))
+        record.customer_calls += 1
+        if said.error:
+            record.checks.append(Check(f"simulated turn {k}: the customer model answers", False, said.error))
+            return
+        if said.text is None:
+            break
+        _turn(record, conversation, staff, f"simulated turn {k}", said.text, 0, decisions, Expect(),
+              report_unused=False)
+    _unused(record, "simulated turns", decisions)
+
+
+def _unused(record: ScenarioRun, scope: str, decisions: list[Decision]) -> None:
+    for d in decisions:  # scripted, but the agent never asked for that gated call
+        record.checks.append(Check(f"{scope}: decision {d.describe()}", False,
+                                   "never used: the agent did not ask for this gated call"))
+
+
+def _customer_says(conversation: Conversation, text: str) -> None:
+    """The customer's message saved as conversation_post_message saves it, minus the rate limits: an
+    evaluation writes faster than any customer, and its counters would live in a Redis it may not have."""
+    text = services.message_clean(text)
+    with transaction.atomic():
+        services.message_append(conversation=conversation, wire={"role": "user", "content": text},
+                                author=Message.CUSTOMER)
+        services.run_start_if_idle(conversation_id=conversation.pk, current=conversation)
+
+
+def _work(conversation: Conversation, staff, decisions: list[Decision], scope: str) -> list[dict]:
+    """Work queued runs, deciding gated calls from `decisions` (consumed in order, per tool), until
+    nothing is queued and nothing pending has a decision left. Returns what each decision did."""
+    log: list[dict] = []
+    for _ in range(MAX_RUNS_PER_TURN):
+        run = Run.objects.filter(conversation=conversation, status=Run.QUEUED).order_by("pk").first()
+        if run is not None:
+            runner.run_execute(run.pk)
+            continue
+        pending = Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True) \
+            .select_related("tool_call", "run").order_by("pk")
+        progressed = False
+        for approval in pending:
+            while True:
+                decision = next((d for d in decisions if d.tool == approval.tool_call.name), None)
+                if decision is None:
+                    break
+                decisions.remove(decision)
+                entry = _decide(approval, decision, staff, scope)
+                log.append(entry)
+                if entry["accepted"]:
+                    progressed = True
+                    break
+        if not progressed:
+            return log
+    raise RuntimeError(f"{scope}: more than {MAX_RUNS_PER_TURN} runs in one turn")
+
+
+REFUSALS = ((services.NeedsSecondLook, "needs_second_look"), (services.ApprovalExpired, "expired"),
+            (services.AlreadyDecided, "already_decided"), (services.InvalidArguments, "invalid_arguments"))
+
+
+def _decide(approval: Approval, decision: Decision, staff, scope: str) -> dict:
+    approval.refresh_from_db()
+    refused, message = "", ""
+    try:
+        if decision.action == "reject":
+            services.approval_decide(approval=approval, user=staff, approve=False, reason=decision.reason)
+        else:
+            arguments = {**approval.requested_arguments, **decision.arguments} if decision.action == "edit" else None
+            services.approval_decide(approval=approval, user=staff, approve=True, arguments=arguments,
+                                     confirm_seen=decision.confirm_seen)
+    except tuple(kind for kind, _ in REFUSALS) as e:
+        refused = next(code for kind, code in REFUSALS if isinstance(e, kind))
+        message = str(e)
+    if decision.refused:
+        detail = f"refused as expected ({refused})" if refused == decision.refused else \
+            f"should have been refused ({decision.refused}) but was {f'refused ({refused})' if refused else 'accepted'}"
+    else:
+        detail = f"refused ({refused}): {message}" if refused else "accepted"
+    return {"scope": scope, "decision": decision.describe(), "tool": approval.tool_call.name,
+            "requested": approval.requested_arguments, "refused": refused, "accepted": not refused,
+            "as_expected": refused == decision.refused, "detail": detail}
+
+
+@dataclass(frozen=True)
+class _Mark:
+    seq: int
+    step: int
+    refund: int
+    seller_message: int
+    approval: int
+
+
+def _mark(conversation: Conversation) -> _Mark:
+    conversation.refresh_from_db(fields=["last_seq"])
+
+    def top(model) -> int:
+        return model.objects.aggregate(m=Max("pk"))["m"] or 0
+    return _Mark(conversation.last_seq, top(Step), top(Refund), top(SellerMessage), top(Approval))
+
+
+def _observe(conversation: Conversation, since: _Mark) -> Observed:
+    conversation.refresh_from_db()
+    seen = Observed(conversation_status=conversation.status)
+    for m in conversation.messages.filter(seq__gt=since.seq, role="assistant").order_by("seq"):
+        for c in m.tool_calls or []:
+            fn = c.get("function") or {}
+            seen.calls.append((fn.get("name", ""), _arguments(fn.get("arguments"))))
+        if (m.content or "").strip():
+            seen.text += m.content.strip() + "\n"
+    run = Run.objects.filter(conversation=conversation).order_by("-pk").first()
+    if run is not None:
+        seen.status, seen.stop_reason, seen.outcome = run.status, run.stop_reason, run.outcome
+    seen.refunds = [(r.order.number, f"{r.amount:.2f}") for r in
+                    Refund.objects.filter(pk__gt=since.refund).select_related("order").order_by("pk")]
+    seen.seller_messages = [(m.order.number, m.body) for m in
+                            SellerMessage.objects.filter(pk__gt=since.seller_message).select_related("order")]
+    seen.approvals = [(a.tool_call.name, a.decision or "pending") for a in Approval.objects.filter(
+        pk__gt=since.approval, run__conversation=conversation).select_related("tool_call").order_by("pk")]
+    spent = Step.objects.filter(run__conversation=conversation, kind="model", pk__gt=since.step).aggregate(
+        n=Count("pk"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), cost=Sum("cost_usd"))
+    seen.model_calls = spent["n"]
+    seen.tokens = (spent["prompt"] or 0) + (spent["completion"] or 0)
+    seen.cost_usd = float(spent["cost"] or 0)
+    return seen
+
+
+def _arguments(text) -> dict | None:
+    try:
+        value = json.loads(text or "{}")
+    except (TypeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _seen_by_customer(conversation: Conversation) -> list[tuple[str, str]]:
+    out = []
+    for m in conversation.messages.filter(role__in=("user", "assistant")).order_by("seq"):
+        if (m.content or "").strip():
+            out.append(("customer" if m.role == "user" else "desk", m.content.strip()))
+    return out
+
+
+def _time_passes(conversation: Conversation, hours: float) -> None:
+    """The customer comes back later: everything the shop and this conversation recorded moves into the
+    past by `hours` (the clock cannot move forward, so the past moves back)."""
+    back = timedelta(hours=hours)
+
+    def shift(queryset, *fields):
+        queryset.update(**{f: F(f) - back for f in fields})
+    shift(Scan.objects.all(), "at")
+    shift(Order.objects.all(), "placed_at")
+    shift(Refund.objects.all(), "created_at")
+    shift(SellerMessage.objects.all(), "created_at")
+    shift(Conversation.objects.filter(pk=conversation.pk), "created_at", "updated_at")
+    shift(Message.objects.filter(conversation=conversation), "created_at")
+    shift(Run.objects.filter(conversation=conversation), "created_at", "finished_at", "heartbeat_at")
+    shift(Step.objects.filter(run__conversation=conversation), "created_at")
+    shift(ToolCall.objects.filter(run__conversation=conversation), "created_at", "updated_at")
+    shift(Approval.objects.filter(run__conversation=conversation), "requested_at", "decided_at", "expires_at")
+
+
+def _evidence(record: ScenarioRun, conversation: Conversation) -> None:
+    runs = {r.pk: i for i, r in enumerate(Run.objects.filter(conversation=conversation).order_by("pk"), 1)}
+    record.transcript = [{
+        "seq": m.seq, "role": m.role, "author": m.author, "content": m.content or "",
+        "tool_calls": [{"name": (c.get("function") or {}).get("name", ""),
+                        "arguments": (c.get("function") or {}).get("arguments", "")} for c in m.tool_calls or []],
+        "run": runs.get(m.run_id),
+    } for m in conversation.messages.order_by("seq")]
+    steps = Step.objects.filter(run__conversation=conversation).order_by("pk")
+    record.trace = [{
+        "run": runs.get(s.run_id), "turn": s.turn, "kind": s.kind, "label": s.label, "tool": s.tool,
+        "arguments": s.arguments[:300], "result": s.result[:300], "error": s.error[:300],
+        "finish_reason": s.finish_reason, "prompt_tokens": s.prompt_tokens,
+        "completion_tokens": s.completion_tokens, "cost_usd": float(s.cost_usd), "ms": round(s.duration_ms),
+    } for s in steps]
+    models = [s for s in steps if s.kind == "model"]
+    record.model_calls = len(models)
+    record.prompt_tokens = sum(s.prompt_tokens for s in models)
+    record.completion_tokens = sum(s.completion_tokens for s in models)
+    record.cost_usd = float(sum(s.cost_usd for s in models))

@@ -1,0 +1,291 @@
+"""Scenario files (evaluation/scenarios/*.toml) read into plain values, with every mistake named.
+
+No Django here: a scenario is data. The format is described in evaluation/README.md.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "evaluation" / "scenarios"
+
+ACTIONS = ("approve", "edit", "reject")
+REFUSALS = ("needs_second_look", "already_decided", "expired", "invalid_arguments")
+# Desk settings a scenario may change for its own run (anything else is a mistake in the file).
+SETTINGS = ("AUTO_APPROVE_REFUNDS_UP_TO", "ESCALATION_NEEDS_APPROVAL", "AGENT_ASKS_AFTER_REJECTION",
+            "REFUND_CEILING", "AGENT_MAX_STEPS")
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be run as written; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class CallRule:
+    """A tool call the model made: `tool`, with `args` equal and `match` (regexes) found in its arguments."""
+
+    tool: str
+    args: dict = field(default_factory=dict)
+    match: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.args.items()] + [f"{k}~/{v}/" for k, v in self.match.items()]
+        return f"{self.tool}({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class Expect:
+    """Success criteria for one turn or for the whole conversation; None means "not checked"."""
+
+    status: str | None = None  # stopped | awaiting_approval
+    stop_reason: str | None = None
+    outcome: str | None = None
+    calls: tuple[CallRule, ...] = ()
+    no_calls: tuple[CallRule, ...] = ()
+    call_order: tuple[str, ...] = ()
+    says: tuple[str, ...] = ()
+    says_match: tuple[str, ...] = ()
+    never_says: tuple[str, ...] = ()
+    refunds: tuple[tuple[str, str], ...] | None = None  # (order, amount): exactly these were issued
+    seller_messages: tuple[tuple[str, str], ...] | None = None  # (order, text it contains): exactly these
+    approvals: tuple[tuple[str, str], ...] | None = None  # (tool, decision or "pending"): exactly these
+    conversation_status: str | None = None
+    max_model_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What staff do with the next gated call of `tool`: approve, edit (approve with changed arguments)
+    or reject with a reason. `refused`: the desk must refuse this decision, with that code."""
+
+    tool: str
+    action: str
+    arguments: dict = field(default_factory=dict)
+    reason: str = ""
+    confirm_seen: bool = True
+    refused: str = ""
+
+    def describe(self) -> str:
+        what = {"approve": "approve", "edit": f"approve with {self.arguments}",
+                "reject": f"reject ({self.reason})"}[self.action]
+        seen = "" if self.confirm_seen else " without confirming the customer's new messages"
+        return f"{what} {self.tool}{seen}"
+
+
+@dataclass(frozen=True)
+class Turn:
+    say: str
+    after_hours: float = 0.0  # time that passes before the customer writes (they come back the next day)
+    decisions: tuple[Decision, ...] = ()
+    expect: Expect = Expect()
+
+
+@dataclass(frozen=True)
+class SimulatedCustomer:
+    """Turns written by a second model playing the customer, after the scripted ones."""
+
+    persona: str
+    goal: str
+    max_turns: int = 3
+    decisions: tuple[Decision, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    path: str
+    customer: str
+    turns: tuple[Turn, ...]
+    expect: Expect = Expect()
+    covers: tuple[str, ...] = ()  # the demo orders (docs/tools-contract.md) it works
+    tags: tuple[str, ...] = ()
+    skip: str = ""  # listed but not run, with this reason
+    settings: dict = field(default_factory=dict)
+    simulated: SimulatedCustomer | None = None
+
+
+def load_all(directory: Path = SCENARIO_DIR, pattern: str = "*") -> list[Scenario]:
+    """Every scenario of the folder whose name matches the glob `pattern`, by name."""
+    out = []
+    for path in sorted(directory.glob("*.toml")):
+        if fnmatch.fnmatch(path.stem, pattern):
+            out.append(load(path))
+    return out
+
+
+def load(path: Path) -> Scenario:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path.name}: not valid TOML ({e})") from e
+    return parse(data, path.stem, str(path))
+
+
+def parse(data: dict, name: str, where: str = "") -> Scenario:
+    where = Path(where).name if where else name
+    r = _Reader(data, where)
+    turns = tuple(_turn(_Reader(t, f"{where} turn {i}")) for i, t in enumerate(r.tables("turn"), 1))
+    simulated = None
+    if "simulated_customer" in data:
+        s = _Reader(r.table("simulated_customer"), f"{where} simulated_customer")
+        simulated = SimulatedCustomer(persona=s.text("persona", required=True), goal=s.text("goal", required=True),
+                                      max_turns=s.integer("max_turns", 3),
+                                      decisions=tuple(_decision(_Reader(d, f"{s.where} decision {i}"))
+                                                      for i, d in enumerate(s.tables("decision"), 1)))
+        s.done()
+    if not turns and simulated is None:
+        raise ScenarioError(f"{where}: a scenario needs at least one [[turn]] or a [simulated_customer]")
+    settings = r.table("settings") if "settings" in data else {}
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise ScenarioError(f"{where}: [settings] may set {', '.join(SETTINGS)}; not {', '.join(unknown)}")
+    scenario = Scenario(
+        name=name, title=r.text("title", required=True), path=where, customer=r.text("customer", required=True),
+        turns=turns, expect=_expect(_Reader(r.table("expect"), f"{where} expect")) if "expect" in data else Expect(),
+        covers=r.strings("covers"), tags=r.strings("tags"), skip=r.text("skip"), settings=dict(settings),
+        simulated=simulated,
+    )
+    r.done()
+    return scenario
+
+
+def _turn(r: "_Reader") -> Turn:
+    turn = Turn(say=r.text("say", required=True), after_hours=r.number("after_hours", 0.0),
+                decisions=tuple(_decision(_Reader(d, f"{r.where} decision {i}"))
+                                for i, d in enumerate(r.tables("decision"), 1)),
+                expect=_expect(_Reader(r.table("expect"), f"{r.where} expect")) if "expect" in r.data else Expect())
+    r.done()
+    return turn
+
+
+def _decision(r: "_Reader") -> Decision:
+    action = r.text("action", required=True)
+    if action not in ACTIONS:
+        raise ScenarioError(f"{r.where}: action must be one of {', '.join(ACTIONS)}, not {action!r}")
+    decision = Decision(tool=r.text("tool", required=True), action=action, arguments=r.table("arguments"),
+                        reason=r.text("reason"), confirm_seen=r.boolean("confirm_seen", True), refused=r.text("refused"))
+    if action == "reject" and not decision.reason:
+        raise ScenarioError(f"{r.where}: a rejection needs a reason")
+    if action == "edit" and not decision.arguments:
+        raise ScenarioError(f"{r.where}: an edit needs the arguments it changes")
+    if decision.refused and decision.refused not in REFUSALS:
+        raise ScenarioError(f"{r.where}: refused must be one of {', '.join(REFUSALS)}")
+    r.done()
+    return decision
+
+
+def _expect(r: "_Reader") -> Expect:
+    def rules(key: str) -> tuple[CallRule, ...]:
+        out = []
+        for i, t in enumerate(r.tables(key), 1):
+            c = _Reader(t, f"{r.where} {key} {i}")
+            rule = CallRule(tool=c.text("tool", required=True), args=c.table("args"), match=c.table("match"))
+            for pattern in rule.match.values():
+                _regex(pattern, c.where)
+            c.done()
+            out.append(rule)
+        return tuple(out)
+
+    def pairs(key: str, first: str, second: str, money: bool = False) -> tuple | None:
+        if key not in r.data:
+            return None
+        out = []
+        for i, t in enumerate(r.tables(key), 1):
+            c = _Reader(t, f"{r.where} {key} {i}")
+            a, b = c.text(first, required=True), c.text(second, required=money)
+            if money:
+                b = _money(b, c.where)
+            c.done()
+            out.append((a, b))
+        return tuple(out)
+
+    expect = Expect(
+        status=r.text("status") or None, stop_reason=r.text("stop_reason") or None, outcome=r.text("outcome") or None,
+        calls=rules("calls"), no_calls=rules("no_calls"), call_order=r.strings("call_order"),
+        says=r.strings("says"), says_match=tuple(_regex(p, r.where) for p in r.strings("says_match")),
+        never_says=r.strings("never_says"),
+        refunds=pairs("refunds", "order", "amount", money=True),
+        seller_messages=pairs("seller_messages", "order", "contains"),
+        approvals=pairs("approvals", "tool", "decision"),
+        conversation_status=r.text("conversation_status") or None,
+        max_model_calls=r.integer("max_model_calls", None), max_tokens=r.integer("max_tokens", None),
+        max_cost_usd=r.number("max_cost_usd", None),
+    )
+    r.done()
+    return expect
+
+
+def _regex(pattern: str, where: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise ScenarioError(f"{where}: {pattern!r} is not a valid regular expression ({e})") from e
+    return pattern
+
+
+def _money(value: str, where: str) -> str:
+    try:
+        return f"{Decimal(value):.2f}"
+    except InvalidOperation as e:
+        raise ScenarioError(f"{where}: amount {value!r} is not a number") from e
+
+
+class _Reader:
+    """Typed access to one TOML table; done() names any key nobody read (a typo in a criterion would
+    otherwise be a criterion silently never checked)."""
+
+    def __init__(self, data, where: str):
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{where}: expected a table")
+        self.data, self.where, self.read = data, where, set()
+
+    def _get(self, key, kinds, what):
+        self.read.add(key)
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, kinds):
+            raise ScenarioError(f"{self.where}: {key} must be {what}")
+        return value
+
+    def text(self, key: str, required: bool = False) -> str:
+        value = self._get(key, str, "text")
+        if required and not value:
+            raise ScenarioError(f"{self.where}: {key} is required")
+        return value or ""
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self._get(key, list, "a list of texts") or []
+        if not all(isinstance(v, str) for v in value):
+            raise ScenarioError(f"{self.where}: {key} must be a list of texts")
+        return tuple(value)
+
+    def integer(self, key: str, default):
+        value = self._get(key, int, "a whole number")
+        return default if value is None else value
+
+    def number(self, key: str, default):
+        value = self._get(key, (int, float), "a number")
+        return default if value is None else float(value)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self._get(key, bool, "true or false")
+        return default if value is None else value
+
+    def table(self, key: str) -> dict:
+        return dict(self._get(key, dict, "a table") or {})
+
+    def tables(self, key: str) -> list:
+        value = self._get(key, list, "an array of tables ([[...]])") or []
+        return value
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.read)
+        if unknown:
+            raise ScenarioError(f"{self.where}: unknown key(s) {', '.join(unknown)}")

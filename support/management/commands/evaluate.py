@@ -1,0 +1,148 @@
+"""`manage.py evaluate`: play the scenario suite (evaluation/scenarios/) against a model, on a throwaway
+database, print a table and write the JSON and HTML reports. Exit status 1 below --min-pass-rate.
+
+The database: a new one is created for the evaluation and dropped at the end, on the configured engine
+(SQLite: a file in a temporary folder under VAR_DIR; PostgreSQL: `<name>_evaluate_<pid>` on the same
+server), migrated from scratch and seeded with the demo shop before every scenario. The site's own
+database is never opened for writing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+from django.test.utils import override_settings
+
+from support import assistant
+from support.evaluation import evaluate
+from support.evaluation import report as reports
+from support.evaluation.customer import CustomerModel
+from support.evaluation.scenario import SCENARIO_DIR, ScenarioError, load_all
+
+
+class Command(BaseCommand):
+    help = "Run the evaluation scenarios against the configured model (the stand-in by default) and report."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--model-base-url", help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
+                                                     "(default: MODEL_BASE_URL, else the built-in stand-in)")
+        parser.add_argument("--model", help="the model name (default: MODEL_NAME)")
+        parser.add_argument("--api-key", help="the endpoint's key (default: MODEL_API_KEY; the environment "
+                                              "keeps it out of the process list)")
+        parser.add_argument("--price", metavar="IN,OUT", help="USD per 1M input and output tokens for a model "
+                                                              "missing from MODEL_PRICES, e.g. 0.15,0.60")
+        parser.add_argument("--customer-model", help="the model playing simulated customers (default: --model)")
+        parser.add_argument("--scenario", default="*", metavar="GLOB", help="only scenarios whose name matches")
+        parser.add_argument("--scenario-dir", type=Path, default=SCENARIO_DIR, metavar="DIR",
+                            help="where the scenario files are (default: evaluation/scenarios)")
+        parser.add_argument("--repeat", type=int, default=1, metavar="N", help="attempts per scenario (real "
+                                                                               "models vary): reports a pass rate")
+        parser.add_argument("--report", type=Path, default=None, metavar="PATH",
+                            help="the JSON report (default: VAR_DIR/evaluation/report.json); the HTML one is "
+                                 "written beside it with .html")
+        parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="X",
+                            help="exit with status 1 when fewer attempts pass (0..1, default 1.0)")
+
+    def handle(self, *args, scenario, scenario_dir: Path, repeat, report: Path | None, min_pass_rate, **opts):
+        if repeat < 1:
+            raise CommandError("--repeat must be at least 1")
+        if not 0 <= min_pass_rate <= 1:
+            raise CommandError("--min-pass-rate is a share between 0 and 1, e.g. 0.9")
+        try:
+            scenarios = load_all(scenario_dir, pattern=scenario)
+        except ScenarioError as e:
+            raise CommandError(f"bad scenario file: {e}") from e
+        if not scenarios:
+            raise CommandError(f"no scenario matches {scenario!r}")
+        json_path = (report or reports.latest_path()).resolve()
+        html_path = json_path.with_suffix(".html")
+        with override_settings(**_model_settings(opts)):
+            model_name = settings.MODEL_NAME
+            endpoint = _shown(settings.MODEL_BASE_URL) or "the built-in stand-in"
+            customer_name = opts.get("customer_model") or model_name
+            self.stdout.write(f"Evaluating {len(scenarios)} scenarios x{repeat} with {model_name} at {endpoint}, "
+                              f"prompt v{assistant.PROMPT_VERSION} ({assistant.prompt_fingerprint()})")
+            with isolated_database() as where:
+                self.stdout.write(f"on a throwaway database: {where}")
+                result = evaluate(
+                    scenarios, repeat=repeat, min_pass_rate=min_pass_rate,
+                    customer_model=CustomerModel(assistant.model(model=customer_name)),
+                    model={"name": model_name, "endpoint": endpoint, "customer_model": customer_name},
+                    prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint()},
+                    progress=self._progress)
+        data = reports.as_json(result)
+        reports.write(data, json_path, html_path)
+        self.stdout.write("\n" + reports.table(data))
+        self.stdout.write("\n" + reports.summary(data))
+        self.stdout.write(f"reports: {json_path} and {html_path}")
+        if not result.ok:
+            self.stderr.write(f"pass rate {result.pass_rate:.0%} is below {min_pass_rate:.0%}")
+            sys.exit(1)
+
+    def _progress(self, run) -> None:
+        mark = "s" if run.skipped else ("." if run.passed else "F")
+        self.stdout.write(mark, ending="")
+        self.stdout.flush()
+
+
+def _model_settings(opts) -> dict:
+    out = {}
+    if opts.get("model_base_url"):
+        out["MODEL_BASE_URL"] = opts["model_base_url"]
+    if opts.get("model"):
+        out["MODEL_NAME"] = opts["model"]
+    if opts.get("api_key"):
+        out["MODEL_API_KEY"] = opts["api_key"]
+    if opts.get("price"):
+        try:
+            price_in, price_out = (float(x) for x in opts["price"].split(","))
+        except ValueError:
+            raise CommandError("--price is two numbers, USD per 1M input and output tokens: e.g. 0.15,0.60")
+        out["MODEL_DEFAULT_PRICE"] = (price_in, price_out)
+    return out
+
+
+def _shown(url: str) -> str:
+    """The endpoint as the report may show it: no user or password."""
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@contextmanager
+def isolated_database():
+    """A new, migrated database for the evaluation, dropped afterwards; yields where it is."""
+    connection = connections["default"]
+    original = connection.settings_dict["NAME"]
+    test = connection.settings_dict.setdefault("TEST", {})
+    saved = dict(test)
+    folder = None
+    if connection.vendor == "sqlite":
+        folder = tempfile.mkdtemp(prefix="evaluation-", dir=settings.VAR_DIR)
+        test["NAME"] = os.path.join(folder, "evaluation.sqlite3")
+    else:
+        test["NAME"] = f"{original}_evaluate_{os.getpid()}"
+    try:
+        name = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+        try:
+            yield name
+        finally:
+            connection.creation.destroy_test_db(original, verbosity=0)
+    finally:
+        test.clear()
+        test.update(saved)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,154 @@
+"""The evaluation suite: every scenario of evaluation/scenarios/ passes against the stand-in, through the
+real runner, loop and tools; a failing criterion names itself; the reports say what ran with what.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import assistant
+from support.evaluation import evaluate, report
+from support.evaluation.customer import CustomerModel
+from support.evaluation.scenario import SCENARIO_DIR, load_all, parse
+from tests.standin_fixture import standin  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CONTRACT_ORDERS = {"SU-41207", "SU-41310", "SU-40155", "SU-41388", "SU-41402", "SU-41419", "SU-41533", "SU-41290",
+                   "SU-41501", "SU-41210", "SU-41444", "SU-99999", "SU-41620"}
+
+
+@pytest.fixture
+def on_standin(standin, settings):
+    settings.MODEL_BASE_URL = standin.base_url
+    settings.MODEL_MAX_RETRY_WAIT = 0.05
+    return standin
+
+
+def run(scenarios, **options):
+    return evaluate(scenarios, customer_model=CustomerModel(assistant.model()),
+                    model={"name": "sundry-standin-1", "endpoint": "test"},
+                    prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint()},
+                    **options)
+
+
+def test_every_scenario_passes_against_the_stand_in(on_standin):
+    scenarios = load_all()
+    result = run(scenarios)
+    failures = {name: [f"{c.name}: {c.detail}" for r in runs for c in r.checks if not c.ok]
+                for name, runs in result.runs.items() if any(not r.passed and not r.skipped for r in runs)}
+    assert not failures, "failing criteria:\n" + json.dumps(failures, indent=1)
+    assert result.pass_rate == 1.0 and result.ok
+
+
+def test_the_suite_covers_every_demo_order_and_the_hard_cases():
+    scenarios = load_all()
+    runnable = [s for s in scenarios if not s.skip]
+    assert len(runnable) >= 25
+    assert CONTRACT_ORDERS <= {o for s in runnable for o in s.covers}
+    tags = {t for s in runnable for t in s.tags}
+    assert {"injection", "privacy", "ceiling", "insisting", "second-look", "multi-turn", "simulated-customer",
+            "unrecognised"} <= tags
+    assert any(len(s.turns) > 1 and any(t.after_hours >= 24 for t in s.turns) for s in runnable)  # the next day
+
+
+def test_a_failing_criterion_names_itself(on_standin):
+    scenario = parse({
+        "title": "wrong on purpose", "customer": "maya@example.com",
+        "turn": [{"say": "Has SU-41210 arrived?", "expect": {
+            "stop_reason": "escalated", "says": ["a fact nobody states"], "no_calls": [{"tool": "track_parcel"}],
+            "refunds": [{"order": "SU-41210", "amount": "4.99"}], "max_model_calls": 1}}],
+    }, "deliberately-failing")
+    (attempt,) = run([scenario]).runs["deliberately-failing"]
+    assert not attempt.passed
+    assert set(attempt.failed) == {
+        "turn 1: stop_reason is escalated", "turn 1: says 'a fact nobody states'",
+        "turn 1: never calls track_parcel()", "turn 1: refunds issued: SU-41210 4.99", "turn 1: at most 1 model calls"}
+    details = {c.name: c.detail for c in attempt.checks}
+    assert details["turn 1: stop_reason is escalated"] == "was answered"
+    assert details["turn 1: refunds issued: SU-41210 4.99"] == "issued: none"
+
+
+def test_a_scripted_decision_the_agent_never_needed_fails_by_name(on_standin):
+    scenario = parse({"title": "t", "customer": "maya@example.com", "turn": [
+        {"say": "Has SU-41210 arrived?", "decision": [{"tool": "issue_refund", "action": "approve"}]}]}, "unneeded")
+    (attempt,) = run([scenario]).runs["unneeded"]
+    assert attempt.failed == ["turn 1: decision approve issue_refund"]
+
+
+def test_repeats_give_a_pass_rate_per_scenario_and_the_reports_record_model_and_prompt(on_standin, tmp_path):
+    scenarios = [s for s in load_all(pattern="su-41210*")]
+    result = run(scenarios, repeat=2)
+    data = report.as_json(result)
+    (entry,) = data["scenarios"]
+    assert entry["attempts"] == 2 and entry["pass_rate"] == 1.0 and data["pass_rate"] == 1.0
+    assert data["prompt"] == {"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint()}
+    assert data["model"]["name"] == "sundry-standin-1"
+    assert "2/2" in report.table(data)
+    report.write(data, tmp_path / "r.json", tmp_path / "r.html")
+    assert json.loads((tmp_path / "r.json").read_text())["scenarios"][0]["runs"][0]["transcript"]
+    page = (tmp_path / "r.html").read_text()
+    assert "<script" not in page and "✓" in page and "get_order" in page
+
+
+def test_the_html_report_escapes_every_text():
+    data = {"started_at": "now", "seconds": 1, "model": {"name": "<b>m</b>", "endpoint": "e"},
+            "prompt": {"version": "1", "fingerprint": "f"}, "repeat": 1, "min_pass_rate": 1, "pass_rate": 0,
+            "ok": False, "attempts": 1, "passed": 0, "skipped": [], "totals": {"model_calls": 1, "tokens": 1,
+                                                                              "cost_usd": 0},
+            "scenarios": [{"name": "x", "title": "<img src=x onerror=alert(1)>", "skipped": "", "attempts": 1,
+                           "passes": 0, "runs": [{
+                               "attempt": 1, "passed": False, "skipped": "", "failed": ["<i>c</i>"],
+                               "checks": [{"name": "<i>c</i>", "ok": False, "detail": "<script>x</script>"}],
+                               "model_calls": 1, "prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 0,
+                               "seconds": 0, "decisions": [], "trace": [],
+                               "transcript": [{"seq": 1, "role": "user", "author": "customer",
+                                               "content": "<script>alert(1)</script>", "tool_calls": []}]}]}]}
+    page = report.as_html(data)
+    assert "<script" not in page and "<img" not in page and "<b>m" not in page and "<i>c" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+FAILING = """
+title = "expects a hand-over for a plain status question"
+customer = "maya@example.com"
+
+[[turn]]
+say = "Has SU-41210 arrived?"
+
+[turn.expect]
+stop_reason = "escalated"
+"""
+
+
+def test_the_command_works_on_a_throwaway_database_and_fails_below_the_threshold(tmp_path):
+    # A process of its own, as CI runs it: its site database would be VAR_DIR/db.sqlite3, never created.
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "expects-too-much.toml").write_text(FAILING)
+    shutil.copy(SCENARIO_DIR / "su-41210-delivered-status.toml", scenarios)
+    env = {**os.environ, "VAR_DIR": str(tmp_path / "var"), "MODEL_BASE_URL": ""}
+    env.pop("DATABASE_URL", None)
+    command = [sys.executable, "manage.py", "evaluate", "--scenario-dir", str(scenarios), "--report",
+               str(tmp_path / "out" / "r.json")]
+    failed = subprocess.run(command + ["--min-pass-rate", "0.9"], env=env, capture_output=True, text=True,
+                            timeout=300, cwd=settings_module_dir())
+    assert failed.returncode == 1, failed.stderr[-2000:]
+    assert "expects-too-much" in failed.stdout and "turn 1: stop_reason is escalated" in failed.stdout
+    data = json.loads((tmp_path / "out" / "r.json").read_text())
+    assert (data["passed"], data["attempts"], data["ok"]) == (1, 2, False)
+    assert (tmp_path / "out" / "r.html").exists()
+    assert not (tmp_path / "var" / "db.sqlite3").exists()  # the site's database was never opened
+    assert not list((tmp_path / "var").glob("evaluation-*"))  # the throwaway one is gone
+    passed = subprocess.run(command + ["--min-pass-rate", "0.5"], env=env, capture_output=True, text=True,
+                            timeout=300, cwd=settings_module_dir())
+    assert passed.returncode == 0, passed.stderr[-2000:]
+
+
+def settings_module_dir() -> str:
+    return str(Path(__file__).resolve().parents[1])
