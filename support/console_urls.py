@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.views import console
+from support.views import console, evaluation
 
 app_name = "console"
 
@@ -10,4 +10,6 @@ urlpatterns = [
     path("", console.index, name="index"),
     path("conversations/<uuid:public_id>/", console.conversation, name="conversation"),
     path("approvals/", console.approvals, name="approvals"),
+    path("evaluation/", evaluation.summary, name="evaluation"),
+    path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
 ]
