@@ -181,7 +181,9 @@ def _message_html(m: dict) -> str:
     who = {"user": "customer", "assistant": "agent" if m["author"] == "agent" else m["author"],
            "tool": "tool result", "system": "system prompt"}.get(m["role"], m["role"])
     body = e(m["content"]) if m["role"] != "system" else e(_clip(m["content"], 200))
-    calls = "".join(f'<br><code>→ {e(c["name"])}({e(c["arguments"])})</code>' for c in m["tool_calls"])
+    calls = "<br>".join(f'<code>→ {e(c["name"])}({e(c["arguments"])})</code>' for c in m["tool_calls"])
+    if body and calls:
+        calls = "<br>" + calls
     return f'<div class="msg {e(m["role"])}"><span class="who">#{m["seq"]} {e(who)}</span>{body}{calls}</div>'
 
 
