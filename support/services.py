@@ -299,6 +299,8 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         problem = tool.validation_error(executed) if tool else "the tool no longer exists"
         if problem:
             raise InvalidArguments(problem)
+        if arguments is not None:
+            _check_as_the_tool_would(approval, tool, executed)
     elif not reason:
         raise InvalidArguments("A rejection needs a reason; the agent relays it to the customer.")
     now = timezone.now()
@@ -332,6 +334,22 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
             return approval
         raise AlreadyDecided(_already_decided(approval, now))
     return approval
+
+
+def _check_as_the_tool_would(approval: Approval, tool, arguments: dict) -> None:
+    """Arguments a person edited are checked as the tool will check them when it runs (ownership, ceiling,
+    balance), so an impossible edit is refused here, in plain words, instead of failing after approval."""
+    if tool.check is None:
+        return
+    from support.agent.tools import ToolContext, ToolError
+
+    conversation = approval.run.conversation
+    ctx = ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),
+                      run_id=str(approval.run.public_id), call_id=approval.tool_call.call_id)
+    try:
+        tool.check(ctx, **arguments)
+    except ToolError as e:
+        raise InvalidArguments(str(e)) from None
 
 
 def _same_decision(approval: Approval, user, *, approve: bool, executed, reason: str) -> bool:

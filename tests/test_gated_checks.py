@@ -76,3 +76,17 @@ def test_a_second_hand_over_while_one_waits_is_refused(desk, queued, monkeypatch
     runner.run_execute(queued.pop())
     assert tool_result(conversation, second["id"]).startswith("ERROR: not run: A hand-over to a person is already")
     assert Approval.objects.filter(decided_at__isnull=True).count() == 1
+
+
+def test_an_edited_amount_the_tool_would_refuse_is_refused_when_staff_approve(desk, queued, monkeypatch):
+    r = refund("SU-41310", "64.00")
+    _, outcome, _ = ask(desk.maya, "Refund me", queued, reply(calls=[r]), monkeypatch=monkeypatch)
+    approval = Approval.objects.get()
+    too_much = {"order_id": "SU-41310", "amount": "70.00", "reason": "parcel lost"}  # the order's total is 64.00
+    with pytest.raises(services.InvalidArguments, match="left to refund"):
+        services.approval_decide(approval=approval, user=None, approve=True, arguments=too_much)
+    approval.refresh_from_db()
+    assert approval.pending  # nothing decided: the person can correct the amount
+    services.approval_decide(approval=approval, user=None, approve=True,
+                             arguments={"order_id": "SU-41310", "amount": "40.00", "reason": "parcel lost"})
+    assert Approval.objects.get().decision == "approved"
