@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import BENCH, COMMANDS, PG_BIN, PY, ROOT, Stack, base_env, interrupt_on_sigterm  # noqa: E402
 
-SECTIONS = ("per_step", "first_token", "concurrency")
+SECTIONS = ("per_step", "first_token", "concurrency", "reads")
 SECTION_TIMEOUT = 900  # seconds, each
 
 

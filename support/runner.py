@@ -14,7 +14,7 @@ from datetime import timedelta
 from dataclasses import replace
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, connection, connections, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
@@ -195,6 +195,19 @@ class DbObserver(agent.Observer):
                 "run": self.run, "requested_arguments": call.arguments, "executed_arguments": call.arguments,
                 "decided_at": timezone.now(), "decision": Approval.APPROVED,
                 "reason": self.auto_approved[step.call_id]})
+
+    def parallel(self, thunks: list) -> list:
+        # Each read runs in a pool thread with a database connection of its own (Django's are per
+        # thread): closed when the read is done, so no connection outlives the thread's work.
+        def own_connection(thunk):
+            def read():
+                try:
+                    return thunk()
+                finally:
+                    connections.close_all()
+            return read
+
+        return super().parallel([own_connection(t) for t in thunks])
 
     # liveness
     def heartbeat(self) -> None:

@@ -85,6 +85,7 @@ class _Run:
     rejected: Mapping[str, str] = field(default_factory=dict)  # action fingerprint -> staff's reason
     asked_again: int = 0  # calls refused because their action was rejected, in the whole conversation
     day_before: Spent = field(default_factory=Spent)  # the conversation's other runs, last 24 hours
+    prefetched: dict[str, "_Read"] = field(default_factory=dict)  # call id -> a read already made
 
     def append(self, message: dict) -> None:
         # Save before acting: the observer persists the message before any tool runs on it.
@@ -260,6 +261,7 @@ def _final_answer(messages: list[dict]) -> str | None:
 def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decision]) -> RunResult | None:
     """Answer every call of one assistant message, in order. Returns a result when the run must end."""
     pending: list[PendingCall] = []
+    _read_ahead(run, calls, decisions)
     for i, call in enumerate(calls):
         # Counted before anything else: the same unknown tool or the same malformed arguments, every
         # turn, is a spin too.
@@ -389,13 +391,17 @@ def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
                 arguments=call.arguments, label=tool.label or tool.name)
     run.observer.step_started(step)
     t0 = time.monotonic()
-    ctx = replace(run.ctx, call_id=call.id, idempotency_key=f"{run.ctx.run_id}:{call.id}")
+    ctx = _ctx_for(run, call)
+    read = run.prefetched.pop(call.id, None)
     # The effect and its result message commit together: a crash leaves neither, and the resumed run
     # executes the call again (tools are idempotent on the key as well).
     with run.observer.atomic():
         try:
-            with run.observer.atomic():  # a failing tool undoes only its own writes
-                value = tool.fn(ctx, **args)
+            if read is not None:  # made already, at the same time as the reply's other reads
+                value = read.value()
+            else:
+                with run.observer.atomic():  # a failing tool undoes only its own writes
+                    value = tool.fn(ctx, **args)
             out = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         except ToolError as e:
             out = step.error = f"ERROR: {e}"
@@ -404,8 +410,62 @@ def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
             step.error = f"{type(e).__name__}: {e}"
         out = _truncate(out, run.limits.tool_output_max_chars)
         run.result(call, out)
-        step.duration_ms, step.result = _ms(t0), out[:500]
+        step.duration_ms, step.result = read.ms if read is not None else _ms(t0), out[:500]
         run.observer.step(step)
+
+
+def _ctx_for(run: _Run, call: ToolCall) -> ToolContext:
+    return replace(run.ctx, call_id=call.id, idempotency_key=f"{run.ctx.run_id}:{call.id}")
+
+
+@dataclass
+class _Read:
+    """A read-only call made ahead of its turn: its value, or the exception it raised, and how long it took."""
+
+    result: object
+    ms: float
+
+    def value(self):
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return self.result
+
+
+def _read_ahead(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decision]) -> None:
+    """Make the reply's independent reads at the same time, before its calls are answered in order.
+
+    Only calls that will run as they are: a read-only tool, valid arguments, no person to ask. The ordered
+    pass then answers each call exactly as it would have, using the value made here, so the history is the
+    one a sequential run writes; a read it ends up not running (a repeat it refuses) was harmless to make.
+    """
+    run.prefetched.clear()
+    reads = []
+    for call in calls:
+        tool = run.tools.get(call.name)
+        if tool is None or not tool.read_only or call.id in decisions:
+            continue
+        try:
+            args = parse_arguments(call.arguments)
+        except ValueError:
+            continue
+        if tool.validation_error(args) or run.needs_approval(tool, args, call):
+            continue
+        reads.append((call, tool, args))
+    if len(reads) < 2:
+        return
+
+    def thunk(call, tool, args):
+        def read():
+            t0 = time.monotonic()
+            try:
+                value = tool.fn(_ctx_for(run, call), **args)
+            except BaseException as e:
+                return _Read(e, _ms(t0))
+            return _Read(value, _ms(t0))
+        return read
+
+    for (call, _, _), read in zip(reads, run.observer.parallel([thunk(*r) for r in reads])):
+        run.prefetched[call.id] = read if isinstance(read, _Read) else _Read(read, 0.0)
 
 
 def _answer_open_calls(run: _Run, decisions: Mapping[str, Decision]) -> RunResult | None:

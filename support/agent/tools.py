@@ -39,6 +39,8 @@ class Tool:
     gated: bool = False  # a person approves each call before it runs
     terminal: bool = False  # once it has run, the run ends
     label: str = ""  # what a customer is shown while it runs, e.g. "Looking up your order"
+    # Reads only (no effect anywhere): several such calls of one reply run at the same time.
+    read_only: bool = False
     # For a gated tool: check(ctx, **arguments) raises ToolError when the call could not be carried out
     # (not this customer's order, over a ceiling, over a balance), so no person is asked to approve a
     # call the tool would refuse. The tool checks again when it runs: things change while a call waits.

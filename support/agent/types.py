@@ -243,6 +243,20 @@ class Observer:
         """Messages saved since the run started (the customer wrote again): seen at the next model call."""
         return []
 
+    def parallel(self, thunks: list) -> list:
+        """Run independent read-only tool calls at the same time; each thunk's value or exception, in
+        order. A caller whose tools need per-thread resources (database connections) overrides it."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def outcome(thunk):
+            try:
+                return thunk()
+            except BaseException as e:  # handed back as the value: the caller re-raises it in order
+                return e
+
+        with ThreadPoolExecutor(max_workers=min(len(thunks), 8), thread_name_prefix="tool-read") as pool:
+            return list(pool.map(outcome, thunks))
+
     def atomic(self):
         """Writes that must commit together or not at all: a tool's effect, its result and its trace row; a
         model call's trace row and its reply. Nested, it undoes only its own part when it fails."""

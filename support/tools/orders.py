@@ -43,6 +43,7 @@ def get_order(ctx: ToolContext, order_id: str) -> dict:
 
 
 GET_ORDER = Tool(
+    read_only=True,
     name="get_order",
     label="Looking up your order",
     description=(

@@ -34,6 +34,7 @@ def track_parcel(ctx: ToolContext, tracking: str) -> dict:
 
 
 TRACK_PARCEL = Tool(
+    read_only=True,
     name="track_parcel",
     label="Checking the carrier's tracking",
     description=(

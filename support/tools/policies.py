@@ -18,6 +18,7 @@ def search_policy(ctx: ToolContext, query: str, seller_id: str | None = None) ->
 
 
 SEARCH_POLICY = Tool(
+    read_only=True,
     name="search_policy",
     label="Reading our policies",
     description=(
