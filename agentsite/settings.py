@@ -458,3 +458,9 @@ WORKER_METRICS_HOST = env_str("WORKER_METRICS_HOST", "127.0.0.1")
 # process, as sessions and limits are, rather than a per-process memory that a balancer would split.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                       "KEY_PREFIX": "desk-cache", "TIMEOUT": 300}}
+
+# -- The customer's language, ratings, "is typing" (support/languages.py, support/views/feedback.py) -----
+# The languages the desk writes its fixed texts to customers in (hand-over notices, a person joining: the
+# catalogues are support/locale/) and the widget speaks (its own catalogue). The first is the default.
+# Each conversation stores its customer's language, from the widget (data-lang, else the browser's).
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]

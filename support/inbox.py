@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from support import events, permissions
+from support import events, feedback, permissions
 from support.models import Conversation, Run
 from support.models.desk import ConversationRead, InboxEvent
 from support.selectors_inbox import person_json
@@ -113,6 +113,7 @@ def conversation_close(*, conversation: Conversation, actor) -> Conversation:
         Conversation.objects.filter(pk=current.pk).update(closed_at=now, closed_by=actor)
         current.closed_at, current.closed_by = now, actor
         _record(current, InboxEvent.CLOSED, actor)
+        transaction.on_commit(lambda: feedback.publish_closed(current))  # the widget offers a rating
     return current
 
 

@@ -17,8 +17,9 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
-from support import assistant, metrics, serializers, services
+from support import assistant, languages, metrics, serializers, services
 from support.agent import types as agent
 from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
@@ -31,9 +32,10 @@ log = logging.getLogger(__name__)
 # What the customer is told, once, when the agent hands the conversation to a person (saved as an assistant
 # message by the system author: the model reads it as said, the customer sees it as a notice). Nobody has
 # joined yet, so it promises a reply, not a person in the chat; "X has joined" comes with the take-over.
-NOTICE_ESCALATED = "I've passed this to our support team. A member of our team will reply here."
-NOTICE_STOPPED = ("I couldn't finish this on my own, so I've passed it to our support team. "
-                  "A member of our team will reply here.")
+# Written in the conversation's language (languages.say; catalogues in support/locale/).
+NOTICE_ESCALATED = _("I've passed this to our support team. A member of our team will reply here.")
+NOTICE_STOPPED = _("I couldn't finish this on my own, so I've passed it to our support team. "
+                   "A member of our team will reply here.")
 
 
 class TakenOver(Exception):
@@ -333,6 +335,7 @@ def _work(run: Run, lease: str) -> str:
         return _stop_with(run, lease, agent.MODEL_ERROR, problem)
     messages = list(conversation.messages.order_by("seq"))
     history, held = history_for_model(messages)
+    history = languages.with_model_line(history, conversation)  # the customer's language, told each run
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
     transcript = agent.Transcript(history)
     options = dict(
@@ -414,8 +417,8 @@ def _stop_with(run: Run, lease: str, reason: str, detail: str) -> str:
                 outcome=agent.HANDED_TO_PERSON, summary=handoff_summary(history, reason, detail)):
             return "lease lost"
         services.tool_calls_close_open(conversation, [run], "the run was stopped")
-        services.message_append(conversation=conversation, wire={"role": "assistant", "content": NOTICE_STOPPED},
-                                author=Message.SYSTEM, run=run)
+        services.message_append(conversation=conversation, author=Message.SYSTEM, run=run,
+                                wire={"role": "assistant", "content": languages.say(conversation, NOTICE_STOPPED)})
         services.conversation_flag(conversation_id=conversation.pk, reason=f"{reason}: {detail}")
         transaction.on_commit(lambda: serializers.publish_run(Run.objects.get(pk=run.pk)))
     return reason
@@ -462,6 +465,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             _request_approvals(run, result.pending)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
             notice = NOTICE_ESCALATED if result.stop_reason == agent.ESCALATED else NOTICE_STOPPED
+            notice = languages.say(conversation, notice)
             services.message_append(conversation=conversation, wire={"role": "assistant", "content": notice},
                                     author=Message.SYSTEM, run=run)
             # The queue's "why" line in plain words; the exact code and detail stay on the run.

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from support.models import Approval, Conversation, Message, Order, Run
+from support.models import Approval, Conversation, Message, Order, Rating, Run
 from support.models.desk import ConversationRead, InboxEvent
 
 AGENT_WORKING, WAITING_APPROVAL, NEEDS_PERSON = "agent_working", "waiting_approval", "needs_person"
@@ -57,7 +57,7 @@ def _annotated(viewer):
     shown = (Message.objects.filter(conversation=conv, role__in=("user", "assistant"))
              .exclude(content__isnull=True).exclude(content=""))
     return (
-        Conversation.objects.select_related("customer", "assignee", "closed_by", "order_scope")
+        Conversation.objects.select_related("customer", "assignee", "closed_by", "order_scope", "rating")
         .annotate(
             pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
             latest_run_id=Subquery(Run.objects.filter(conversation=conv).order_by("-created_at", "-pk")
@@ -235,7 +235,17 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
         "assigned_at": _ts(conversation.assigned_at) if conversation.assignee_id else None,
         "closed_at": _ts(conversation.closed_at) if status == CLOSED else None,
         "closed_by": person_json(conversation.closed_by) if status == CLOSED and conversation.closed_by_id else None,
+        "rating": _rating(conversation),  # the customer's 1-5 and comment (support/feedback.py)
     }
+
+
+def _rating(conversation: Conversation) -> dict | None:
+    from support.feedback import rating_json
+
+    try:
+        return rating_json(conversation.rating)  # joined by _annotated: no query
+    except Rating.DoesNotExist:
+        return None
 
 
 def inbox_row(viewer, public_id) -> dict | None:

@@ -24,8 +24,9 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
-from support import cleaning, events, limits, metrics, serializers
+from support import cleaning, events, languages, limits, metrics, serializers
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 from support.tools import tool_by_name
 
@@ -450,7 +451,8 @@ def runs_recover(*, now=None) -> list[int]:
                     from support.runner import NOTICE_STOPPED
 
                     message_append(conversation=run.conversation, author=Message.SYSTEM, run=run,
-                                   wire={"role": "assistant", "content": NOTICE_STOPPED})
+                                   wire={"role": "assistant",
+                                         "content": languages.say(run.conversation, NOTICE_STOPPED)})
                     conversation_flag(conversation_id=run.conversation_id, reason="the agent's run stalled")
                 serializers.publish_run(Run.objects.get(pk=run.pk))
             continue
@@ -512,7 +514,7 @@ def conversation_take_over(*, conversation: Conversation, user) -> Conversation:
         tool_calls_close_open(conversation, runs, TAKEN_OVER)
         # One notice, after the open calls' results (the model's history stays valid), in both transcripts.
         message_append(conversation=conversation, author=Message.SYSTEM, user=user,
-                       wire={"role": "assistant", "content": joined_notice(user)})
+                       wire={"role": "assistant", "content": joined_notice(user, conversation=conversation)})
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
 
     _with_runs_then_conversation(conversation, take_over)
@@ -570,21 +572,31 @@ def conversation_staff_reply(*, conversation: Conversation, user, text) -> Messa
                               author=Message.STAFF, user=user)
 
 
-def joined_notice(user) -> str:
-    """What the customer (and the model) read when a staff member takes the conversation over."""
-    return f"{serializers.staff_name(user) or 'A member of our team'} from our team has joined the conversation."
+def joined_notice(user, *, conversation: Conversation | None = None) -> str:
+    """What the customer (and the model) read when a staff member takes the conversation over, in the
+    conversation's language."""
+    name = serializers.staff_name(user)
+    if not name:
+        return languages.say(conversation, _("A member of our team has joined the conversation."))
+    return languages.say(conversation, _("%(name)s from our team has joined the conversation."), name=name)
 
 
-def handed_back_notice(user, *, joined: bool = True) -> str:
+def handed_back_notice(user, *, joined: bool = True, conversation: Conversation | None = None) -> str:
     """What the customer (and the model) read on hand-back. The model reads it as its own words, so it also
     tells the model that a person took care of everything above: only what the customer writes after it
     is the agent's to answer (a "Thanks Sam" before it was meant for the person). joined=False: nobody had
     joined (a conversation waiting for a person, handed back from the queue)."""
     if not joined:
-        return "Our assistant is back on this conversation and will answer anything new you write here."
-    name = serializers.staff_name(user) or "A member of our team"
-    return (f"{name} from our team took care of the conversation above and has handed it back to our "
-            "assistant, which will answer anything new you write here.")
+        return languages.say(conversation, _("Our assistant is back on this conversation and will answer "
+                                             "anything new you write here."))
+    name = serializers.staff_name(user)
+    if not name:
+        return languages.say(conversation, _("A member of our team took care of the conversation above and has "
+                                             "handed it back to our assistant, which will answer anything new "
+                                             "you write here."))
+    return languages.say(conversation, _("%(name)s from our team took care of the conversation above and has "
+                                         "handed it back to our assistant, which will answer anything new you "
+                                         "write here."), name=name)
 
 
 def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
@@ -610,7 +622,8 @@ def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
         else:
             message_append(conversation=conversation, author=Message.SYSTEM, user=user,
                            wire={"role": "assistant",
-                                 "content": handed_back_notice(user, joined=was == Conversation.TAKEN_OVER)})
+                                 "content": handed_back_notice(user, joined=was == Conversation.TAKEN_OVER,
+                                                               conversation=conversation)})
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
         return run
 

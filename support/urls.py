@@ -3,7 +3,7 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.views import common, customer, desk, inbox, staff
+from support.views import common, customer, desk, feedback, inbox, staff
 
 app_name = "api"
 
@@ -11,6 +11,11 @@ urlpatterns = [
     path("conversations", customer.conversations, name="conversations"),
     path("conversations/<str:public_id>", customer.conversation, name="conversation"),
     path("conversations/<str:public_id>/messages", customer.messages, name="messages"),
+    # The customer's rating and language, a person typing (support/views/feedback.py).
+    path("conversations/<str:public_id>/rating", feedback.rating, name="rating"),
+    path("conversations/<str:public_id>/language", feedback.language, name="language"),
+    path("staff/conversations/<str:public_id>/typing", feedback.typing, name="staff-typing"),
+    path("staff/conversations/<str:public_id>/rating", feedback.staff_rating, name="staff-rating"),
     path("staff/approvals", staff.approvals, name="staff-approvals"),
     path("staff/approvals/<str:public_id>/approve", staff.approve, name="staff-approve"),
     path("staff/approvals/<str:public_id>/reject", staff.reject, name="staff-reject"),
