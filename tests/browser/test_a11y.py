@@ -1,0 +1,243 @@
+"""Every console page is accessible and fits a phone: axe-core finds no violation of impact "serious" or
+"critical", and nothing scrolls sideways at 390 px. Each page is checked in a state a support agent meets:
+the inbox with rows and one selected, a conversation with its transcript, the customer's context, the
+trace, an approval card that needs a second look and a note, the approval queue with cards, the login
+page and the not-found page; at 1280 and at 390 px wide. Screenshots: var/screenshots/a11y-<page>-<width>.png.
+
+axe-core is vendored (tests/browser/vendor/axe.min.js, pinned by version and digest) and evaluated through
+Playwright, which runs it outside the page's Content-Security-Policy (script-src 'self', no inline script):
+the pages themselves are checked under their real CSP, as staff see them, rather than with bypass_csp.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from support.models import Approval, Customer
+from tests.browser.conftest import ROOT, STAFF_LOGIN
+
+AXE = Path(__file__).parent / "vendor" / "axe.min.js"
+AXE_VERSION = "4.14.1"
+AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"
+SCREENSHOTS = ROOT / "var" / "screenshots"
+WIDTHS = ((1280, 900), (390, 844))
+BLOCKING = ("serious", "critical")
+
+_RUN_AXE = """async () => {
+    const result = await axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => ({
+        id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl,
+        nodes: v.nodes.slice(0, 8).map((n) => `${n.target.join(" ")} (${(n.failureSummary || "").split("\\n").slice(1).join(" ").trim()})`),
+        count: v.nodes.length,
+    }));
+}"""
+
+# The elements that reach past the right edge of the screen, outermost first: what makes a page scroll sideways.
+_OVERFLOWING = """() => {
+    const limit = document.documentElement.clientWidth + 1;
+    const out = [];
+    for (const el of document.querySelectorAll("body *")) {
+        const box = el.getBoundingClientRect();
+        if (box.width === 0 || box.right <= limit) continue;
+        if (out.some((o) => o.contains(el))) continue;
+        out.push(el);
+    }
+    return out.slice(0, 8).map((el) => `${el.tagName.toLowerCase()}${el.dataset.testid ? `[data-testid=${el.dataset.testid}]` : ""}`
+        + `${el.className && typeof el.className === "string" ? "." + el.className.trim().split(/\\s+/).join(".") : ""}`
+        + ` right=${Math.round(el.getBoundingClientRect().right)}`);
+}"""
+
+
+def axe_source() -> str:
+    source = AXE.read_bytes()
+    assert hashlib.sha256(source).hexdigest() == AXE_SHA256, f"{AXE} is not the pinned axe-core {AXE_VERSION}"
+    return source.decode()
+
+
+def serious_violations(page) -> list[dict]:
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(axe_source())  # evaluated by the browser's debugging protocol: no script tag the CSP would block
+        assert page.evaluate("() => axe.version") == AXE_VERSION
+    return page.evaluate(_RUN_AXE)
+
+
+def audit(page, name: str, *, ready=None) -> list[str]:
+    """At 1280 and 390 px: screenshots, axe's serious and critical violations, and (at 390) sideways scroll.
+    Returns what is wrong, in words a person can act on; `ready(page)` waits for the state after a resize."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for width, height in WIDTHS:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(250)
+        if ready:
+            ready(page)
+        for v in serious_violations(page):
+            problems.append(f"{name} at {width} px: {v['impact']} {v['id']}: {v['help']} ({v['helpUrl']}); "
+                            f"{v['count']} element(s):\n    " + "\n    ".join(v["nodes"]))
+        scroll = page.evaluate("() => document.scrollingElement.scrollWidth")
+        if width == 390 and scroll > width + 1:
+            problems.append(f"{name} at 390 px scrolls sideways (scrollWidth {scroll}); too wide: "
+                            + "; ".join(page.evaluate(_OVERFLOWING)))
+        page.screenshot(path=str(SCREENSHOTS / f"a11y-{name}-{width}.png"), full_page=True)
+    return problems
+
+
+def assert_accessible(page, name: str, **kwargs) -> None:
+    problems = audit(page, name, **kwargs)
+    assert not problems, "\n".join(problems)
+
+
+def expire(approvals) -> None:
+    """This module's cards out of the queue again (as the sweeper would), so later tests see only theirs."""
+    from support import services
+
+    Approval.objects.filter(pk__in=[a.pk for a in approvals], decided_at__isnull=True).update(
+        expires_at=timezone.now() - timedelta(seconds=1))
+    services.approvals_expire()
+
+
+@pytest.fixture(scope="module")
+def desk(site):
+    """A conversation worked by the real agent (worker and model stand-in) up to a refund waiting for a
+    person, where the customer wrote again after the request (so the card asks for a second look), with a
+    note; and a second card in the queue. Written as the customer API does, through the desk's services."""
+    from django.contrib.auth import get_user_model
+
+    from support import events, services
+    from support.models import Note
+    from tests.desk_factories import pending_refund_approval, start_conversation
+
+    def say(text: str) -> None:
+        services.conversation_post_message(conversation=conversation, text=text)  # the run is queued on commit
+        events.publisher.flush()
+
+    conversation = start_conversation(Customer.objects.get(email="maya@example.com"))
+    say("My order SU-41402 arrived cracked.")  # 129.00: above the agent's own limit, a person decides
+    deadline = time.monotonic() + 30
+    while not Approval.objects.filter(run__conversation=conversation).exists():
+        assert time.monotonic() < deadline, "the agent asked for no approval"
+        time.sleep(0.2)
+    say("Actually, could you send a replacement instead of the refund?")
+    approval = Approval.objects.get(run__conversation=conversation)
+    staff = get_user_model().objects.get(username=STAFF_LOGIN[0])
+    Note.objects.create(conversation=conversation, author=staff,
+                        text="Called the customer: the speakers' casing is split. Photo on file.")
+    other = pending_refund_approval(start_conversation(Customer.objects.get(email="ines@example.com")),
+                                    {"order_id": "SU-41620", "amount": "4.99", "reason": "shipping fee: parcel late"})
+    yield {"conversation": str(conversation.public_id), "approval": approval, "other": other}
+    expire([approval, other])
+
+
+def test_the_login_page_is_accessible_and_fits_a_phone(site, new_context):
+    page = new_context().new_page()
+    page.goto(site + "/accounts/login/?next=/console/")
+    expect(page.get_by_test_id("login-button")).to_be_visible()
+    assert_accessible(page, "login")
+
+
+def test_a_failed_login_is_accessible_and_fits_a_phone(site, new_context):
+    page = new_context().new_page()
+    page.goto(site + "/accounts/login/?next=/console/")
+    page.locator("input[name=username]").fill("staff")
+    page.locator("input[name=password]").fill("not the password")
+    page.get_by_test_id("login-button").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    assert_accessible(page, "login-failed")
+
+
+def test_the_inbox_with_a_row_selected_is_accessible_and_fits_a_phone(desk, staff_page):
+    page = staff_page("/console/")
+    rows = page.get_by_test_id("conversation-row")
+    expect(rows.first).to_be_visible()
+    expect(page.get_by_test_id("approval-queue").get_by_test_id("approval-card").first).to_be_visible()
+    # A hand-over arrives while the inbox is open: its alert (with Take) and its row are part of the page.
+    from tests.browser.test_notify import hand_over
+    from tests.desk_factories import start_conversation
+
+    handed = start_conversation(Customer.objects.get(email="tom@example.com"))
+    hand_over(str(handed.public_id), "The customer asks for a person about a missing parcel.")
+    expect(page.get_by_test_id("alerts").locator(".alert").first).to_be_visible()
+    expect(page.locator(f'[data-testid="conversation-row"][data-conversation="{handed.public_id}"]')).to_be_visible()
+    page.keyboard.press("j")  # the first row selected, as a person working the inbox from the keyboard has it
+    expect(rows.first.get_by_test_id("conversation-link")).to_be_focused()
+    assert_accessible(page, "inbox")
+
+
+def test_a_conversation_with_its_context_trace_card_and_note_is_accessible_and_fits_a_phone(desk, staff_page):
+    page = staff_page(f"/console/conversations/{desk['conversation']}/")
+    expect(page.get_by_test_id("message").first).to_be_visible()
+    expect(page.get_by_test_id("context-body")).to_contain_text("SU-41402")
+    expect(page.get_by_test_id("trace-table").locator("tbody tr").first).to_be_visible()
+    card = page.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")
+    expect(card.get_by_test_id("approval-second-look")).to_be_visible()
+    expect(card.get_by_test_id("confirm-seen")).to_be_visible()
+    expect(page.get_by_test_id("notes").locator("li")).to_have_count(1)
+    assert_accessible(page, "conversation")
+
+
+def test_a_card_with_its_reject_form_open_is_accessible(desk, staff_page):
+    page = staff_page(f"/console/conversations/{desk['conversation']}/")
+    card = page.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")
+    card.get_by_test_id("reject-button").click()
+    expect(card.get_by_test_id("reason-input")).to_be_focused()
+    card.get_by_test_id("approve-button").click()  # without the tick: the card says what to do
+    expect(card.get_by_test_id("approval-error")).to_contain_text("tick the box")
+    card.get_by_test_id("edit-button").click()
+    expect(card.get_by_test_id("amount-input")).to_be_focused()
+    violations = serious_violations(page)
+    assert not violations, violations
+
+
+def test_the_approval_queue_is_accessible_and_fits_a_phone(desk, staff_page):
+    page = staff_page("/console/approvals/")
+    queue = page.get_by_test_id("approval-queue")
+    mine = queue.locator(f'[data-approval="{desk["approval"].public_id}"]')
+    expect(mine.get_by_test_id("approval-second-look")).to_be_visible()
+    expect(queue.locator(f'[data-approval="{desk["other"].public_id}"]').get_by_test_id("approve-button")).to_be_visible()
+    page.keyboard.press("j")
+    expect(queue.get_by_test_id("approval-summary").first).to_be_focused()
+    assert_accessible(page, "approvals")
+
+
+def test_the_decided_approvals_are_accessible(desk, staff_page):
+    page = staff_page("/console/approvals/?status=decided")
+    expect(page.get_by_test_id("filter-decided")).to_have_attribute("aria-pressed", "true")
+    page.wait_for_timeout(500)
+    violations = serious_violations(page)
+    assert not violations, violations
+
+
+def test_the_not_found_page_is_accessible_and_fits_a_phone(site, staff_page):
+    page = staff_page("/console/")
+    page.goto(site + f"/console/conversations/{uuid.uuid4()}/")
+    expect(page.get_by_test_id("not-found")).to_be_visible()
+    assert_accessible(page, "not-found")
+
+
+def test_the_evaluation_page_is_accessible_and_fits_a_phone(site, staff_page):
+    page = staff_page("/console/")
+    response = page.goto(site + "/console/evaluation/")
+    if response.status == 404:
+        pytest.skip("this console has no evaluation page")
+    expect(page.locator("main h1")).to_be_visible()
+    assert_accessible(page, "evaluation")
+
+
+def test_the_check_finds_what_it_is_meant_to_find(site, staff_page):
+    """The check itself: a button without a name and low-contrast text on a real console page are found."""
+    page = staff_page("/console/approvals/")
+    page.evaluate("""() => {
+        const b = document.createElement("button"); b.id = "nameless"; document.querySelector("main").append(b);
+        const p = document.createElement("p"); p.id = "faint"; p.textContent = "hard to read";
+        p.style.color = "#cccccc"; document.querySelector("main").append(p);
+    }""")
+    found = {v["id"]: " ".join(v["nodes"]) for v in serious_violations(page)}
+    assert "#nameless" in found.get("button-name", "") and "#faint" in found.get("color-contrast", ""), found
