@@ -113,6 +113,20 @@ def env_price(name: str) -> tuple[float, float] | None:
     return price
 
 
+def env_token_counts(name: str) -> dict[str, int]:
+    """MODEL_CONTEXT_WINDOWS: {"model": tokens, ...}."""
+    raw = os.environ.get(name)
+    if not raw:
+        return {}
+    try:
+        table = {str(m): int(n) for m, n in json.loads(raw).items()}
+    except (ValueError, TypeError, AttributeError):
+        raise ImproperlyConfigured(f'{name} must be JSON like {{"model": 128000}}, got {raw!r}') from None
+    if any(n < 0 for n in table.values()):
+        raise ImproperlyConfigured(f"{name}: a context window is a number of tokens, at least 0")
+    return table
+
+
 def env_prices(name: str) -> dict[str, tuple[float, float]]:
     """MODEL_PRICES: {"model": [usd per 1M input tokens, usd per 1M output tokens], ...}."""
     raw = os.environ.get(name)
@@ -272,6 +286,11 @@ AGENT_MAX_COST_USD = env_float("AGENT_MAX_COST_USD", 0.50)  # 0: no cost cap
 AGENT_MAX_SECONDS = env_float("AGENT_MAX_SECONDS", 300.0, minimum=1.0)
 AGENT_SPIN_MAX_REPEATS = env_int("AGENT_SPIN_MAX_REPEATS", 2, minimum=1)
 TOOL_OUTPUT_MAX_CHARS = env_int("TOOL_OUTPUT_MAX_CHARS", 4000, minimum=100)
+# Context windows (tokens) per model, and for a model not listed; what the model reads of a long
+# conversation is compacted past COMPACT_AT_SHARE of its window (0: never compact).
+MODEL_CONTEXT_WINDOWS = {"sundry-standin-1": 32000, **env_token_counts("MODEL_CONTEXT_WINDOWS")}
+MODEL_CONTEXT_WINDOW = env_int("MODEL_CONTEXT_WINDOW", 128000, minimum=0)
+COMPACT_AT_SHARE = env_float("COMPACT_AT_SHARE", 0.6)
 # Asking again for an action staff rejected (a refund on the same order, another hand-over): refused this
 # many times with the reason, then the run stops as rejected_again.
 AGENT_ASKS_AFTER_REJECTION = env_int("AGENT_ASKS_AFTER_REJECTION", 1)

@@ -57,12 +57,18 @@ def tools():
     return list(SHOP_TOOLS)
 
 
+def context_window() -> int:
+    """The configured model's context window in tokens (0: unknown, never compact)."""
+    return settings.MODEL_CONTEXT_WINDOWS.get(settings.MODEL_NAME, settings.MODEL_CONTEXT_WINDOW)
+
+
 def limits() -> Limits:
     return Limits(
         max_steps=settings.AGENT_MAX_STEPS, max_tokens=settings.AGENT_MAX_TOKENS,
         max_cost_usd=settings.AGENT_MAX_COST_USD, max_seconds=settings.AGENT_MAX_SECONDS,
         spin_max_repeats=settings.AGENT_SPIN_MAX_REPEATS, tool_output_max_chars=settings.TOOL_OUTPUT_MAX_CHARS,
         asks_after_rejection=settings.AGENT_ASKS_AFTER_REJECTION,
+        compact_above_tokens=int(context_window() * settings.COMPACT_AT_SHARE),
         day_max_steps=settings.CONVERSATION_MAX_STEPS_PER_DAY, day_max_tokens=settings.CONVERSATION_MAX_TOKENS_PER_DAY,
         day_max_cost_usd=settings.CONVERSATION_MAX_COST_USD_PER_DAY,
     )

@@ -115,6 +115,8 @@ def step_recorded(step, run=None) -> None:
         MODEL_TOKENS.labels(model, "completion").inc(step.completion_tokens)
         MODEL_COST.labels(model).inc(max(float(step.cost_usd), 0.0))
         return
+    if step.kind != "tool":  # a compaction of the history: no call to count
+        return
     from support.tools import tool_by_name
 
     tool = step.tool if tool_by_name(step.tool) is not None else "unknown"

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
+from .compaction import compact, estimate_tokens
 from .summary import handoff_summary
 from .tools import Tool, ToolContext, ToolError
 from .types import (
@@ -86,6 +87,7 @@ class _Run:
     asked_again: int = 0  # calls refused because their action was rejected, in the whole conversation
     day_before: Spent = field(default_factory=Spent)  # the conversation's other runs, last 24 hours
     prefetched: dict[str, "_Read"] = field(default_factory=dict)  # call id -> a read already made
+    compacted: str = ""  # what the last compaction did, so the trace records each change once
 
     def append(self, message: dict) -> None:
         # Save before acting: the observer persists the message before any tool runs on it.
@@ -156,7 +158,7 @@ def run_loop(
         run.observer.step_started(step)
         t0 = time.monotonic()
         try:
-            reply = model.complete(transcript, [t.spec() for t in run.tools.values()], run.observer)
+            reply = model.complete(_what_the_model_reads(run), [t.spec() for t in run.tools.values()], run.observer)
         except ModelError as e:
             # Failed attempts the endpoint reported usage for still count against the budget.
             failed = ModelReply(message={}, finish_reason=None, prompt_tokens=e.prompt_tokens,
@@ -204,6 +206,23 @@ def run_loop(
         # in a cut-off reply are not run (their arguments may be cut too), but each gets its result.
         _close_calls(run, calls, f"not run: the reply was cut off (finish reason {reply.finish_reason})")
         return _stop(run, MODEL_ERROR, f"the model stopped with finish reason {reply.finish_reason!r}")
+
+
+def _what_the_model_reads(run: _Run) -> Transcript:
+    """The history, or when it passes the budget its compacted form (the saved history is not touched)."""
+    budget = run.limits.compact_above_tokens
+    if not budget:
+        return run.transcript
+    messages, done = compact(run.transcript.messages, budget)
+    if not done:
+        return run.transcript
+    if done != run.compacted:  # each change of what is left out is one row of the trace
+        run.compacted = done
+        before, after = estimate_tokens(run.transcript.messages), estimate_tokens(messages)
+        run.observer.step(Step(kind="compact", turn=run.spent.turns, label="Compacting the history",
+                               result=f"{done}: about {before} tokens sent as {after} (saved {before - after})",
+                               prompt_tokens=after))
+    return Transcript(messages)
 
 
 def _spend(run: _Run, step: Step, reply: ModelReply, cost: float) -> None:

@@ -151,6 +151,9 @@ class Limits:
     max_seconds: float = 300.0
     spin_max_repeats: int = 2
     tool_output_max_chars: int = 4000
+    # What the model reads of a long conversation is compacted past this many estimated tokens (0: never);
+    # the model's context window times the share that may be used (see compaction.py).
+    compact_above_tokens: int = 0
     asks_after_rejection: int = 1  # re-asks for a rejected action told "no" before the run stops
     # The conversation's budget over the last 24 hours, all runs together (0: none).
     day_max_steps: int = 0
