@@ -18,7 +18,7 @@ from starlette.routing import Route
 from . import dialects, faults, streaming
 from .conversation import read_turn
 from .faults import Fault
-from .reply import Reply, completion, estimate_tokens, new_id, prompt_tokens
+from .reply import Reply, completion, estimate_tokens, images_in, new_id, prompt_tokens
 from .rules import error_body, parse_error, validate_request
 from .scenarios import decide
 from .state import ControlState
@@ -125,7 +125,7 @@ async def _answer(state: ControlState, n: int, body: dict, peer: str | None = No
     reply = dialects.restyle(dialect, _cap(faults.apply(fault, reply, turn), body))
     prompt = prompt_tokens(body)
     state.log(n, 200, fault, stream, len(messages), finish_reason=reply.finish,
-              tool_calls=[c.name for c in reply.calls], peer=peer)
+              tool_calls=[c.name for c in reply.calls], peer=peer, images=images_in(messages))
     if not stream:
         return JSONResponse(dialects.bend_completion(dialect, reply, completion(reply, body["model"], prompt)),
                             headers=_request_id())

@@ -80,6 +80,8 @@ class Turn:
     batches: list[list[tuple[str, str]]] = field(default_factory=list)  # (name, arguments) per assistant reply
     last: dict = field(default_factory=dict)
     steps: int | None = None  # "#steps:N": a run of exactly N model calls, for benchmarks
+    photos: int = 0  # photos the customer sent in the conversation: image parts, or the desk's notes of them
+    photo_now: bool = False  # one came with this turn's words
     earlier: list[Result] = field(default_factory=list)  # calls of earlier turns: what was decided before
     previous_answer: str = ""  # the answer that ended the turn before this one
     said_before: str = ""  # the customer's words in the turn before this one
@@ -111,6 +113,19 @@ def text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
+
+
+PHOTO_NOTE = "customer attached photo"  # the desk's note for a photo a model is not shown
+
+
+def photos_in(message: dict) -> int:
+    """Photos in a customer's message: image parts, or (a model without images) the desk's notes of them."""
+    if message.get("role") != "user":
+        return 0
+    content = message.get("content")
+    parts = sum(1 for p in content if isinstance(p, dict) and p.get("type") == "image_url") \
+        if isinstance(content, list) else 0
+    return max(parts, text_of(content).count(PHOTO_NOTE))
 
 
 def canonical_args(args: dict) -> str:
@@ -220,6 +235,8 @@ def read_turn(messages: list[dict]) -> Turn:
         previous_answer=text_of(messages[start - 1].get("content")) if start else "",
         said_before=_said_in_turn_before(messages, start),
     )
+    turn.photos = sum(photos_in(m) for m in messages)
+    turn.photo_now = any(photos_in(m) for m in messages[start:])
     # The calls of the latest assistant message still owed a result, in order: a result takes the first
     # with its id, so ids that repeat (numbered per reply, or empty, as some servers make them) still pair.
     owed: list[tuple[str, tuple[str, str]]] = []

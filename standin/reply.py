@@ -46,8 +46,25 @@ def estimate_tokens(chars: int) -> int:
     return max(1, chars // 4)
 
 
+IMAGE_TOKENS = 765  # what OpenAI counts for a 1024 x 1024 image at "auto" detail: 85 + 4 tiles of 170
+
+
+def images_in(messages) -> int:
+    """How many image parts the request's messages carry."""
+    return sum(1 for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+               for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")
+
+
+def _without_images(messages: list) -> list:
+    return [{**m, "content": [p for p in m["content"] if not (isinstance(p, dict) and p.get("type") == "image_url")]}
+            if isinstance(m, dict) and isinstance(m.get("content"), list) else m for m in messages]
+
+
 def prompt_tokens(body: dict) -> int:
-    chars = len(json.dumps(body.get("messages") or [], ensure_ascii=False))
+    # An image costs its tiles, not the length of its base64 text.
+    messages = body.get("messages") or []
+    chars = len(json.dumps(_without_images(messages), ensure_ascii=False))
+    chars += 4 * IMAGE_TOKENS * images_in(messages)
     if body.get("tools"):
         chars += len(json.dumps(body["tools"], ensure_ascii=False))
     return estimate_tokens(chars)

@@ -96,6 +96,48 @@ def _check_content(i: int, message: dict, required: bool) -> None:
         return
     if not isinstance(content, (str, list)):
         raise _wrong_type(f"messages[{i}].content", "one of a string or array of objects", content)
+    if isinstance(content, list):
+        for k, part in enumerate(content):
+            _check_part(i, k, message.get("role"), part)
+
+
+PART_TYPES = ("text", "image_url", "input_audio", "refusal", "audio", "file")
+DATA_URL = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/]+={0,2}")
+
+
+def _check_part(i: int, k: int, role: Any, part: Any) -> None:
+    """One part of a content array: text, or (in a user message) an image by URL or as a data URL."""
+    path = f"messages[{i}].content[{k}]"
+    if not isinstance(part, dict):
+        raise _wrong_type(path, "an object", part)
+    kind = part.get("type")
+    if kind not in PART_TYPES:
+        supported = ", ".join(f"'{t}'" for t in PART_TYPES[:-1]) + f", and '{PART_TYPES[-1]}'"
+        raise Invalid(f"Invalid value: '{kind}'. Supported values are: {supported}.", f"{path}.type", "invalid_value")
+    if kind == "text":
+        if not isinstance(part.get("text"), str):
+            raise _missing(f"{path}.text") if "text" not in part else _wrong_type(f"{path}.text", "a string",
+                                                                                 part.get("text"))
+    elif kind == "image_url":
+        if role != "user":
+            raise Invalid(f"Image URLs are only allowed for messages with role 'user', but this message with role "
+                          f"'{role}' contains an image URL.", f"messages.[{i}].content.[{k}].type")
+        image = part.get("image_url")
+        if not isinstance(image, dict) or "url" not in image:
+            raise _missing(f"{path}.image_url.url")
+        url = image["url"]
+        if not isinstance(url, str):
+            raise _wrong_type(f"{path}.image_url.url", "a string", url)
+        if url.startswith("data:") and not DATA_URL.fullmatch(url):
+            raise Invalid(f"Invalid '{path}.image_url.url'. Expected a base64-encoded data URL with an image MIME "
+                          "type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got an invalid "
+                          "base64-encoded string.", f"{path}.image_url.url", "invalid_value")
+        if not url.startswith(("data:", "http://", "https://")):
+            raise Invalid(f"Invalid '{path}.image_url.url'. Expected a valid URL, but got a value with an invalid "
+                          "format.", f"{path}.image_url.url", "invalid_value")
+        if image.get("detail", "auto") not in ("auto", "low", "high"):
+            raise Invalid(f"Invalid value: '{image.get('detail')}'. Supported values are: 'auto', 'low', and "
+                          "'high'.", f"{path}.image_url.detail", "invalid_value")
 
 
 def _check_message(i: int, message: Any) -> None:

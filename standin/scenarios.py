@@ -84,6 +84,8 @@ def _plan_safely(turn: Turn):
 def plan(t: Turn):
     if t.steps is not None:
         return _bench(t)
+    if t.photo_now and stated_intent(t.request) is None and t.said_before:
+        t = replace(t, request=f"{t.said_before}\n{t.request}")  # the photo we asked for: back to that request
     if not recognised(t.request):
         return _unrecognised(t)
     oid = t.order_id
@@ -378,6 +380,8 @@ def damaged(t: Turn, o: Order):
         return tracked
     scan = Scan.of(tracked.data) if tracked is not None and tracked.ok else None
     lead = f"I'm sorry that your {o.titles} from order {o.id} arrived damaged."
+    if t.photos:
+        lead += " Thank you for the photo."
     if window and scan:
         days = scan.hours // 24
         lead += (f" {_who(window, o)} asks for damage to be reported within {window.n} days of delivery, and "
@@ -390,8 +394,29 @@ def damaged(t: Turn, o: Order):
     if o.refundable <= 0:
         return Finish("not_resolved", f"{o.id} has nothing left to refund.",
                       f"{lead} This order has already been refunded in full.")
+    if _photo_needed(t, docs):
+        return Finish("waiting_on_customer", f"Asked for a photo of the damage on {o.id}: the damage policy asks "
+                                             "for one before a refund.",
+                      f"{lead} Our damage policy asks for a photo before a refund: please attach one of the damaged "
+                      "item (and of the packaging, if you still have it) with the paperclip button next to the "
+                      "message box, and I'll take it from there.")
     return _refund(t, o, o.refundable, "Item arrived damaged"
                    + (f", reported within the {window.n}-day window" if window else ""), lead, docs)
+
+
+PHOTO_WORDS = re.compile(r"\b(photos?|pictures?|pics?|images?|snaps?)\b", re.IGNORECASE)
+
+
+def _photo_needed(t: Turn, docs: list[dict]) -> bool:
+    """The damage policy asks for photos. Until one is in the conversation, ask for it when the customer
+    offers one ("here is a photo") or the desk's prompt says customers can attach photos; otherwise the
+    flow goes on without (a desk that cannot take files)."""
+    if t.photos:
+        return False
+    wanted = any(PHOTO_WORDS.search(str(d.get("excerpt") or d.get("text") or "")) or d.get("doc_id") == "POL-DAMAGE"
+                 for d in docs)
+    system = t.system.lower()
+    return wanted and bool(PHOTO_WORDS.search(t.request) or ("attach" in system and "photo" in system))
 
 
 def wrong(t: Turn, o: Order):
