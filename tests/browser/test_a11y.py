@@ -170,6 +170,13 @@ def test_the_inbox_with_a_row_selected_is_accessible_and_fits_a_phone(desk, staf
     expect(rows.first.get_by_test_id("conversation-link")).to_be_focused()
     assert_accessible(page, "inbox")
 
+    # The closed ones, as a person looking back at the day's work sees them.
+    page.locator(f'[data-testid="conversation-row"][data-conversation="{handed.public_id}"]') \
+        .get_by_test_id("close-button").click()
+    page.get_by_test_id("filter-closed").click()
+    expect(page.get_by_test_id("conversation-row").first).to_have_attribute("data-status", "closed")
+    assert_accessible(page, "inbox-closed")
+
 
 def test_a_conversation_with_its_context_trace_card_and_note_is_accessible_and_fits_a_phone(desk, staff_page):
     page = staff_page(f"/console/conversations/{desk['conversation']}/")
