@@ -25,6 +25,7 @@ class Observed:
     conversation_status: str = ""
     model_calls: int = 0
     tokens: int = 0
+    largest_prompt: int = 0  # the most prompt tokens one model call was sent
     cost_usd: float = 0.0
 
 
@@ -88,6 +89,9 @@ def check(expect: Expect, seen: Observed, scope: str) -> list[Check]:
             f"made {seen.model_calls}")
     if expect.max_tokens is not None:
         add(f"at most {expect.max_tokens} tokens", seen.tokens <= expect.max_tokens, f"used {seen.tokens}")
+    if expect.max_prompt_tokens_per_call is not None:
+        add(f"at most {expect.max_prompt_tokens_per_call} prompt tokens in any model call",
+            seen.largest_prompt <= expect.max_prompt_tokens_per_call, f"largest {seen.largest_prompt}")
     if expect.max_cost_usd is not None:
         add(f"cost at most ${expect.max_cost_usd:.4f}", seen.cost_usd <= expect.max_cost_usd,
             f"cost ${seen.cost_usd:.5f}")

@@ -259,9 +259,11 @@ def _observe(conversation: Conversation, since: _Mark) -> Observed:
     seen.approvals = [(a.tool_call.name, a.decision or "pending") for a in Approval.objects.filter(
         pk__gt=since.approval, run__conversation=conversation).select_related("tool_call").order_by("pk")]
     spent = Step.objects.filter(run__conversation=conversation, kind="model", pk__gt=since.step).aggregate(
-        n=Count("pk"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), cost=Sum("cost_usd"))
+        n=Count("pk"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), cost=Sum("cost_usd"),
+        largest=Max("prompt_tokens"))
     seen.model_calls = spent["n"]
     seen.tokens = (spent["prompt"] or 0) + (spent["completion"] or 0)
+    seen.largest_prompt = spent["largest"] or 0
     seen.cost_usd = float(spent["cost"] or 0)
     return seen
 

@@ -18,7 +18,8 @@ ACTIONS = ("approve", "edit", "reject")
 REFUSALS = ("needs_second_look", "already_decided", "expired", "invalid_arguments")
 # Desk settings a scenario may change for its own run (anything else is a mistake in the file).
 SETTINGS = ("AUTO_APPROVE_REFUNDS_UP_TO", "ESCALATION_NEEDS_APPROVAL", "AGENT_ASKS_AFTER_REJECTION",
-            "REFUND_CEILING", "AGENT_MAX_STEPS")
+            "REFUND_CEILING", "AGENT_MAX_STEPS", "MODEL_CONTEXT_WINDOW", "COMPACT_AT_SHARE",
+            "CONVERSATION_MAX_STEPS_PER_DAY", "CONVERSATION_MAX_TOKENS_PER_DAY")
 
 
 class ScenarioError(ValueError):
@@ -57,6 +58,7 @@ class Expect:
     conversation_status: str | None = None
     max_model_calls: int | None = None
     max_tokens: int | None = None
+    max_prompt_tokens_per_call: int | None = None
     max_cost_usd: float | None = None
 
 
@@ -217,6 +219,7 @@ def _expect(r: "_Reader") -> Expect:
         approvals=pairs("approvals", "tool", "decision"),
         conversation_status=r.text("conversation_status") or None,
         max_model_calls=r.integer("max_model_calls", None), max_tokens=r.integer("max_tokens", None),
+        max_prompt_tokens_per_call=r.integer("max_prompt_tokens_per_call", None),
         max_cost_usd=r.number("max_cost_usd", None),
     )
     r.done()
