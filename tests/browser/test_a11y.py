@@ -190,17 +190,29 @@ def test_a_conversation_with_its_context_trace_card_and_note_is_accessible_and_f
     assert_accessible(page, "conversation")
 
 
-def test_a_card_with_its_reject_form_open_is_accessible(desk, staff_page):
+def test_a_conversation_with_its_forms_open_is_accessible_and_fits_a_phone(desk, staff_page):
+    """What a person opens while working a case: the card's reason and amount (after approving without the
+    tick), a refund and a message to the seller from the order, a new saved reply."""
     page = staff_page(f"/console/conversations/{desk['conversation']}/")
     card = page.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")
-    card.get_by_test_id("reject-button").click()
-    expect(card.get_by_test_id("reason-input")).to_be_focused()
     card.get_by_test_id("approve-button").click()  # without the tick: the card says what to do
     expect(card.get_by_test_id("approval-error")).to_contain_text("tick the box")
+    card.get_by_test_id("reject-button").click()
+    expect(card.get_by_test_id("reason-input")).to_be_focused()
     card.get_by_test_id("edit-button").click()
     expect(card.get_by_test_id("amount-input")).to_be_focused()
-    violations = serious_violations(page)
-    assert not violations, violations
+    context = page.get_by_test_id("context-panel").locator(".order-card[open]")  # the order this case is about
+    context.get_by_test_id("refund-open").first.click()
+    expect(context.get_by_test_id("refund-form")).to_be_visible()
+    page.get_by_test_id("saved-reply-manage").locator("summary").click()
+    page.get_by_test_id("saved-reply-new").click()
+    expect(page.get_by_test_id("saved-reply-form")).to_be_visible()
+    assert_accessible(page, "conversation-forms")
+
+    context.get_by_test_id("refund-cancel").click()  # one form at a time on an order
+    context.get_by_test_id("seller-open").click()
+    expect(context.get_by_test_id("seller-form")).to_be_visible()
+    assert_accessible(page, "conversation-seller-form")
 
 
 def test_the_approval_queue_is_accessible_and_fits_a_phone(desk, staff_page):
