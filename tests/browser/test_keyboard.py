@@ -12,11 +12,20 @@ from playwright.sync_api import expect
 
 from support import services
 from support.models import Approval, Customer, Message
+from tests.browser.conftest import ROOT
+
+SCREENSHOTS = ROOT / "var" / "screenshots"
 
 FOCUSED = """() => {
     const el = document.activeElement;
     return el ? (el.dataset.testid || el.tagName.toLowerCase()) : null;
 }"""
+
+
+def seen(page, name: str) -> None:
+    """What the screen shows at this step, focus ring included (var/screenshots/keyboard-<name>.png)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"keyboard-{name}.png"))
 
 
 def nothing_else_waiting() -> None:
@@ -76,6 +85,7 @@ def test_a_conversation_is_found_opened_and_decided_from_the_keyboard_then_the_n
         page.keyboard.press("ArrowDown")
     target = page.locator(f'[data-testid="conversation-row"][data-conversation="{ids[0]}"]')
     expect(target.get_by_test_id("conversation-link")).to_be_focused()
+    seen(page, "inbox-row")
 
     # Enter opens it; Tab reaches the card's tick box, then its Approve button.
     page.keyboard.press("Enter")
@@ -85,6 +95,7 @@ def test_a_conversation_is_found_opened_and_decided_from_the_keyboard_then_the_n
     tab_to(page, "confirm-seen", within=card)
     page.keyboard.press("Space")
     expect(card.get_by_test_id("confirm-seen")).to_be_checked()
+    seen(page, "conversation-tick-box")
     page.keyboard.press("Tab")
     expect(card.get_by_test_id("approve-button")).to_be_focused()
     page.keyboard.press("Enter")
@@ -102,6 +113,7 @@ def test_a_conversation_is_found_opened_and_decided_from_the_keyboard_then_the_n
     page.keyboard.press("Enter")
     expect(card.get_by_test_id("reason-input")).to_be_focused()
     page.keyboard.type("the parcel is still on its way; we refund the fee if it is late.")
+    seen(page, "conversation-reject-reason")
     page.keyboard.press("Enter")
     expect(card).to_have_attribute("data-status", "rejected")
     decided = Approval.objects.get(pk=later.pk)
@@ -123,6 +135,7 @@ def test_the_queue_asks_for_the_tick_box_from_the_keyboard_and_moves_on(site, st
     page.keyboard.press("a")  # not yet: the customer wrote after the request
     expect(one.get_by_test_id("approval-error")).to_contain_text("tick the box")
     expect(one.get_by_test_id("confirm-seen")).to_be_focused()
+    seen(page, "queue-tick-box")
     assert Approval.objects.get(pk=looked.pk).decided_at is None
     page.keyboard.press("Space")
     page.keyboard.press("Tab")
