@@ -30,7 +30,7 @@ def _refund_json(refund: Refund, by_staff: dict) -> dict:
         by = "the agent"
     else:
         by = "the shop"
-    return {"id": str(refund.public_id), "order_id": refund.order.number, "amount": money(refund.amount),
+    return {"id": str(refund.public_id), "reference": refund.reference, "order_id": refund.order.number, "amount": money(refund.amount),
             "reason": refund.reason, "created_at": _ts(refund.created_at), "by": by}
 
 

@@ -116,10 +116,11 @@ def _refund_refusal(user, value: Decimal) -> ActionRefused | None:
     return None
 
 
-def refund_notice(amount: Decimal, order: Order) -> str:
+def refund_notice(amount: Decimal, order: Order, reference: str = "") -> str:
     """What the customer (and the model) read when a person refunds: the amount in plain words."""
+    ref = f" (refund reference {reference})" if reference else ""
     return (f"We've refunded {money(amount)} {order.currency} on order {order.number} to your original payment "
-            "method. It usually shows within 5 to 10 business days.")
+            f"method{ref}. It usually shows within 5 to 10 business days.")
 
 
 def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, key=None) -> StaffAction:
@@ -154,10 +155,11 @@ def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, 
             action = StaffAction.objects.create(
                 conversation=conversation, user=user, kind=StaffAction.REFUND, arguments=arguments,
                 status=StaffAction.DONE, idempotency_key=full_key, refund=refund,
-                result={"refund_id": str(refund.public_id), "order_id": order.number, "amount": money(value),
+                result={"refund_id": str(refund.public_id), "reference": refund.reference, "order_id": order.number,
+                        "amount": money(value),
                         "refundable_remaining": money(locked.refundable())})
             services.message_append(conversation=conversation, author=Message.SYSTEM, user=user,
-                                    wire={"role": "assistant", "content": refund_notice(value, order)})
+                                    wire={"role": "assistant", "content": refund_notice(value, order, refund.reference)})
             _publish_action(conversation, action)
     except IntegrityError:  # the same key committed between our look and our insert
         done = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None

@@ -35,7 +35,7 @@ def test_it_issues_a_refund_in_the_contract_shape(ctx_for):
     assert (result["order_id"], result["amount"], result["status"]) == ("SU-41310", "64.00", "issued")
     assert result["refundable_remaining"] == "0.00"
     refund = Refund.objects.get(tool_call_id="run-test:call_r1")
-    assert str(refund.public_id) == result["refund_id"]
+    assert refund.reference == result["refund_id"]
     assert (refund.amount, refund.reason) == (Decimal("64.00"), "parcel missing")
 
 
@@ -118,7 +118,7 @@ def test_it_answers_with_the_winners_refund_when_the_same_call_races(ctx_for, de
     with mock.patch.object(refunds, "_already_issued", side_effect=first_check_misses):
         result = issue_refund(ctx_for(MAYA, "call_race"), order_id="SU-41310", amount="5.00", reason="x")
     assert checks == ["run-test:call_race", "run-test:call_race"]  # missed, hit the unique key, read again
-    assert result["refund_id"] == str(winner.public_id)
+    assert result["refund_id"] == winner.reference
     assert Refund.objects.filter(order__number="SU-41310").count() == 1
 
 

@@ -145,7 +145,7 @@ def handoff_summary(messages: list[dict], reason: str, detail: str) -> str:
         if escalation.get("summary"):
             lines.append(f"The agent's note: {_clip(escalation['summary'], 400)}")
         left = escalation.get("reason") or "decide what the agent could not"
-        lines.append(f"Left for you: {_clip(left, 300)}. Reply to the customer here.")
+        lines.append(f"Left for you: {_clip(left, 300).rstrip(' .')}. Reply to the customer here.")  # never ".."
     else:
         why = REASON_TEXT.get(reason, reason.replace("_", " "))
         lines.append(f"Left for you: answer the customer; the agent stopped because {why}.")

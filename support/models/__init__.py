@@ -5,6 +5,7 @@ from .shop import (
     Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage, money_field,
 )
 from .staff import Note, SavedReply, StaffAction
+from .followup import FollowUp, ReplyEmailOptOut
 from .ratings import Rating
 
 __all__ = [
@@ -12,5 +13,6 @@ __all__ = [
     "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "Refund", "Scan", "Seller",
     "SellerMessage", "money_field",
     "Note", "SavedReply", "StaffAction",
+    "FollowUp", "ReplyEmailOptOut",
     "Rating",
 ]

@@ -1,9 +1,10 @@
 """The Sundry shop: customers, sellers, orders, parcels and scans, policies, refunds, seller messages."""
 
+import secrets
 import uuid
 from decimal import Decimal
 
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -168,8 +169,19 @@ class PolicyDocument(models.Model):
         return f"{self.doc_id}: {self.title}"
 
 
+# Refund references a customer reads out or types: no 0/O, 1/I/L or U/V look-alikes.
+REFERENCE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTWXYZ"
+REFERENCE_LENGTH = 5  # 29^5: 20 million references
+
+
+def new_refund_reference() -> str:
+    return "RF-" + "".join(secrets.choice(REFERENCE_ALPHABET) for _ in range(REFERENCE_LENGTH))
+
+
 class Refund(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # What the customer and the agent are told ("RF-7K2M9"); the UUID stays the API's identifier.
+    reference = models.CharField(max_length=12, unique=True, default=new_refund_reference, editable=False)
     order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="refunds")
     amount = money_field()
     reason = models.TextField()
@@ -183,7 +195,21 @@ class Refund(models.Model):
         constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="refund_amount_positive")]
 
     def __str__(self) -> str:
-        return f"{self.amount} on {self.order_id}"
+        return f"{self.reference}: {self.amount} on {self.order_id}"
+
+    def save(self, *args, **kwargs):
+        """A new refund whose reference collides with another's draws a new one (a savepoint each try), so
+        a collision never fails the refund."""
+        if not self._state.adding:
+            return super().save(*args, **kwargs)
+        for attempt in range(8):
+            try:
+                with transaction.atomic():
+                    return super().save(*args, **kwargs)
+            except IntegrityError:
+                if attempt == 7 or not Refund.objects.filter(reference=self.reference).exists():
+                    raise  # another constraint (the tool call id): the caller's to handle
+                self.reference = new_refund_reference()
 
 
 class SellerMessage(models.Model):

@@ -13,7 +13,7 @@ from support.tools.common import ORDER_ID, call_key, money, order_for_customer, 
 def _result(refund: Refund) -> dict:
     order = Order.objects.get(pk=refund.order_id)
     return {
-        "refund_id": str(refund.public_id),
+        "refund_id": refund.reference,  # short, for the customer: "RF-7K2M9"
         "order_id": order.number,
         "amount": money(refund.amount),
         "status": "issued",
@@ -88,7 +88,8 @@ ISSUE_REFUND = Tool(
         "only when a policy entitles the customer (check search_policy first). amount is a string in EUR "
         'like "24.99"; it may not exceed the order\'s refundable balance (see get_order) nor the limit an '
         f"agent may issue ({money(settings.REFUND_CEILING)} per refund); above that, escalate to a person. "
-        "Returns refund_id, the amount, status issued and refundable_remaining."
+        "Returns refund_id (a short reference like RF-7K2M9: give it to the customer as it is), the amount, "
+        "status issued and refundable_remaining."
     ),
     parameters={
         "type": "object",
