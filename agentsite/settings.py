@@ -406,6 +406,20 @@ EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBa
                         else "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Sundry support <support@sundry.example>")
 
+# -- Reaching a customer who left the page (support/notify.py, support/views/links.py) --------------------
+# The desk's public address, for the links in e-mails (the beat sends them: there is no request to read it from).
+DESK_PUBLIC_URL = env_str("DESK_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# A reply (the agent's or a person's) the customer has not seen is e-mailed once it is this old and the
+# customer's widget has not been connected for as long; every reply waiting then goes in the same e-mail.
+REPLY_EMAILS = env_bool("REPLY_EMAILS", True)
+REPLY_EMAIL_AFTER_MINUTES = env_float("REPLY_EMAIL_AFTER_MINUTES", 10.0)
+REPLY_EMAIL_SWEEP_SECONDS = env_float("REPLY_EMAIL_SWEEP_SECONDS", 60.0, minimum=1.0)  # how often the beat looks
+REPLY_EMAIL_WITHIN_HOURS = env_float("REPLY_EMAIL_WITHIN_HOURS", 24.0, minimum=1.0)  # older replies: never e-mailed
+# How long an e-mailed link opens its conversation (revocable sooner: support.notify.links_revoke).
+CONVERSATION_LINK_MAX_AGE = env_int("CONVERSATION_LINK_MAX_AGE", 90 * 24 * 3600, minimum=60)
+# An open customer socket tells the database it is there at most this often (its resume and close, always).
+CUSTOMER_PRESENCE_SECONDS = env_float("CUSTOMER_PRESENCE_SECONDS", 30.0, minimum=1.0)
+
 # Celery: Redis broker; a run is acknowledged only when its task ends, so a lost worker's run is redelivered.
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_ACKS_LATE = True
@@ -416,6 +430,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "support.tasks.sweep", "schedule": RUN_SWEEP_SECONDS},
+    "reply-emails": {"task": "support.tasks.send_reply_emails", "schedule": REPLY_EMAIL_SWEEP_SECONDS},
 }
 
 # Channels: events go through Redis to every daphne process.

@@ -6,5 +6,6 @@ urlpatterns = [
     path("console/", include("support.console_urls")),
     path("api/", include("support.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("c/", include("support.link_urls")),  # e-mailed conversation links and unsubscribing
     path("", include("support.shop_urls")),
 ]

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from . import dialects, faults, streaming
+from . import dialects, facts, faults, streaming
 from .conversation import read_turn
 from .faults import Fault
 from .reply import Reply, completion, estimate_tokens, images_in, new_id, prompt_tokens
@@ -104,6 +104,7 @@ def create_app(state: ControlState | None = None) -> Starlette:
 
 async def _answer(state: ControlState, n: int, body: dict, peer: str | None = None) -> Response:
     messages, stream = body["messages"], bool(body.get("stream"))
+    facts.CUSTOMER_ZONE.set(facts.zone_in(messages))  # this request's task only: times in the customer's zone
     turn = read_turn(messages)
     fault, directive_repeat = faults.pick(state, messages, turn)
     config = state.config

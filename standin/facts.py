@@ -7,10 +7,12 @@ the stand-in does not control. Seller descriptions are never read: they are data
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+")
 MONEY = re.compile(r"\b(\d{1,7}\.\d{2})\b")
@@ -30,12 +32,33 @@ def fmt(amount: Decimal) -> str:
     return f"{amount:.2f}"
 
 
+# The customer's time zone, when the desk told it ("The customer's time zone is Europe/Berlin: ..."); set for
+# each request (standin/app.py), so times are written in the customer's own clock, as a model would.
+CUSTOMER_ZONE: ContextVar[ZoneInfo | None] = ContextVar("customer_zone", default=None)
+ZONE_LINE = re.compile(r"customer's time zone is ([A-Za-z0-9_+\-]+(?:/[A-Za-z0-9_+\-]+)*)")
+
+
+def zone_in(messages: list) -> ZoneInfo | None:
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "system" and isinstance(m.get("content"), str):
+            found = ZONE_LINE.search(m["content"])
+            if found:
+                try:
+                    return ZoneInfo(found.group(1))
+                except (ValueError, ZoneInfoNotFoundError):
+                    return None
+    return None
+
+
 def when(iso: Any) -> str:
     try:
         at = datetime.fromisoformat(str(iso).replace("Z", "+00:00"))
     except ValueError:
         return str(iso)
-    return at.strftime("%a %d %b at %H:%M UTC")
+    zone = CUSTOMER_ZONE.get()
+    if zone is None or at.tzinfo is None:
+        return at.strftime("%a %d %b at %H:%M UTC")
+    return at.astimezone(zone).strftime("%a %d %b at %H:%M") + " your time"
 
 
 def ago(hours: int) -> str:

@@ -49,6 +49,27 @@ def system_prompt(now: datetime | None = None) -> str:
     return SYSTEM_PROMPT.format(today=now.strftime("%A %d %B %Y, %H:%M"), ceiling=settings.REFUND_CEILING)
 
 
+def time_zone_line(zone, now: datetime | None = None) -> dict:
+    """What the model is told of the customer's clock (a system message, read fresh for every run)."""
+    local = (now or datetime.now(timezone.utc)).astimezone(zone)
+    return {"role": "system", "content": (
+        f"The customer's time zone is {zone.key}: it is now {local:%A} {local.day} {local:%B %Y, %H:%M} there. "
+        "Tool results give times in UTC (ending in Z). Write every date and time for the customer in their time "
+        f"zone, e.g. \"{local:%a} {local.day} {local:%b} at {local:%H:%M}, your time\"; never in UTC.")}
+
+
+def with_time_zone_line(history: list[dict], conversation, now: datetime | None = None) -> list[dict]:
+    """The history with the customer's time zone after the leading system message(s), when the widget told
+    us the zone (support/notify.py keeps it). Not saved: local time moves on between runs."""
+    from support.notify import zone_of
+
+    zone = zone_of(conversation)
+    if zone is None:
+        return history
+    at = next((i for i, m in enumerate(history) if m.get("role") != "system"), len(history))
+    return [*history[:at], time_zone_line(zone, now), *history[at:]]
+
+
 def new_transcript(customer_text: str) -> Transcript:
     return Transcript([{"role": "system", "content": system_prompt()}, {"role": "user", "content": customer_text}])
 

@@ -14,8 +14,9 @@ from collections import deque
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.conf import settings
 
-from support import cleaning, events, identity, limits, selectors, serializers, services
+from support import cleaning, events, identity, limits, notify, selectors, serializers, services, words
 from support import metrics
 from support.models import Conversation
 from support import permissions
@@ -170,7 +171,7 @@ class CustomerConsumer(ReplayingConsumer):
             # Accepted first so the client reads why: a refusal at the handshake is a bare 403.
             await AsyncJsonWebsocketConsumer.accept(self)
             await self.send_error("rate_limited", "Too many connections from your address; try again "
-                                  f"in {over.retry_after} s.", retry_after=over.retry_after)
+                                  f"in {words.wait_words(over.retry_after)}.", retry_after=over.retry_after)
             await self.close(code=RATE_LIMITED)
             return
         except limits.Unavailable as error:
@@ -185,7 +186,19 @@ class CustomerConsumer(ReplayingConsumer):
     async def disconnect(self, code):
         if self._auth_deadline is not None:
             self._auth_deadline.cancel()
+        if self.conversation is not None:
+            await self.mark_seen()  # what was sent so far reached the customer; the wait for an e-mail starts now
         await super().disconnect(code)
+
+    async def mark_seen(self) -> None:
+        """Record in the database that this conversation's customer is connected (support/notify.py): no
+        reply e-mail while they are, and none for what reached them."""
+        self._seen_written = asyncio.get_running_loop().time()
+        try:
+            await db(notify.customer_seen)(self.conversation.pk)
+        except Exception:  # the database is away: the socket carries on; at worst an e-mail says it again
+            log.warning("customer presence of conversation %s not recorded", self.conversation.public_id,
+                        exc_info=True)
 
     async def receive_json(self, content, **kwargs):
         kind = content.get("type") if isinstance(content, dict) else None
@@ -198,6 +211,8 @@ class CustomerConsumer(ReplayingConsumer):
         elif kind == "ping":
             key = str(self.conversation.public_id)
             seqs = await self.last_seqs([self.conversation])
+            if asyncio.get_running_loop().time() - self._seen_written >= settings.CUSTOMER_PRESENCE_SECONDS:
+                await self.mark_seen()
             await self.send_json({"type": "pong", "conversation": key, "seq": seqs[key]})
         else:
             await self.send_error("unknown_type", "Unknown frame type.")
@@ -213,6 +228,7 @@ class CustomerConsumer(ReplayingConsumer):
         self.conversation = conversation
         await self.join(events.conversation_group(conversation.public_id))
         await self.replay(conversation, _seq(content.get("last_seq")))
+        await self.mark_seen()
 
     async def post(self, content):
         raw_id = content.get("client_id")

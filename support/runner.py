@@ -336,6 +336,7 @@ def _work(run: Run, lease: str) -> str:
     messages = list(conversation.messages.order_by("seq"))
     history, held = history_for_model(messages)
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
+    history = assistant.with_time_zone_line(history, conversation)  # and their time zone and local time
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
     transcript = agent.Transcript(history)
     options = dict(

@@ -26,7 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from support import cleaning, events, languages, limits, metrics, serializers
+from support import cleaning, events, languages, limits, metrics, serializers, words
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 from support.tools import tool_by_name
 
@@ -42,7 +42,7 @@ class InvalidMessage(ValueError):
 class RateLimited(Exception):
     def __init__(self, retry_after: int):
         super().__init__(f"You are sending messages faster than we can read them \u2014 please wait "
-                         f"{retry_after} s and try again.")
+                         f"{words.wait_words(retry_after)} and try again.")
         self.retry_after = retry_after
 
 

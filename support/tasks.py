@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from support import health, runner, services
+from support import health, notify, runner, services
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -18,3 +18,10 @@ def sweep() -> dict:
     done = {"requeued": services.runs_recover(), "expired": services.approvals_expire()}
     health.sweeper_ran()
     return done
+
+
+@shared_task(ignore_result=True)
+def send_reply_emails() -> int:
+    """Periodic (the beat, every REPLY_EMAIL_SWEEP_SECONDS): one e-mail per conversation whose customer left
+    before replies arrived (support/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""
+    return len(notify.send_reply_emails())

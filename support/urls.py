@@ -3,12 +3,15 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.views import common, customer, desk, feedback, inbox, staff
+from support.views import common, customer, desk, feedback, inbox, links, staff
 
 app_name = "api"
 
 urlpatterns = [
     path("conversations", customer.conversations, name="conversations"),
+    # Conversations that outlive the tab (support/views/links.py): before the <public_id> routes.
+    path("conversations/open", links.open_conversation, name="conversations-open"),
+    path("conversations/history", links.history, name="conversations-history"),
     path("conversations/<str:public_id>", customer.conversation, name="conversation"),
     path("conversations/<str:public_id>/messages", customer.messages, name="messages"),
     # The customer's rating and language, a person typing (support/views/feedback.py).
@@ -41,6 +44,7 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/seller-messages", desk.seller_message, name="staff-seller-message"),
     path("staff/conversations/<str:public_id>/actions", desk.actions, name="staff-actions"),
     path("staff/conversations/<str:public_id>/notes", desk.notes, name="staff-notes"),
+    path("staff/conversations/<str:public_id>/links/revoke", links.revoke_links, name="staff-revoke-links"),
     path("staff/saved-replies", desk.saved_replies, name="staff-saved-replies"),
     path("staff/saved-replies/<str:public_id>", desk.saved_reply, name="staff-saved-reply"),
     re_path(r"", common.not_found),

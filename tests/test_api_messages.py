@@ -95,7 +95,7 @@ def test_it_limits_messages_per_minute_and_says_when_to_retry(widget, maya_chat,
     assert response.status_code == 429
     assert 58 <= int(response["Retry-After"]) <= 60
     assert response.json() == {"error": "You are sending messages faster than we can read them \u2014 please wait "
-                                        f"{response['Retry-After']} s and try again.",
+                                        "about a minute and try again.",
                                "code": "rate_limited", "retryable": True}
     assert [m.content for m in customer_messages(conversation)] == ["message 1", "message 2"]
 

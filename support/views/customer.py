@@ -14,9 +14,10 @@ import re
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from support import identity, limits, selectors, services, signin
+from support import identity, limits, notify, selectors, services, signin, words
 from support.serializers import conversation_json, message_json
 
+from . import links
 from .common import ApiError, api, json_body, optional_string
 
 security_log = logging.getLogger("support.security")
@@ -105,18 +106,22 @@ def _start_request(body: dict, address: str):
 @api("POST")
 def conversations(request):
     address = limits.request_address(request)
-    started = _start_request(json_body(request), address)
+    body = json_body(request)
+    zone = links.requested_time_zone(body)  # checked before anything is created
+    started = _start_request(body, address)
     if isinstance(started, JsonResponse):
         return started
     customer, order_scope = started
     try:
         limits.hit(limits.conversations_from(address), limits.conversations_of_customer(customer.pk))
     except limits.Limited as over:
-        raise ApiError(429, f"Too many new conversations; try again in {over.retry_after} s, or carry on "
+        raise ApiError(429, f"Too many new conversations; try again in {words.wait_words(over.retry_after)}, or carry on "
                             "in the one you have.", {"Retry-After": str(over.retry_after)}) from None
     except limits.Unavailable as error:
         limits.warn_unavailable("new conversations not counted", error)
     conversation = identity.conversation_open(customer=customer, order_scope=order_scope)
+    if zone:
+        notify.set_time_zone(conversation, zone)
     return JsonResponse({"conversation": conversation_json(conversation, staff=False),
                          "token": identity.conversation_token(conversation)}, status=201)
 

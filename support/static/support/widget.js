@@ -21,11 +21,15 @@
   var identity = script.dataset.customerToken ? {customer_token: script.dataset.customerToken}
     : (script.dataset.email && script.dataset.order)
       ? {email: script.dataset.email, order_number: script.dataset.order} : null;
+  // A link e-mailed to the customer (the desk's /c/<token>/ page) opens that one conversation instead.
+  var LINK = script.dataset.conversationLink || null;
+  if (LINK) identity = {link: LINK};
 
   // The shop's token is signed with a timestamp, so it changes with every page: key the stored
   // conversation by its signed payload (Django's "payload:timestamp:signature"), which names the customer.
   function identityKey() {
     if (!identity) return null;
+    if (identity.link) return "sundry-widget:l:" + identity.link.split(":")[0];
     if (identity.customer_token) return "sundry-widget:c:" + identity.customer_token.split(":")[0];
     return "sundry-widget:o:" + identity.email.trim().toLowerCase() + ":" + identity.order_number.trim().toUpperCase();
   }
@@ -460,7 +464,7 @@
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
         if (!r.ok) {
-          var e = new Error(body.error || "The support desk answered " + r.status + ".");
+          var e = new Error(body.error || "Something went wrong on our side. Please try again in a moment.");
           e.code = body.code; throw e;
         }
         return body;
@@ -474,7 +478,7 @@
     if (!identity) return Promise.reject(new Error("This page did not say who you are (data-customer-token)."));
     var stored = storage.get();
     if (stored && stored.id && stored.token) { conv = stored; conv.fromStorage = true; return Promise.resolve(conv); }
-    starting = api("conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(identity)})
+    starting = api(identity.link ? "conversations/open" : "conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(withZone(identity))})
       .then(function (body) {
         conv = {id: body.conversation.id, token: body.token};
         storage.set({id: conv.id, token: conv.token});
@@ -510,7 +514,7 @@
     [text, field, go].forEach(function (n) { codeForm.appendChild(n); });
     codeForm.addEventListener("submit", function (ev) {
       ev.preventDefault(); hideError();
-      post({email: identity.email, code: field.value.replace(/\D/g, "")}).then(function (body) {
+      post(withZone({email: identity.email, code: field.value.replace(/\D/g, "")})).then(function (body) {
         conv = {id: body.conversation.id, token: body.token};
         storage.set({id: conv.id, token: conv.token});
         codeForm.remove(); codeForm = null; composer.hidden = false; connect();
@@ -716,6 +720,91 @@
     }
   });
   window.addEventListener("online", function () { if (conv && !ws) { attempt = 0; connect(); } });
+
+  // -- conversations that outlive the tab: past conversations, the e-mailed link's page -----------------
+  // The browser's IANA time zone goes with every start, so the agent writes times in the customer's own.
+  function withZone(body) {
+    var copy = {}, zone = null;
+    Object.keys(body).forEach(function (k) { copy[k] = body[k]; });
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { /* an old browser: UTC */ }
+    if (zone) copy.time_zone = zone;
+    return copy;
+  }
+  var HISTORY_STATUS = {open: "Open", needs_attention: "Waiting for our team", taken_over: "With our team"};
+  var historyView = null;
+  var historyBtn = tid(el("button", "sw-history-button"), "widget-history-button");
+  historyBtn.type = "button"; historyBtn.setAttribute("aria-label", "Your conversations");
+  historyBtn.title = "Your conversations"; historyBtn.setAttribute("aria-expanded", "false");
+  historyBtn.appendChild(svg("M4 6h16v2H4zm0 5h16v2H4zm0 5h10v2H4z"));
+  historyBtn.hidden = !(identity && identity.customer_token); // only the shop's signed-in customer has a history
+  header.insertBefore(historyBtn, closeBtn);
+  historyBtn.addEventListener("click", function () { if (historyView) hideHistory(); else showHistory(); });
+
+  function hideHistory() {
+    if (historyView) { historyView.remove(); historyView = null; }
+    delete panel.dataset.view; historyBtn.setAttribute("aria-expanded", "false");
+  }
+  function showHistory() {
+    hideError();
+    historyView = tid(el("section", "sw-history"), "widget-history");
+    historyView.setAttribute("aria-label", "Your conversations");
+    var fresh = tid(el("button", "sw-history-new", "Start a new conversation"), "widget-new-conversation");
+    fresh.type = "button"; fresh.addEventListener("click", startFresh);
+    var rows = el("ul", "sw-history-list"), note = el("p", "sw-history-note", "Loading your conversations…");
+    [el("h3", "sw-history-title", "Your conversations"), fresh, note, rows].forEach(function (n) { historyView.appendChild(n); });
+    panel.insertBefore(historyView, header.nextSibling);
+    panel.dataset.view = "history"; historyBtn.setAttribute("aria-expanded", "true");
+    var view = historyView;
+    api("conversations/history", {method: "POST", headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({customer_token: identity.customer_token})}).then(function (body) {
+      if (view !== historyView) return;
+      note.textContent = body.conversations.length ? "" : "No earlier conversations yet.";
+      note.hidden = body.conversations.length > 0;
+      body.conversations.forEach(function (c) { rows.appendChild(historyRow(c)); });
+    }, function (e) { if (view === historyView) note.textContent = "We couldn't load your conversations. " + e.message; });
+  }
+  function historyRow(c) {
+    var li = el("li"), b = tid(el("button", "sw-history-row"), "widget-history-row");
+    b.type = "button"; b.dataset.conversation = c.id;
+    if (conv && conv.id === c.id) { b.setAttribute("aria-current", "true"); b.classList.add("sw-history-row--current"); }
+    var when = new Date(c.updated_at || c.created_at);
+    var head = el("span", "sw-history-when", when.toLocaleDateString([], {weekday: "short", day: "numeric", month: "short"}) +
+      ", " + when.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"}));
+    var state = el("span", "sw-history-status", (conv && conv.id === c.id) ? "This conversation" : (HISTORY_STATUS[c.status] || ""));
+    var last = c.last_message || {};
+    var who = last.author === "customer" ? "You: " : last.author === "staff" ? "Our team: " : "";
+    var text = el("span", "sw-history-text", who + (last.text || ""));
+    [head, state, text].forEach(function (n) { b.appendChild(n); });
+    b.addEventListener("click", function () { openPast(c.id); });
+    li.appendChild(b);
+    return li;
+  }
+  function leaveConversation() { // the socket of the conversation on screen is closed without a reconnect
+    var old = ws; ws = null; ready = false; replaying = false; awaitingPong = false;
+    clearTimeout(retryTimer); clearInterval(pingTimer); clearTimeout(idleTimer);
+    if (old) { old.onclose = null; old.close(); }
+    pending.length = 0; reset(); attempt = 0; reconnecting.hidden = true;
+  }
+  function openPast(id) {
+    if (conv && conv.id === id) return hideHistory();
+    api("conversations/open", {method: "POST", headers: {"Content-Type": "application/json"},
+      body: JSON.stringify(withZone({customer_token: identity.customer_token, conversation: id}))}).then(function (body) {
+      leaveConversation(); hideHistory();
+      conv = {id: body.conversation.id, token: body.token};
+      storage.set({id: conv.id, token: conv.token});
+      connect(); input.focus();
+    }, function (e) { showError("We couldn't open that conversation. " + e.message); });
+  }
+  function startFresh() { // the next message starts a new conversation; the old one stays in the list
+    leaveConversation(); hideHistory();
+    storage.drop(); conv = null;
+    suggestions.hidden = false; panel.dataset.connection = "new";
+    input.focus();
+  }
+  if (CONVERSATION_LINK) { // the desk's own page for an e-mailed link: the conversation fills it, open from the start
+    root.classList.add("sw-root--page");
+    setTimeout(open, 0);
+  }
 
   renderState();
   function mount() { document.body.appendChild(host); }
