@@ -22,8 +22,8 @@
     : (script.dataset.email && script.dataset.order)
       ? {email: script.dataset.email, order_number: script.dataset.order} : null;
   // A link e-mailed to the customer (the desk's /c/<token>/ page) opens that one conversation instead.
-  var LINK = script.dataset.conversationLink || null;
-  if (LINK) identity = {link: LINK};
+  var CONVERSATION_LINK = script.dataset.conversationLink || null; // not LINK: the markdown's link pattern has that name
+  if (CONVERSATION_LINK) identity = {link: CONVERSATION_LINK};
 
   // The shop's token is signed with a timestamp, so it changes with every page: key the stored
   // conversation by its signed payload (Django's "payload:timestamp:signature"), which names the customer.
