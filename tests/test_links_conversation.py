@@ -168,3 +168,12 @@ def test_an_open_customer_socket_marks_the_replies_seen(demo, settings, monkeypa
     async_to_sync(go)()
     seen = FollowUp.objects.get(conversation=conversation)
     assert seen.seen_at is not None and seen.seen_seq == last_seq
+
+
+def test_the_list_costs_the_same_few_queries_however_many_conversations(chat, demo, django_assert_max_num_queries):
+    for n in range(6):
+        more = services.conversation_start(customer=demo.maya)
+        services.conversation_post_message(conversation=more, text=f"Question {n}")
+    with django_assert_max_num_queries(4):  # the customer, the conversations, their last messages (+ a savepoint)
+        response = api("conversations/history", {"customer_token": identity.customer_token("maya@example.com")})
+    assert len(response.json()["conversations"]) == 7

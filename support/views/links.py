@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from django.db.models import OuterRef, Subquery
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
@@ -123,17 +124,20 @@ def history(request):
     """The signed-in customer's conversations, newest first, each with its last message the customer can see.
     POST, so the shop's token never lands in an access log's query string."""
     customer = _customer(json_body(request))
-    conversations = list(Conversation.objects.filter(customer=customer).order_by("-updated_at", "-pk")[:HISTORY_LIMIT])
+    visible = (Message.objects.filter(conversation=OuterRef("pk"), role__in=("user", "assistant"))
+               .exclude(content__isnull=True).exclude(content="").order_by("-seq").values("seq")[:1])
+    conversations = list(Conversation.objects.filter(customer=customer).annotate(last_visible=Subquery(visible))
+                         .filter(last_visible__isnull=False)  # never written in: nothing to go back to
+                         .order_by("-updated_at", "-pk")[:HISTORY_LIMIT])
+    last = {(m.conversation_id, m.seq): m for m in Message.objects.filter(
+        conversation__in=conversations, seq__in={c.last_visible for c in conversations})}  # two queries in all
     rows = []
     for conversation in conversations:
-        last = (Message.objects.filter(conversation=conversation, role__in=("user", "assistant"))
-                .exclude(content__isnull=True).exclude(content="").order_by("-seq").first())
-        if last is None:
-            continue  # never written in: nothing to go back to
+        message = last[(conversation.pk, conversation.last_visible)]
         rows.append({"id": str(conversation.public_id), "status": conversation.status,
-                     "created_at": _ts(conversation.created_at), "updated_at": _ts(last.created_at),
-                     "last_message": {"author": last.author, "text": last.content[:140],
-                                      "created_at": _ts(last.created_at)}})
+                     "created_at": _ts(conversation.created_at), "updated_at": _ts(message.created_at),
+                     "last_message": {"author": message.author, "text": message.content[:140],
+                                      "created_at": _ts(message.created_at)}})
     return JsonResponse({"conversations": rows})
 
 
