@@ -498,3 +498,45 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", 
 # catalogues are support/locale/) and the widget speaks (its own catalogue). The first is the default.
 # Each conversation stores its customer's language, from the widget (data-lang, else the browser's).
 LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+
+# -- Customer attachments: photos and PDFs from the widget (support/attachments.py) ----------------------
+# Checked by content on the server (Pillow opens and re-encodes photos, stripping EXIF and any metadata;
+# PDFs: the %PDF header), stored through the "attachments" storage below, served only through signed URLs
+# that expire after ATTACHMENT_URL_MAX_AGE seconds (to the conversation's customer, and to staff with a
+# staff session). Never under a public media URL.
+ATTACHMENT_MAX_BYTES = env_int("ATTACHMENT_MAX_BYTES", 10 * 1024 * 1024, minimum=1)  # per file
+ATTACHMENTS_PER_MESSAGE = env_int("ATTACHMENTS_PER_MESSAGE", 4, minimum=1)
+ATTACHMENTS_PER_CONVERSATION = env_int("ATTACHMENTS_PER_CONVERSATION", 20, minimum=1)
+ATTACHMENT_BYTES_PER_CONVERSATION = env_int("ATTACHMENT_BYTES_PER_CONVERSATION", 50 * 1024 * 1024, minimum=1)
+ATTACHMENT_MAX_PIXELS = env_int("ATTACHMENT_MAX_PIXELS", 40_000_000, minimum=1)  # a photo's width x height
+ATTACHMENT_UPLOADS_PER_HOUR = env_int("ATTACHMENT_UPLOADS_PER_HOUR", 30, minimum=1)  # per client address
+ATTACHMENT_URL_MAX_AGE = env_int("ATTACHMENT_URL_MAX_AGE", 1800, minimum=30)
+# Whether the configured model reads images: true sends the newest MODEL_IMAGES_PER_REQUEST photos of the
+# conversation as image parts; false (or older photos) as a text note ("customer attached photo IMG-3F2A ...").
+MODEL_ACCEPTS_IMAGES = env_bool("MODEL_ACCEPTS_IMAGES", False)
+MODEL_IMAGES_PER_REQUEST = env_int("MODEL_IMAGES_PER_REQUEST", 4, minimum=0)
+
+
+def env_storage(name: str, default: dict) -> dict:
+    """A storage backend as JSON, {"BACKEND": "dotted.path", "OPTIONS": {...}}, or the default."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be JSON like {{\"BACKEND\": \"...\", \"OPTIONS\": {{}}}}") from None
+    if not isinstance(value, dict) or not isinstance(value.get("BACKEND"), str):
+        raise ImproperlyConfigured(f"{name} must be a JSON object with a BACKEND, got {raw!r}")
+    return value
+
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                "OPTIONS": {"location": str(VAR_DIR / "media")}},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # Local files under VAR_DIR/media/attachments by default; any Django storage backend by configuration.
+    "attachments": env_storage("ATTACHMENTS_STORAGE", {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(VAR_DIR / "media" / "attachments")}}),
+}

@@ -19,7 +19,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from support import assistant, languages, metrics, serializers, services
+from support import assistant, attachments, languages, metrics, serializers, services
 from support.agent import types as agent
 from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
@@ -42,18 +42,23 @@ class TakenOver(Exception):
     """A staff member took the conversation over: the agent stops before its next model call."""
 
 
-def history_for_model(messages) -> tuple[list[dict], list[dict]]:
+def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], list[dict]]:
     """The saved messages in the order the model must read them, and those held back.
 
     A customer may write while tool calls are open (running, or waiting for approval); their message is
     saved with the next seq, but the model must see each call's results right after the call. Such
     messages are held back until the open calls are answered.
+
+    A customer's photos and PDFs are saved beside their message, not in it: here each message with files
+    gets a note per file and, with images=True (the run's model call: MODEL_ACCEPTS_IMAGES), its photos as
+    image parts. Summaries and hand-over reasons read the notes only.
     """
     out, held, open_ids = [], [], set()
+    with_files = attachments.model_wires(messages, images=images)
     for m in messages:
         if m.role == "assistant" and not m.tool_calls and not (m.content or "").strip():
             continue  # an empty reply saved by an older version: servers refuse it in every later request
-        wire = m.wire()
+        wire = with_files.get(m.pk) or m.wire()
         if m.role == "tool":
             if wire["tool_call_id"] in open_ids:
                 out.append(wire)
@@ -140,7 +145,8 @@ class DbObserver(agent.Observer):
             self.unread = False
         if fresh:
             self.user_cursor = fresh[-1].seq
-        out, self.held = self.held + [m.wire() for m in fresh], []
+        with_files = attachments.model_wires(fresh, images=settings.MODEL_ACCEPTS_IMAGES)
+        out, self.held = self.held + [with_files.get(m.pk) or m.wire() for m in fresh], []
         return out
 
     # the trace
@@ -334,7 +340,7 @@ def _work(run: Run, lease: str) -> str:
         log.error("run %s not started: %s", run.public_id, problem)
         return _stop_with(run, lease, agent.MODEL_ERROR, problem)
     messages = list(conversation.messages.order_by("seq"))
-    history, held = history_for_model(messages)
+    history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
     history = assistant.with_time_zone_line(history, conversation)  # and their time zone and local time
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)

@@ -36,7 +36,8 @@ def approval_by_public_id(public_id) -> Approval | None:
 
 def messages_after(conversation: Conversation, after_seq: int, *, staff: bool) -> list[Message]:
     """Messages with seq > after_seq in order; a customer sees only what serializers.customer_can_see allows."""
-    messages = conversation.messages.filter(seq__gt=after_seq).select_related("author_user", "run")
+    messages = conversation.messages.filter(seq__gt=after_seq).select_related("author_user", "run").prefetch_related(
+        "attachments")
     if not staff:
         # Narrowed in the database, then the one rule applied, so the two can never disagree.
         messages = messages.filter(role__in=("user", "assistant")).exclude(content__isnull=True).exclude(content="")

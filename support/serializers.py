@@ -30,6 +30,9 @@ def message_json(message: Message, *, staff: bool) -> dict:
         data["client_id"] = message.client_id
     if message.author == Message.STAFF and message.author_user_id:
         data["staff_name"] = staff_name(message.author_user)
+    if message.author == Message.CUSTOMER:  # photos and PDFs, with signed links (support/attachments.py)
+        from support.attachments import message_fields
+        data.update(message_fields(message, staff=staff))
     if staff:
         if message.tool_calls:
             data["tool_calls"] = message.tool_calls

@@ -3,7 +3,7 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.views import common, customer, desk, feedback, inbox, links, staff
+from support.views import attachments, common, customer, desk, feedback, inbox, links, staff
 
 app_name = "api"
 
@@ -14,6 +14,10 @@ urlpatterns = [
     path("conversations/history", links.history, name="conversations-history"),
     path("conversations/<str:public_id>", customer.conversation, name="conversation"),
     path("conversations/<str:public_id>/messages", customer.messages, name="messages"),
+    # A customer's photos and PDFs (support/views/attachments.py), opened through signed, expiring links.
+    path("conversations/<str:public_id>/attachments", attachments.conversation_attachments, name="attachments"),
+    path("staff/attachments/<str:public_id>", attachments.staff_attachment, name="staff-attachment"),
+    path("files/<str:token>", attachments.attachment_file, name="attachment-file"),
     # The customer's rating and language, a person typing (support/views/feedback.py).
     path("conversations/<str:public_id>/rating", feedback.rating, name="rating"),
     path("conversations/<str:public_id>/language", feedback.language, name="language"),

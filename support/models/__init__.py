@@ -7,6 +7,7 @@ from .shop import (
 from .staff import Note, SavedReply, StaffAction
 from .followup import FollowUp, ReplyEmailOptOut
 from .ratings import Rating
+from .attachments import Attachment  # noqa: F401  (a customer's photos and PDFs)
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall",
