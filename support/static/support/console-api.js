@@ -1,9 +1,12 @@
 // The staff JSON API (README "staff"): every POST carries the csrftoken cookie's value in X-CSRFToken.
 
 export class ApiError extends Error {
-  constructor(status, message) {
+  /** status: HTTP status (0: unreachable); code: the API's stable error code; body: the whole error answer. */
+  constructor(status, message, code = null, body = null) {
     super(message);
     this.status = status;
+    this.code = code;
+    this.body = body;
   }
 }
 
@@ -35,7 +38,8 @@ async function call(path, { method = "GET", body } = {}) {
     data = null;
   }
   if (!response.ok) {
-    throw new ApiError(response.status, (data && data.error) || `The server answered ${response.status}.`);
+    throw new ApiError(response.status, (data && data.error) || `The server answered ${response.status}.`,
+      data && data.code, data);
   }
   return data;
 }
@@ -50,6 +54,7 @@ export const staffApi = {
   approve: (approvalId, args) =>
     call(`approvals/${id(approvalId)}/approve`, { method: "POST", body: args === undefined ? {} : { arguments: args } }),
   reject: (approvalId, reason) => call(`approvals/${id(approvalId)}/reject`, { method: "POST", body: { reason } }),
+  decide: (approvalId, verb, body) => call(`approvals/${id(approvalId)}/${verb}`, { method: "POST", body }),
   takeOver: (conversationId) => call(`conversations/${id(conversationId)}/takeover`, { method: "POST" }),
   handBack: (conversationId) => call(`conversations/${id(conversationId)}/handback`, { method: "POST" }),
   reply: (conversationId, text) => call(`conversations/${id(conversationId)}/messages`, { method: "POST", body: { text } }),
@@ -61,6 +66,19 @@ const params = (values) => {
   for (const [key, value] of Object.entries(values)) if (value !== undefined && value !== null && value !== "") q.set(key, value);
   const text = q.toString();
   return text ? `?${text}` : "";
+};
+
+export const inboxApi = {
+  list: ({ filter, q, sort, limit, ids } = {}) =>
+    call(`inbox${params({ filter, q, sort, limit, ids: ids && ids.join(",") })}`),
+  counts: () => call("inbox/counts"),
+  colleagues: () => call("colleagues"),
+  take: (conversationId) => call(`conversations/${id(conversationId)}/take`, { method: "POST" }),
+  assign: (conversationId, username) =>
+    call(`conversations/${id(conversationId)}/assign`, { method: "POST", body: { assignee: username } }),
+  close: (conversationId) => call(`conversations/${id(conversationId)}/close`, { method: "POST" }),
+  reopen: (conversationId) => call(`conversations/${id(conversationId)}/reopen`, { method: "POST" }),
+  read: (conversationId, seq) => call(`conversations/${id(conversationId)}/read`, { method: "POST", body: seq === undefined ? {} : { seq } }),
 };
 
 // Working a conversation (support/views/desk.py): its customer's context, refunds and seller messages by a
@@ -79,3 +97,4 @@ export const deskApi = {
     : call("saved-replies", { method: "POST", body })),
   deleteReply: (replyId) => call(`saved-replies/${id(replyId)}`, { method: "DELETE" }),
 };
+

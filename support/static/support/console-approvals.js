@@ -37,44 +37,6 @@ function knownViewer(onKnown) {
 }
 
 /** A refused decision: the status, the API's code (e.g. needs_second_look) and the card as it is now. */
-class DecisionError extends ApiError {
-  constructor(status, message, code, approval) {
-    super(status, message);
-    this.code = code;
-    this.approval = approval;
-  }
-}
-
-function csrfToken() {
-  const pair = document.cookie.split(";").map((part) => part.trim()).find((part) => part.startsWith("csrftoken="));
-  return pair ? decodeURIComponent(pair.slice("csrftoken=".length)) : "";
-}
-
-// The decisions are posted here rather than through staffApi: a refusal's code and card matter to the card.
-async function postDecision(approvalId, verb, body) {
-  let response;
-  try {
-    response = await fetch(`/api/staff/approvals/${encodeURIComponent(approvalId)}/${verb}`, {
-      method: "POST", credentials: "same-origin",
-      headers: { Accept: "application/json", "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
-      body: JSON.stringify(body),
-    });
-  } catch {
-    throw new DecisionError(0, "The server could not be reached. Check the connection and try again.");
-  }
-  let data = null;
-  try {
-    data = await response.json();
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    throw new DecisionError(response.status, (data && data.error) || `The server answered ${response.status}.`,
-      data && data.code, data && data.approval);
-  }
-  return data;
-}
-
 function lastSeq(messages) {
   return messages.reduce((max, m) => Math.max(max, m.seq), 0);
 }
@@ -436,13 +398,13 @@ export class ApprovalCard {
     try {
       const body = approve ? { ...(args === undefined ? {} : { arguments: args }), ...(confirmSeen ? { confirm_seen: true } : {}) }
         : { reason };
-      const { approval } = await postDecision(this.approval.id, approve ? "approve" : "reject", body);
+      const { approval } = await staffApi.decide(this.approval.id, approve ? "approve" : "reject", body);
       decided = approval;
     } catch (error) {
       this.busy = false;
       this.el.removeAttribute("aria-busy");
       for (const button of this.el.querySelectorAll("button")) button.disabled = false;
-      if (error instanceof DecisionError && error.code === "needs_second_look") {
+      if (error instanceof ApiError && error.code === "needs_second_look") {
         // The customer wrote meanwhile: show it (the answer carries the card as it is now) and ask for the tick.
         this.seenThrough = 0;
         if (!error.approval || !this.store.upsert(error.approval)) this.render();
@@ -452,7 +414,7 @@ export class ApprovalCard {
       if (error instanceof ApiError && error.status === 409) {
         this.notice = error.message || ALREADY_DECIDED; // "Sam Lee already approved this at 14:02 UTC."
         this.openForm = null;
-        if (!(error instanceof DecisionError && error.approval && this.store.upsert(error.approval))) {
+        if (!(error instanceof ApiError && error.body && error.body.approval && this.store.upsert(error.body.approval))) {
           await this.store.refresh(); // brings the other decision (unless an event brought it already)
         }
         this.render();
