@@ -98,3 +98,8 @@ export const deskApi = {
   deleteReply: (replyId) => call(`saved-replies/${id(replyId)}`, { method: "DELETE" }),
 };
 
+// What the customer said of the conversation, and "Sam is typing…" for them (support/views/feedback.py).
+export const feedbackApi = {
+  rating: (conversationId) => call(`conversations/${id(conversationId)}/rating`),
+  typing: (conversationId) => call(`conversations/${id(conversationId)}/typing`, { method: "POST" }),
+};

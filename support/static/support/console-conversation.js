@@ -3,7 +3,7 @@
 // customer's context with the staff actions (console-context.js), notes and saved replies (console-notes.js),
 // the trace and chart, take over / reply / hand back. Each panel is one module; this page wires them.
 
-import { ApiError, deskApi, staffApi } from "./console-api.js";
+import { ApiError, deskApi, feedbackApi, staffApi } from "./console-api.js";
 import { ApprovalList } from "./console-approvals.js";
 import { ContextPanel } from "./console-context.js";
 import { NotesPanel, SavedReplies } from "./console-notes.js";
@@ -47,6 +47,36 @@ export class ConversationPage {
     this.context.load();
     this.notes.load();
     this.saved.load();
+    this.loadRating();
+  }
+
+  // -- the customer's rating (1 to 5 and a comment), shown beside the status -------------------------------
+
+  async loadRating() {
+    try {
+      this.renderRating((await feedbackApi.rating(this.id)).rating);
+    } catch { /* shown with the next conversation.rated */ }
+  }
+
+  renderRating(rating) {
+    let slot = $("conversation-rating");
+    if (!slot) {
+      slot = h("span", { class: "conv-rating", "data-testid": "conversation-rating" });
+      $("conversation-status-slot").parentElement.appendChild(slot);
+    }
+    slot.dataset.score = rating ? String(rating.score) : "";
+    fill(slot, rating ? [h("strong", {}, `Rated ${rating.score}/5 `), "★".repeat(rating.score),
+      rating.comment ? h("span", { class: "sub", "data-testid": "conversation-rating-comment" }, ` “${visibleText(rating.comment)}”`) : null,
+      h("span", { class: "sub" }, ` · ${rating.occasion === "closed" ? "after closing" : "after the agent resolved it"}`)] : []);
+    slot.hidden = !rating;
+  }
+
+  /** "Sam is typing…" for the customer: at most once every few seconds while the reply box changes. */
+  sayTyping() {
+    const now = Date.now();
+    if (!this.replyInput.value.trim() || now - (this.typingSentAt || 0) < 3000) return;
+    this.typingSentAt = now;
+    feedbackApi.typing(this.id).catch(() => {});
   }
 
   /** Order numbers the customer or the agent named: their cards open in the context panel. */
@@ -69,6 +99,7 @@ export class ConversationPage {
       this.load();
       this.context.load();
     });
+    s.on("conversation.rated", (e) => { if (this.mine(e)) this.renderRating(e.rating); });
     s.on("staff.action", (e) => {
       if (!this.mine(e) || !e.action) return;
       if (!this.actions.some((a) => a.id === e.action.id)) this.actions.push(e.action);
@@ -282,6 +313,7 @@ export class ConversationPage {
         this.replyInput.focus();
       }
     });
+    this.replyInput.addEventListener("input", () => this.sayTyping());
     this.replyInput.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
         e.preventDefault();

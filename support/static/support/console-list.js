@@ -5,7 +5,7 @@
 // Also here: the read marker a conversation page keeps, and the "next conversation" key.
 
 import { inboxApi } from "./console-api.js";
-import { announce, conversationUrl, fill, h, timeEl } from "./console-dom.js";
+import { announce, conversationUrl, fill, h, timeEl, visibleText } from "./console-dom.js";
 import { learnCustomers } from "./console-store.js";
 
 const FILTERS = ["", "mine", "unassigned", "needs_person", "waiting_approval", "closed"];
@@ -14,7 +14,7 @@ const PAGE = 50;
 const REFRESH_AFTER_MS = 250; // events of one change arrive together: one request for all of them
 const ORDER_KEY = "sundry-console:inbox-order";
 const LIST_EVENTS = ["run.status", "conversation.updated", "conversation.assigned", "approval.requested",
-  "approval.decided", "inbox.changed", "inbox.read"];
+  "approval.decided", "inbox.changed", "inbox.read", "conversation.rated"];
 const AUTHORS = { customer: "Customer", agent: "Agent", staff: "Staff", system: "Desk" };
 
 /** "12 min", "3 h 5 min", "2 days": how long a customer has waited. */
@@ -283,7 +283,9 @@ export class ConversationList {
         d.pending_approvals ? h("span", { "data-testid": "pending-approvals", "data-count": String(d.pending_approvals) },
           `${d.pending_approvals} approval${d.pending_approvals === 1 ? "" : "s"} waiting`) : null,
         d.status === "needs_person" && d.attention_reason ? h("span", { class: "attention", "data-testid": "attention-reason" }, d.attention_reason) : null,
-        d.status === "closed" && d.closed_by ? h("span", { "data-testid": "closed-by" }, `closed by ${d.closed_by.name}`) : null),
+        d.status === "closed" && d.closed_by ? h("span", { "data-testid": "closed-by" }, `closed by ${d.closed_by.name}`) : null,
+        d.rating ? h("span", { class: "row-rating", "data-testid": "row-rating", "data-score": String(d.rating.score),
+          title: d.rating.comment ? visibleText(d.rating.comment) : "" }, `rated ${d.rating.score}/5 ${"★".repeat(d.rating.score)}`) : null),
       h("div", { class: "row-actions" },
         h("span", { class: "row-assignee", "data-testid": "row-assignee", "data-assignee": d.assignee ? d.assignee.username : "" },
           d.assignee ? (me ? "Assigned to you" : `Assigned to ${d.assignee.name}`) : "Unassigned"),

@@ -39,6 +39,123 @@
     drop: function () { try { localStorage.removeItem(identityKey()); } catch (e) { /* private mode */ } },
   };
 
+  // -- fitting the shop: language, position, colours, layout, hours (data-* on the script tag) --------
+  // Every option is checked: a value that is not one of the documented ones is ignored, never used as is.
+  var opt = script.dataset;
+  var LANGS = ["en", "de"];
+  function pickLanguage() {
+    var wanted = [opt.lang].concat(navigator.languages || [navigator.language]);
+    for (var i = 0; i < wanted.length; i++) {
+      var base = String(wanted[i] || "").toLowerCase().split(/[-_]/)[0];
+      if (LANGS.indexOf(base) >= 0) return base;
+    }
+    return "en";
+  }
+  var LANG = pickLanguage();
+  var DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]; // data-hours spells days so
+  var HEX = /^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/i;
+  var FIT = {
+    position: opt.position === "left" ? "left" : "right",
+    layout: opt.layout === "overlay" ? "overlay" : "dock", // dock: the page shrinks beside the open panel (>= 1024 px)
+    accent: HEX.test(opt.accent || "") ? opt.accent : null,
+    accentText: HEX.test(opt.accentText || "") ? opt.accentText : null,
+    replyTime: /^\d{1,3}[mhd]$/.test(opt.replyTime || "") ? opt.replyTime : null, // "30m", "4h", "1d"
+    hours: parseHours(opt.hours || ""), // "Mon-Fri 09:00-17:30, Sat 10:00-14:00"
+    zone: validZone(opt.hoursZone) // the hours' IANA time zone; default the customer's own
+  };
+  var DOCK_MIN = 1024, DOCK_WIDTH = 400, PHONE_MAX = 639;
+
+  // The widget's words in each language: the English text is the key, so an untranslated one shows in English.
+  var CATALOG = {de: {
+    "Open Sundry support chat": "Sundry-Support-Chat öffnen", "Close Sundry support chat": "Sundry-Support-Chat schließen",
+    "New message": "Neue Nachricht", "Chat with us": "Chatten Sie mit uns", "Sundry support": "Sundry-Support",
+    "Our assistant replies in seconds": "Unser Assistent antwortet in Sekunden", "Close chat": "Chat schließen",
+    "Back to shop": "Zurück zum Shop", "Reconnecting…": "Verbindung wird wiederhergestellt…", "Conversation": "Gespräch",
+    "Hi! I'm Sundry's assistant. Ask me about an order, a delivery or a refund. A person from our team checks every refund before it's issued.":
+      "Hallo! Ich bin der Assistent von Sundry. Fragen Sie mich zu einer Bestellung, einer Lieferung oder einer Erstattung. Jede Erstattung prüft jemand aus unserem Team, bevor sie ausgezahlt wird.",
+    "Suggestions": "Vorschläge", "Where is my order?": "Wo ist meine Bestellung?",
+    "My parcel never arrived": "Mein Paket ist nie angekommen", "An item arrived damaged": "Ein Artikel kam beschädigt an",
+    "New messages ↓": "Neue Nachrichten ↓", "The assistant is working": "Der Assistent arbeitet",
+    "Our team is reviewing your request": "Unser Team prüft Ihre Anfrage",
+    "A person checks this before anything is done. You'll see their decision here; you can keep writing.":
+      "Jemand prüft das, bevor etwas passiert. Die Entscheidung sehen Sie hier; Sie können weiter schreiben.",
+    "Our team has approved it": "Unser Team hat es genehmigt",
+    "The assistant is confirming the details here.": "Der Assistent bestätigt die Einzelheiten hier.",
+    "Our team has decided": "Unser Team hat entschieden",
+    "The assistant is explaining their decision here.": "Der Assistent erklärt die Entscheidung hier.",
+    "It couldn't be reviewed in time": "Das konnte nicht rechtzeitig geprüft werden",
+    "Nothing has been done yet. A member of our team will follow up here.": "Noch ist nichts passiert. Jemand aus unserem Team meldet sich hier.",
+    "Your message": "Ihre Nachricht", "Write a message…": "Nachricht schreiben…", "Send message": "Nachricht senden",
+    "Support team": "Support-Team", "Sundry team": "Sundry-Team", "Sundry assistant": "Sundry-Assistent",
+    "{name} from our team is here": "{name} aus unserem Team ist da", "A member of our team is here": "Jemand aus unserem Team ist da",
+    "Waiting for a member of our team": "Wartet auf jemanden aus unserem Team",
+    "Sending…": "Wird gesendet…", "Waiting for connection…": "Wartet auf Verbindung…",
+    "Your message could not be sent.": "Ihre Nachricht konnte nicht gesendet werden.",
+    "We couldn't reach our support desk. Check your connection and try again.": "Wir konnten unseren Support nicht erreichen. Prüfen Sie Ihre Verbindung und versuchen Sie es noch einmal.",
+    "We couldn't start the chat. ": "Wir konnten den Chat nicht starten. ",
+    "The chat was disconnected. Reload the page to continue.": "Der Chat wurde getrennt. Laden Sie die Seite neu, um weiterzumachen.",
+    "This chat has ended. Send a message to start a new one.": "Dieser Chat ist beendet. Schreiben Sie eine Nachricht, um einen neuen zu beginnen.",
+    "Continue": "Weiter", "Code from the e-mail": "Code aus der E-Mail",
+    "For your security, enter the 8-digit code we just e-mailed to {email}.": "Zu Ihrer Sicherheit: Geben Sie den 8-stelligen Code ein, den wir gerade an {email} geschickt haben.",
+    "Looking up your order": "Ich sehe mir Ihre Bestellung an", "Checking the carrier's tracking": "Ich prüfe die Sendungsverfolgung",
+    "Reading our policies": "Ich lese unsere Richtlinien", "Preparing a refund": "Ich bereite eine Erstattung vor",
+    "Contacting the seller": "Ich kontaktiere den Verkäufer", "Handing over to a specialist": "Ich übergebe an unser Team",
+    "Wrapping up": "Ich fasse zusammen", "Thinking": "Ich denke nach", "Compacting the history": "Ich fasse das Gespräch zusammen",
+    // business hours, reply time, typing, rating
+    "Our team is here now": "Unser Team ist jetzt da", "Our team is away": "Unser Team ist gerade nicht da",
+    "back {when}": "wieder da {when}", "replies within {time}": "antwortet innerhalb von {time}",
+    "{n} minutes": "{n} Minuten", "{n} hours": "{n} Stunden", "{n} days": "{n} Tagen", "1 hour": "einer Stunde", "1 day": "einem Tag",
+    "Hours: {hours} ({zone})": "Zeiten: {hours} ({zone})", "{city} time": "Ortszeit {city}", "your time": "Ihre Ortszeit",
+    "{name} is typing…": "{name} schreibt…", "Our team is typing…": "Unser Team schreibt…",
+    "How did we do?": "Wie waren wir?", "Rate this conversation": "Bewerten Sie dieses Gespräch",
+    "{n} of 5 stars": "{n} von 5 Sternen", "Tell us more (optional)": "Erzählen Sie uns mehr (optional)",
+    "Send rating": "Bewertung senden", "Thank you for your rating.": "Danke für Ihre Bewertung.",
+    "You rated this conversation {n} of 5.": "Sie haben dieses Gespräch mit {n} von 5 bewertet.", "Change": "Ändern",
+    "Choose 1 to 5 stars first.": "Wählen Sie zuerst 1 bis 5 Sterne.",
+    "We couldn't save your rating. ": "Wir konnten Ihre Bewertung nicht speichern. ",
+    // the server's refusals, by code (the English words come from the server)
+    "error:empty": "Ihre Nachricht ist leer.",
+    "error:too_long": "Ihre Nachricht ist zu lang – bitte bleiben Sie unter {limit} Zeichen.",
+    "error:control_character": "Ihre Nachricht enthält ein Steuerzeichen, das wir nicht anzeigen können; bitte entfernen Sie es.",
+    "error:invalid_text": "Ihre Nachricht enthält Zeichen, die kein gültiger Text sind; bitte tippen Sie sie neu.",
+    "error:not_text": "Die Nachricht muss Text sein.",
+    "error:rate_limited": "Sie schreiben schneller, als wir lesen können – bitte warten Sie {seconds} s und versuchen Sie es noch einmal."
+  }};
+  /* t("English text", {name: ...}) -> the text in the widget's language, {placeholders} filled in. */
+  function t(text, values) {
+    var said = (CATALOG[LANG] && CATALOG[LANG][text]) || text;
+    return values ? said.replace(/\{(\w+)\}/g, function (m, k) { return k in values ? String(values[k]) : m; }) : said;
+  }
+  /* A refusal from the server in the widget's language: its code's words, else the server's own. */
+  function refusal(code, serverWords, values) {
+    var key = "error:" + code;
+    return LANG !== "en" && CATALOG[LANG] && CATALOG[LANG][key] ? t(key, values) : serverWords;
+  }
+
+  // Business hours: "Mon-Fri 09:00-17:30, Sat 10:00-14:00" -> [{days: [1..5], from: 540, to: 1050}, ...].
+  function parseHours(text) {
+    var out = [];
+    var ok = String(text).split(/\s*[,;]\s*/).filter(Boolean).every(function (part) {
+      var m = /^([A-Za-z]{3})(?:\s*-\s*([A-Za-z]{3}))?\s+(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})$/.exec(part.trim());
+      if (!m) return false;
+      var a = dayIndex(m[1]), b = m[2] ? dayIndex(m[2]) : a, from = +m[3] * 60 + +m[4], to = +m[5] * 60 + +m[6];
+      if (a < 0 || b < 0 || from >= to || to > 24 * 60 || +m[4] > 59 || +m[6] > 59) return false;
+      var days = [];
+      for (var d = a; ; d = (d + 1) % 7) { days.push(d); if (d === b) break; }
+      out.push({days: days, from: from, to: to, text: part.trim()});
+      return true;
+    });
+    return ok && out.length ? out : null;
+  }
+  function dayIndex(name) {
+    var n = name.charAt(0).toUpperCase() + name.slice(1, 3).toLowerCase();
+    return DAYS.indexOf(n);
+  }
+  function validZone(zone) {
+    if (!zone || !/^[A-Za-z_]+(?:\/[A-Za-z_+-]+){0,2}$/.test(zone)) return null;
+    try { new Intl.DateTimeFormat("en", {timeZone: zone}); return zone; } catch (e) { return null; }
+  }
+
   // -- safe markdown ---------------------------------------------------------------------------------
   /* renderMarkdown(text) -> DocumentFragment. Contract: the fragment contains only p, br, strong, em,
    * code, pre, ul, ol, li, blockquote, span and a elements; every piece of the input ends up in a text node
@@ -218,54 +335,54 @@
   shadow.appendChild(css); shadow.appendChild(root);
 
   var button = tid(el("button", "sw-launcher"), "widget-button");
-  button.type = "button"; button.setAttribute("aria-label", "Open Sundry support chat");
+  button.type = "button"; button.setAttribute("aria-label", t("Open Sundry support chat"));
   button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-controls", "sw-panel");
   var unread = tid(el("span", "sw-unread"), "widget-unread"); unread.hidden = true;
-  unread.appendChild(el("span", "sw-visually-hidden", "New message"));
+  unread.appendChild(el("span", "sw-visually-hidden", t("New message")));
   var chatIcon = svg(ICON_CHAT), closeIcon = svg(ICON_CLOSE);
   chatIcon.classList.add("sw-icon-chat"); closeIcon.classList.add("sw-icon-close");
-  [chatIcon, closeIcon, el("span", "sw-launcher-label", "Chat with us"), unread].forEach(function (n) { button.appendChild(n); });
+  [chatIcon, closeIcon, el("span", "sw-launcher-label", t("Chat with us")), unread].forEach(function (n) { button.appendChild(n); });
 
   var panel = tid(el("section", "sw-panel"), "widget-panel");
   panel.id = "sw-panel"; panel.hidden = true;
   panel.setAttribute("role", "dialog"); panel.setAttribute("aria-labelledby", "sw-title");
   var header = el("header", "sw-header"), heading = el("div", "sw-heading");
-  var title = el("h2", "sw-title", "Sundry support"); title.id = "sw-title";
-  var subtitle = tid(el("p", "sw-subtitle", "Our assistant replies in seconds"), "widget-subtitle");
+  var title = el("h2", "sw-title", t("Sundry support")); title.id = "sw-title";
+  var subtitle = tid(el("p", "sw-subtitle", t("Our assistant replies in seconds")), "widget-subtitle");
   var closeBtn = tid(el("button", "sw-close"), "widget-close");
-  closeBtn.type = "button"; closeBtn.setAttribute("aria-label", "Close chat"); closeBtn.appendChild(svg(ICON_CLOSE));
+  closeBtn.type = "button"; closeBtn.setAttribute("aria-label", t("Close chat")); closeBtn.appendChild(svg(ICON_CLOSE));
   heading.appendChild(title); heading.appendChild(subtitle);
   header.appendChild(el("span", "sw-avatar", "S")); header.appendChild(heading); header.appendChild(closeBtn);
 
-  var reconnecting = tid(el("div", "sw-reconnecting", "Reconnecting…"), "widget-reconnecting");
+  var reconnecting = tid(el("div", "sw-reconnecting", t("Reconnecting…")), "widget-reconnecting");
   reconnecting.setAttribute("role", "status"); reconnecting.hidden = true;
 
   var transcript = tid(el("div", "sw-transcript"), "widget-transcript");
   transcript.setAttribute("role", "log"); transcript.setAttribute("aria-live", "polite");
-  transcript.setAttribute("aria-label", "Conversation"); transcript.tabIndex = 0;
-  var intro = el("p", "sw-intro", "Hi! I'm Sundry's assistant. Ask me about an order, a delivery or a refund. " +
-    "A person from our team checks every refund before it's issued.");
+  transcript.setAttribute("aria-label", t("Conversation")); transcript.tabIndex = 0;
+  var intro = el("p", "sw-intro", t("Hi! I'm Sundry's assistant. Ask me about an order, a delivery or a refund. " +
+    "A person from our team checks every refund before it's issued."));
   var list = el("ol", "sw-messages");
-  var suggestions = el("div", "sw-suggestions"); suggestions.setAttribute("aria-label", "Suggestions"); suggestions.setAttribute("role", "group");
+  var suggestions = el("div", "sw-suggestions"); suggestions.setAttribute("aria-label", t("Suggestions")); suggestions.setAttribute("role", "group");
   ["Where is my order?", "My parcel never arrived", "An item arrived damaged"].forEach(function (text) {
-    var chip = tid(el("button", "sw-suggestion", text), "widget-suggestion"); chip.type = "button";
-    chip.addEventListener("click", function () { input.value = text; submit(); });
+    var chip = tid(el("button", "sw-suggestion", t(text)), "widget-suggestion"); chip.type = "button";
+    chip.addEventListener("click", function () { input.value = t(text); submit(); });
     suggestions.appendChild(chip);
   });
   transcript.appendChild(intro); transcript.appendChild(suggestions); transcript.appendChild(list);
-  var jump = tid(el("button", "sw-jump", "New messages ↓"), "widget-jump"); jump.type = "button"; jump.hidden = true;
+  var jump = tid(el("button", "sw-jump", t("New messages ↓")), "widget-jump"); jump.type = "button"; jump.hidden = true;
 
   var activity = tid(el("div", "sw-activity"), "widget-typing"); activity.hidden = true;
   var dots = el("span", "sw-dots"); dots.setAttribute("aria-hidden", "true");
   dots.appendChild(el("span")); dots.appendChild(el("span")); dots.appendChild(el("span"));
   var status = tid(el("span", "sw-status"), "widget-status"); status.setAttribute("role", "status");
-  activity.appendChild(dots); activity.appendChild(el("span", "sw-visually-hidden", "The assistant is working")); activity.appendChild(status);
+  activity.appendChild(dots); activity.appendChild(el("span", "sw-visually-hidden", t("The assistant is working"))); activity.appendChild(status);
 
   function banner(id, cls) {
     var b = tid(el("div", "sw-banner " + cls), id); b.setAttribute("role", "status"); b.hidden = true;
     b.appendChild(el("span", "sw-banner-icon")); var t = el("div", "sw-banner-text");
     t.appendChild(el("strong")); t.appendChild(el("span")); b.appendChild(t);
-    b.say = function (head, sub) { t.firstChild.textContent = head; t.lastChild.textContent = sub; };
+    b.say = function (head, sub) { t.firstChild.textContent = words(head); t.lastChild.textContent = words(sub); };
     return b;
   }
   var approvalBanner = banner("widget-approval-banner", "sw-banner--approval");
@@ -280,11 +397,11 @@
   var handoverBanner = banner("widget-handover-banner", "sw-banner--handover");
 
   var composer = tid(el("form", "sw-composer"), "widget-composer");
-  var label = el("label", "sw-visually-hidden", "Your message"); label.htmlFor = "sw-input";
+  var label = el("label", "sw-visually-hidden", t("Your message")); label.htmlFor = "sw-input";
   var input = tid(el("textarea", "sw-input"), "widget-input");
-  input.id = "sw-input"; input.rows = 1; input.placeholder = "Write a message…";
+  input.id = "sw-input"; input.rows = 1; input.placeholder = t("Write a message…");
   var send = tid(el("button", "sw-send"), "widget-send");
-  send.type = "submit"; send.setAttribute("aria-label", "Send message"); send.appendChild(svg(ICON_SEND));
+  send.type = "submit"; send.setAttribute("aria-label", t("Send message")); send.appendChild(svg(ICON_SEND));
   composer.appendChild(label); composer.appendChild(input); composer.appendChild(send);
   var error = tid(el("p", "sw-error"), "widget-error"); error.setAttribute("role", "alert"); error.hidden = true;
 
@@ -333,7 +450,7 @@
     var li = tid(el("li", "sw-msg sw-msg--" + author), "widget-message");
     li.dataset.author = author;
     if (author !== "customer") {
-      var name = author === "staff" ? (m.staff_name || "Support team") + " · Sundry team" : "Sundry assistant";
+      var name = author === "staff" ? (m.staff_name || t("Support team")) + " · " + t("Sundry team") : t("Sundry assistant");
       li.appendChild(el("span", "sw-name", name));
     }
     var bubble = el("div", "sw-bubble");
@@ -382,7 +499,7 @@
     if (!stream) {
       stream = tid(el("li", "sw-msg sw-msg--agent sw-streaming"), "widget-streaming");
       stream.dataset.author = "agent"; stream.setAttribute("aria-hidden", "true"); // the saved answer is announced
-      stream.appendChild(el("span", "sw-name", "Sundry assistant"));
+      stream.appendChild(el("span", "sw-name", t("Sundry assistant")));
       stream.appendChild(el("div", "sw-bubble sw-md")); stream.text = "";
       list.appendChild(stream);
     }
@@ -399,7 +516,7 @@
   function setLabel(label) {
     clearTimeout(labelTimer);
     state.label = label;
-    status.textContent = label ? label.replace(/[.…]+$/, "") + "…" : "";
+    status.textContent = label ? t(label.replace(/[.…]+$/, "")) + "…" : "";
     status.hidden = !label;
     renderState();
   }
@@ -413,8 +530,8 @@
     // banner repeating it would be a second message (and "chatting with our team" before anyone joined, untrue).
     var who = state.conversation === "taken_over" ? (state.assignee || lastStaffName) : null;
     handoverBanner.hidden = true;
-    subtitle.textContent = state.conversation === "taken_over" ? (who ? who + " from our team is here" : "A member of our team is here")
-      : state.conversation === "needs_attention" ? "Waiting for a member of our team" : "Our assistant replies in seconds";
+    subtitle.textContent = state.conversation === "taken_over" ? (who ? t("{name} from our team is here", {name: who}) : t("A member of our team is here"))
+      : state.conversation === "needs_attention" ? t("Waiting for a member of our team") : t("Our assistant replies in seconds");
     panel.dataset.conversation = state.conversation;
     suggestions.hidden = list.children.length > 0;
     if (pinned) transcript.scrollTop = transcript.scrollHeight; // a banner took room from the transcript
@@ -460,7 +577,7 @@
 
   function api(path, options) {
     return fetch(BASE + "api/" + path, options).catch(function () {
-      throw new Error("We couldn't reach our support desk. Check your connection and try again.");
+      throw new Error(t("We couldn't reach our support desk. Check your connection and try again."));
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
         if (!r.ok) {
@@ -492,7 +609,7 @@
     hideError();
     ensureConversation().then(connect, function (e) {
       if (e.code === "code_required" && identity && identity.email) return askForCode();
-      showError("We couldn't start the chat. " + e.message);
+      showError(t("We couldn't start the chat. ") + e.message);
     });
   }
 
@@ -506,11 +623,11 @@
     };
     post({email: identity.email, send_code: true}).catch(function () {});
     codeForm = tid(el("form", "sw-code"), "widget-code-form");
-    var text = el("p", "sw-code-text", "For your security, enter the 8-digit code we just e-mailed to " + identity.email + ".");
+    var text = el("p", "sw-code-text", t("For your security, enter the 8-digit code we just e-mailed to {email}.", {email: identity.email}));
     var field = tid(el("input", "sw-code-input"), "widget-code-input");
     field.inputMode = "numeric"; field.autocomplete = "one-time-code"; field.maxLength = 8;
-    field.setAttribute("aria-label", "Code from the e-mail");
-    var go = tid(el("button", "sw-code-send", "Continue"), "widget-code-send"); go.type = "submit";
+    field.setAttribute("aria-label", t("Code from the e-mail"));
+    var go = tid(el("button", "sw-code-send", t("Continue")), "widget-code-send"); go.type = "submit";
     [text, field, go].forEach(function (n) { codeForm.appendChild(n); });
     codeForm.addEventListener("submit", function (ev) {
       ev.preventDefault(); hideError();
@@ -527,6 +644,7 @@
 
   function connect() {
     if (!conv || (ws && ws.readyState <= 1)) return;
+    tellLanguage();
     clearTimeout(retryTimer);
     var socket = ws = new WebSocket(WS_BASE + "ws/conversations/" + conv.id + "/");
     ready = false;
@@ -546,7 +664,7 @@
     if (code === 4401) return forget();
     if (REFUSED_FOR_GOOD.indexOf(code) >= 0) { // the same socket would be refused again: do not hammer
       reconnecting.hidden = true; panel.dataset.connection = "closed";
-      return showError("The chat was disconnected. Reload the page to continue.");
+      return showError(t("The chat was disconnected. Reload the page to continue."));
     }
     reconnecting.hidden = false; panel.dataset.connection = "reconnecting";
     var delay = Math.min(10000, 500 * Math.pow(2, attempt++)) * (0.75 + Math.random() * 0.5);
@@ -562,7 +680,7 @@
     if (wasStored) return start(); // a stale stored conversation: start afresh right away
     expired = true;
     var notice = tid(el("li", "sw-notice sw-notice--local"), "widget-notice");
-    notice.appendChild(el("span", "sw-notice-text", "This chat has ended. Send a message to start a new one."));
+    notice.appendChild(el("span", "sw-notice-text", t("This chat has ended. Send a message to start a new one.")));
     list.appendChild(notice); toBottom(false);
   }
 
@@ -572,6 +690,7 @@
   }
 
   function handle(ev) {
+    fitEvent(ev); // typing, the rating (below)
     if (ev.type !== "pong") { clearTimeout(idleTimer); idleTimer = setTimeout(sendPing, IDLE_CHECK_MS); } // quiet: check for a lost last event
     switch (ev.type) {
       case "message.saved":
@@ -666,12 +785,12 @@
     if (ready) transmit(p); else { pendingLabels(); if (!conv) start(); }
   }
   function transmit(p) {
-    p.node.dataset.state = "sending"; p.node.querySelector(".sw-state").textContent = "Sending…";
+    p.node.dataset.state = "sending"; p.node.querySelector(".sw-state").textContent = t("Sending…");
     ws.send(JSON.stringify({type: "message", text: p.text, client_id: p.client_id}));
   }
   function flush() { pending.slice().forEach(transmit); } // the same client_id again: saved once
   function pendingLabels() {
-    pending.forEach(function (p) { p.node.dataset.state = "queued"; p.node.querySelector(".sw-state").textContent = "Waiting for connection…"; });
+    pending.forEach(function (p) { p.node.dataset.state = "queued"; p.node.querySelector(".sw-state").textContent = t("Waiting for connection…"); });
   }
   function rejected(ev) {
     var p = pending.filter(function (x) { return x.client_id === ev.client_id; })[0];
@@ -679,7 +798,7 @@
       pending.splice(pending.indexOf(p), 1); p.node.remove();
       input.value = input.value.trim() ? p.text + "\n" + input.value : p.text; grow();
     }
-    showError(ev.error || "Your message could not be sent.");
+    showError(refusal(ev.code, ev.error || t("Your message could not be sent."), refusalValues(ev)));
     input.focus();
   }
   function showError(text) { error.textContent = text; error.hidden = false; }
@@ -695,8 +814,8 @@
   // -- open and close --------------------------------------------------------------------------------
   function open() {
     panel.hidden = false; root.classList.add("sw-open");
-    panel.setAttribute("aria-modal", phone.matches ? "true" : "false");
-    button.setAttribute("aria-expanded", "true"); button.setAttribute("aria-label", "Close Sundry support chat");
+    fitOpen(); // docked beside the page, or the phone's sheet
+    button.setAttribute("aria-expanded", "true"); button.setAttribute("aria-label", t("Close Sundry support chat"));
     unread.hidden = true;
     if (expired) reset();
     if (!conv || !ws) start();
@@ -705,12 +824,13 @@
   }
   function close() {
     panel.hidden = true; root.classList.remove("sw-open");
-    button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-label", "Open Sundry support chat");
+    fitClose();
+    button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-label", t("Open Sundry support chat"));
     button.focus();
   }
   button.addEventListener("click", function () { if (panel.hidden) open(); else close(); });
   closeBtn.addEventListener("click", close);
-  var phone = window.matchMedia("(max-width: 480px)");
+  var phone = window.matchMedia("(max-width: 639px)"); // the sheet: PHONE_MAX
   root.addEventListener("keydown", function (e) {
     if (e.key === "Escape" && !panel.hidden) { e.stopPropagation(); close(); }
     // Full-screen on a phone the panel is modal: Tab cycles inside it.
@@ -720,6 +840,210 @@
     }
   });
   window.addEventListener("online", function () { if (conv && !ws) { attempt = 0; connect(); } });
+
+  // -- fitting the shop: colours, side, docking, the phone's sheet, hours, a person typing, the rating ----
+  function words(text, values) { return t(text, values); } // for code whose own `t` is a DOM node
+  function refusalValues(ev) {
+    var number = /\d[\d,.]*/.exec(ev.error || "");
+    return {limit: number ? Number(number[0].replace(/\D/g, "")).toLocaleString(LANG) : "",
+      seconds: ev.retry_after != null ? ev.retry_after : ""};
+  }
+  root.setAttribute("lang", LANG);
+  if (FIT.position === "left") root.classList.add("sw-left");
+  (function colours() {
+    if (FIT.accent) { host.style.setProperty("--sw-accent", FIT.accent); host.style.setProperty("--sw-accent-dark", shade(FIT.accent, 0.8)); }
+    // Text on the accent: the shop's, else whichever of white and ink reads better on it.
+    var on = FIT.accentText || (FIT.accent ? (contrast(FIT.accent, "#ffffff") >= contrast(FIT.accent, "#1d2330") ? "#ffffff" : "#1d2330") : null);
+    if (on) host.style.setProperty("--sw-on-accent", on);
+    if (FIT.accent) { // the accent as text on white (chips, the avatar's letter): darkened until it reads
+      var ink = FIT.accent;
+      for (var i = 0; i < 20 && contrast(ink, "#ffffff") < 4.5; i++) ink = shade(ink, 0.9);
+      host.style.setProperty("--sw-accent-ink", ink);
+    }
+  })();
+  function rgb(hex) {
+    var h = hex.slice(1); if (h.length === 3) h = h.replace(/./g, "$&$&");
+    return [0, 2, 4].map(function (i) { return parseInt(h.slice(i, i + 2), 16); });
+  }
+  function shade(hex, f) { return "#" + rgb(hex).map(function (c) { return ("0" + Math.round(c * f).toString(16)).slice(-2); }).join(""); }
+  function luminance(hex) {
+    var c = rgb(hex).map(function (v) { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  }
+  function contrast(a, b) { var x = luminance(a), y = luminance(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); }
+
+  // On a phone the close button reads "Back to shop" (the sheet covers the shop); Escape and the browser's
+  // back button close the sheet too (one history entry while it is open).
+  closeBtn.firstChild.classList.add("sw-close-x");
+  closeBtn.appendChild(svg("M15.4 5 8.4 12l7 7 1.4-1.4-5.6-5.6 5.6-5.6z")).classList.add("sw-close-back");
+  closeBtn.appendChild(el("span", "sw-close-label", t("Back to shop")));
+  var wide = window.matchMedia("(min-width: " + DOCK_MIN + "px)");
+  var sheet = window.matchMedia("(max-width: " + PHONE_MAX + "px)");
+  var pushed = false, pageMargin = null;
+  function fitLabels() { closeBtn.setAttribute("aria-label", sheet.matches ? t("Back to shop") : t("Close chat")); }
+  /* Docked (>= 1024 px, data-layout="dock"): the open panel is a full-height side panel and the page gives it
+   * room (a margin on the page's root element), so nothing of the shop is under it. */
+  function dock() {
+    var docked = !panel.hidden && FIT.layout === "dock" && wide.matches && !root.classList.contains("sw-root--page");
+    root.classList.toggle("sw-docked", docked);
+    var side = "margin-" + FIT.position, page = document.documentElement.style;
+    if (docked && pageMargin === null) { pageMargin = page.getPropertyValue(side); page.setProperty(side, DOCK_WIDTH + "px"); }
+    if (!docked && pageMargin !== null) { if (pageMargin) page.setProperty(side, pageMargin); else page.removeProperty(side); pageMargin = null; }
+  }
+  function fitOpen() {
+    dock(); fitLabels(); showHours();
+    panel.setAttribute("aria-modal", sheet.matches ? "true" : "false");
+    if (sheet.matches && !pushed && !root.classList.contains("sw-root--page")) {
+      try { history.pushState({sundryWidget: true}, ""); pushed = true; } catch (e) { /* sandboxed page */ }
+    }
+  }
+  function fitClose() {
+    dock();
+    if (pushed) { pushed = false; if (history.state && history.state.sundryWidget) history.back(); }
+  }
+  window.addEventListener("popstate", function () { if (pushed) { pushed = false; if (!panel.hidden) close(); } });
+  [wide, sheet].forEach(function (q) { (q.addEventListener ? q.addEventListener.bind(q, "change") : q.addListener.bind(q))(function () { dock(); fitLabels(); }); });
+  fitLabels();
+
+  // Expected reply time and business hours (data-reply-time, data-hours, data-hours-zone): shown under the
+  // header whenever the panel opens.
+  var hoursBar = tid(el("div", "sw-hours"), "widget-hours"); hoursBar.hidden = true;
+  var hoursNow = el("p", "sw-hours-now"), hoursList = el("p", "sw-hours-list");
+  hoursBar.appendChild(hoursNow); hoursBar.appendChild(hoursList);
+  panel.insertBefore(hoursBar, header.nextSibling);
+  function zoneParts(date) {
+    var parts = {};
+    new Intl.DateTimeFormat("en-US", {timeZone: FIT.zone || undefined, weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23"})
+      .formatToParts(date).forEach(function (p) { parts[p.type] = p.value; });
+    return {day: DAYS.indexOf(parts.weekday), minutes: (+parts.hour % 24) * 60 + +parts.minute};
+  }
+  function openAt(date) {
+    var p = zoneParts(date);
+    return FIT.hours.some(function (r) { return r.days.indexOf(p.day) >= 0 && p.minutes >= r.from && p.minutes < r.to; });
+  }
+  function nextOpening(now) { // hours open on quarter hours in every time zone there is
+    var step = 15 * 60000, start = Math.ceil(now / step) * step;
+    for (var i = 0; i < 8 * 96; i++) { var d = new Date(start + i * step); if (openAt(d)) return d; }
+    return null;
+  }
+  function replyWithin() {
+    if (!FIT.replyTime) return "";
+    var n = parseInt(FIT.replyTime, 10), unit = FIT.replyTime.slice(-1);
+    var time = unit === "m" ? t("{n} minutes", {n: n}) : unit === "h" ? (n === 1 ? t("1 hour") : t("{n} hours", {n: n}))
+      : (n === 1 ? t("1 day") : t("{n} days", {n: n}));
+    return t("replies within {time}", {time: time});
+  }
+  function teamState() { // {open, back: Date|null, text}
+    if (!FIT.hours) return {open: true, text: replyWithin()};
+    var now = new Date(), isOpen = openAt(now);
+    if (isOpen) return {open: true, text: [t("Our team is here now"), replyWithin()].filter(Boolean).join(" · ")};
+    var back = nextOpening(now.getTime());
+    var when = back ? back.toLocaleString(LANG, {weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23"}) : "";
+    return {open: false, back: back, text: t("Our team is away") + (when ? " · " + t("back {when}", {when: when}) : "")};
+  }
+  function showHours() {
+    if (!FIT.hours && !FIT.replyTime) return;
+    var s = teamState();
+    hoursBar.hidden = false; hoursBar.dataset.open = String(s.open);
+    hoursNow.textContent = s.text;
+    hoursList.hidden = !FIT.hours;
+    if (FIT.hours) {
+      var zone = FIT.zone ? t("{city} time", {city: FIT.zone.split("/").pop().replace(/_/g, " ")}) : t("your time");
+      hoursList.textContent = t("Hours: {hours} ({zone})", {hours: FIT.hours.map(function (r) { return r.text.replace(/-/g, "–"); }).join(", "), zone: zone});
+    }
+  }
+
+  // "Sam is typing…": a person writing in the console (staff.typing), shown for a few seconds after the last.
+  var typingNote = tid(el("div", "sw-typing"), "widget-staff-typing"); typingNote.hidden = true;
+  typingNote.setAttribute("role", "status");
+  var typingDots = el("span", "sw-dots"); typingDots.setAttribute("aria-hidden", "true");
+  [0, 1, 2].forEach(function () { typingDots.appendChild(el("span")); });
+  var typingText = el("span", "sw-typing-text");
+  typingNote.appendChild(typingDots); typingNote.appendChild(typingText);
+  panel.insertBefore(typingNote, activity);
+  var typingTimer = null, TYPING_SHOWN_MS = 6000;
+  function showTyping(name) {
+    typingText.textContent = name ? t("{name} is typing…", {name: String(name).slice(0, 60)}) : t("Our team is typing…");
+    typingNote.hidden = false; clearTimeout(typingTimer); typingTimer = setTimeout(stopTyping, TYPING_SHOWN_MS);
+    if (pinned) transcript.scrollTop = transcript.scrollHeight;
+  }
+  function stopTyping() { clearTimeout(typingTimer); typingNote.hidden = true; }
+
+  // The rating: offered once the question is resolved or our team closed the conversation; 1 to 5 and a comment,
+  // changeable. The desk decides whether it is offered (GET .../rating), the widget only asks.
+  var rating = tid(el("section", "sw-rating"), "widget-rating"); rating.hidden = true;
+  rating.setAttribute("aria-label", t("Rate this conversation"));
+  var ratingForm = el("div", "sw-rating-form"), ratingDone = tid(el("div", "sw-rating-done"), "widget-rating-done");
+  var stars = el("div", "sw-stars"), chosen = 0, ratingFor = null;
+  stars.setAttribute("role", "group"); stars.setAttribute("aria-label", t("Rate this conversation"));
+  var starButtons = [1, 2, 3, 4, 5].map(function (n) {
+    var b = tid(el("button", "sw-star", "★"), "widget-rating-star"); b.type = "button"; b.dataset.score = String(n);
+    b.setAttribute("aria-label", t("{n} of 5 stars", {n: n})); b.setAttribute("aria-pressed", "false");
+    b.addEventListener("click", function () { choose(n); });
+    stars.appendChild(b); return b;
+  });
+  var comment = tid(el("textarea", "sw-rating-comment"), "widget-rating-comment");
+  comment.rows = 2; comment.maxLength = 1000; comment.placeholder = t("Tell us more (optional)");
+  comment.setAttribute("aria-label", t("Tell us more (optional)"));
+  var rate = tid(el("button", "sw-rating-send", t("Send rating")), "widget-rating-send"); rate.type = "button";
+  var ratingError = tid(el("p", "sw-rating-error"), "widget-rating-error"); ratingError.setAttribute("role", "alert"); ratingError.hidden = true;
+  [el("p", "sw-rating-title", t("How did we do?")), stars, comment, rate, ratingError].forEach(function (n) { ratingForm.appendChild(n); });
+  var doneText = el("span", "sw-rating-thanks"), change = tid(el("button", "sw-rating-change", t("Change")), "widget-rating-change");
+  change.type = "button"; ratingDone.appendChild(doneText); ratingDone.appendChild(change);
+  rating.appendChild(ratingForm); rating.appendChild(ratingDone);
+  transcript.appendChild(rating);
+  function choose(n) {
+    chosen = n;
+    starButtons.forEach(function (b, i) { b.setAttribute("aria-pressed", String(i < n)); b.classList.toggle("sw-star--on", i < n); });
+  }
+  function showRating(given) {
+    rating.hidden = false;
+    ratingForm.hidden = !!given; ratingDone.hidden = !given; ratingError.hidden = true;
+    if (given) {
+      doneText.textContent = t("Thank you for your rating.") + " " + t("You rated this conversation {n} of 5.", {n: given.score});
+      rating.dataset.score = String(given.score);
+    }
+    if (pinned) toBottom(false);
+  }
+  function offerRating() {
+    var c = conv;
+    if (!c) return;
+    api("conversations/" + c.id + "/rating", {headers: {Authorization: "Bearer " + c.token}}).then(function (body) {
+      if (c !== conv) return;
+      ratingFor = c.id;
+      if (body.rating) { choose(body.rating.score); comment.value = body.rating.comment || ""; showRating(body.rating); }
+      else if (body.offered) showRating(null);
+      else rating.hidden = true;
+    }, function () { /* offered again after the next event */ });
+  }
+  rate.addEventListener("click", function () {
+    if (!chosen) { ratingError.textContent = t("Choose 1 to 5 stars first."); ratingError.hidden = false; return; }
+    var c = conv; rate.disabled = true;
+    api("conversations/" + c.id + "/rating", {method: "POST", headers: {"Content-Type": "application/json", Authorization: "Bearer " + c.token},
+      body: JSON.stringify({score: chosen, comment: comment.value})})
+      .then(function (body) { if (c === conv) showRating(body.rating); },
+        function (e) { ratingError.textContent = t("We couldn't save your rating. ") + e.message; ratingError.hidden = false; })
+      .finally(function () { rate.disabled = false; });
+  });
+  change.addEventListener("click", function () { ratingForm.hidden = false; ratingDone.hidden = true; starButtons[Math.max(chosen, 1) - 1].focus(); });
+  composer.addEventListener("submit", function () { if (ratingDone.hidden) rating.hidden = true; }); // writing again: not now
+
+  // The customer's language, for the desk's own texts and the model: told once per conversation on this page.
+  var toldLanguage = {};
+  function tellLanguage() {
+    var c = conv;
+    if (!c || toldLanguage[c.id]) return;
+    toldLanguage[c.id] = true;
+    api("conversations/" + c.id + "/language", {method: "POST", headers: {"Content-Type": "application/json", Authorization: "Bearer " + c.token},
+      body: JSON.stringify({language: LANG})}).catch(function () { delete toldLanguage[c.id]; });
+  }
+  function fitEvent(ev) { // the live events this part reads besides handle()'s own
+    if (ev.type === "staff.typing") showTyping(ev.name);
+    else if (ev.type === "message.saved" && ev.message && ev.message.author === "staff") stopTyping();
+    else if (ev.type === "conversation.closed" || ev.type === "replay.done") offerRating();
+    else if (ev.type === "run.status" && ev.status === "stopped" && ev.outcome === "resolved") offerRating();
+    else if (ev.type === "conversation.assigned" && ev.status === "taken_over" && ratingDone.hidden) rating.hidden = true;
+  }
 
   // -- conversations that outlive the tab: past conversations, the e-mailed link's page -----------------
   // The browser's IANA time zone goes with every start, so the agent writes times in the customer's own.
