@@ -16,6 +16,37 @@ function authorLabel(m) {
   }
 }
 
+// A customer's photos and PDFs: thumbnails (and a tile for a PDF) that open the full file in a new tab. The
+// links are signed and expire (ATTACHMENT_URL_MAX_AGE); one past its time is fetched again before opening.
+function filesEl(attachments) {
+  return h("div", { class: "msg-files", "data-testid": "message-files" }, attachments.map((a) => {
+    const caption = `${a.ref} · ${a.size_text}${a.width ? ` · ${a.width}×${a.height}` : ""}`;
+    const link = h("a", { class: `msg-file msg-file-${a.kind}`, href: a.url, target: "_blank", rel: "noopener",
+      "data-testid": "message-file", "data-ref": a.ref, title: `${a.name} — ${caption}` },
+    a.thumbnail_url ? h("img", { src: a.thumbnail_url, alt: `Photo ${a.ref} from the customer`, loading: "lazy" })
+      : h("span", { class: "msg-file-badge" }, "PDF"),
+    h("span", { class: "msg-file-caption" }, a.kind === "pdf" ? `${a.name} · ${caption}` : caption));
+    let expires = Date.parse(a.expires_at) || 0;
+    const fresh = async () => {
+      const response = await fetch(`/api/staff/attachments/${encodeURIComponent(a.id)}`, { credentials: "same-origin" });
+      if (!response.ok) return false;
+      const { attachment } = await response.json();
+      link.href = attachment.url;
+      expires = Date.parse(attachment.expires_at) || 0;
+      const img = link.querySelector("img");
+      if (img && attachment.thumbnail_url) img.src = attachment.thumbnail_url;
+      return true;
+    };
+    link.addEventListener("click", async (event) => {
+      if (Date.now() < expires - 30000) return;
+      event.preventDefault();
+      if (await fresh()) window.open(link.href, "_blank", "noopener");
+    });
+    link.querySelector("img")?.addEventListener("error", () => { if (Date.now() >= expires - 30000) fresh(); }, { once: true });
+    return link;
+  }));
+}
+
 export class Transcript {
   constructor({ list, scroller, stream, activity }) {
     this.list = list;
@@ -76,7 +107,8 @@ export class Transcript {
         h("summary", {}, h("code", {}, name), " → ", h("span", { class: "excerpt" }, excerpt(m.content, 110))),
         h("pre", { class: "json" }, prettyJson(m.content))));
     } else {
-      if (m.content) li.append(h("div", { class: "msg-text", "data-testid": "message-text" }, m.content));
+      if (m.attachments?.length) li.append(filesEl(m.attachments));
+      if (m.content && !m.attachments_only) li.append(h("div", { class: "msg-text", "data-testid": "message-text" }, m.content));
       for (const call of m.tool_calls || []) {
         const fn = call.function || {};
         li.append(h("code", { class: "tool-call", "data-testid": "tool-call", "data-tool": fn.name || "" },

@@ -457,6 +457,7 @@
     if (author === "agent") { bubble.classList.add("sw-md"); bubble.appendChild(renderMarkdown(m.content)); }
     else bubble.textContent = m.content; // customer and staff text is plain text, line breaks kept by CSS
     li.appendChild(bubble);
+    if (m.attachments && m.attachments.length) filesInto(li, bubble, m); // photos and PDFs above the words
     var meta = el("div", "sw-meta"); meta.appendChild(timeOf(m.created_at)); li.appendChild(meta);
     return li;
   }
@@ -476,6 +477,7 @@
     gotSeq(m.seq);
     if (seen.has(m.seq)) return;
     seen.add(m.seq);
+    if (m.author === "customer") dropUpload(m.client_id); // our own files, shown while they were on their way
     if (m.author === "customer") { // our own message may be on screen already, waiting for its accepted
       var own = pending.filter(function (p) { return same(p.text, m.content); })[0];
       if (own) { settle(own, m.seq); return changed(true); }
@@ -768,6 +770,7 @@
   }
   function submit() {
     var text = input.value;
+    if (outgoing.length) return sendFiles(); // photos or PDFs, with these words or none
     if (!text.trim()) return;
     if (expired) reset();
     hideError();
@@ -810,6 +813,207 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
   });
   input.addEventListener("input", grow);
+
+  // -- attachments: photos and PDFs the customer sends (support/attachments.py) ------------------------
+  // Chosen files wait in a tray above the composer (with a preview) until the customer sends; then one
+  // multipart POST carries them and the words, with a client_id so a retried send is saved once. The
+  // server checks each file by its content and says in plain words what it refuses. Files are shown through
+  // signed links that expire: a link that has, is fetched again from the conversation's file list.
+  // The widget's catalogue, when it has one (say() is its t(), or the English words as they are).
+  function say(text, values) {
+    if (typeof t === "function") return t(text, values);
+    return values ? text.replace(/\{(\w+)\}/g, function (m, k) { return k in values ? String(values[k]) : m; }) : text;
+  }
+  if (typeof CATALOG !== "undefined") Object.assign(CATALOG.de || (CATALOG.de = {}), {
+    "Attach a photo or PDF": "Foto oder PDF anhängen", "Files to send": "Dateien zum Senden",
+    "Remove {name}": "{name} entfernen", "Sending…": "Wird gesendet…", "Drop photos or PDFs here": "Fotos oder PDFs hier ablegen",
+    "Photo {name}, {size}: open it full size": "Foto {name}, {size}: in voller Größe öffnen",
+    "PDF {name}, {size}: open it": "PDF {name}, {size}: öffnen",
+    "You can send up to {n} files in one message.": "Sie können bis zu {n} Dateien in einer Nachricht senden.",
+    "“{name}” isn't a photo or a PDF. Please choose a JPEG, PNG, WebP or HEIC photo, or a PDF.":
+      "„{name}“ ist kein Foto und kein PDF. Bitte wählen Sie ein JPEG-, PNG-, WebP- oder HEIC-Foto oder ein PDF.",
+    "“{name}” is {size}; each file can be up to {limit}.": "„{name}“ ist {size} groß; jede Datei darf bis zu {limit} groß sein.",
+    "error:attachment_type": "Diese Datei ist kein Foto und kein PDF, das wir lesen können. Bitte senden Sie ein JPEG-, PNG-, WebP- oder HEIC-Foto oder ein PDF.",
+    "error:attachment_unreadable": "Diese Datei konnte nicht gelesen werden; sie scheint beschädigt oder unvollständig zu sein.",
+    "error:attachment_too_large": "Diese Datei ist zu groß. Bitte senden Sie ein kleineres Foto oder PDF.",
+    "error:too_many_attachments": "Zu viele Dateien für eine Nachricht. Bitte senden Sie den Rest in einer weiteren Nachricht.",
+    "error:attachments_full": "In diesem Gespräch ist kein Platz für weitere Dateien."
+  });
+  var ICON_CLIP = "M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5.8a3 3 0 0 1 6 0v9.7a1.5 1.5 0 0 1-3 0V6.5H9v9a3 3 0 0 0 6 0V5.8a4.5 4.5 0 0 0-9 0v10.7a6 6 0 0 0 12 0v-10z";
+  var FILE_LIMITS = {max_file_bytes: 10 * 1024 * 1024, per_message: 4}; // the defaults; the server's own replace them
+  var ACCEPT = "image/jpeg,image/png,image/webp,image/heic,image/heif,.heic,.heif,application/pdf,.pdf";
+  var outgoing = [];     // in the tray: {file, node}
+  var uploading = {};  // client_id -> the bubble shown while its files are on their way
+
+  var fileInput = tid(el("input", "sw-file-input"), "widget-file-input");
+  fileInput.type = "file"; fileInput.multiple = true; fileInput.accept = ACCEPT; fileInput.hidden = true; fileInput.tabIndex = -1;
+  var attachBtn = tid(el("button", "sw-attach"), "widget-attach");
+  attachBtn.type = "button"; attachBtn.setAttribute("aria-label", say("Attach a photo or PDF")); attachBtn.title = say("Attach a photo or PDF");
+  attachBtn.appendChild(svg(ICON_CLIP));
+  composer.insertBefore(attachBtn, input); composer.appendChild(fileInput);
+  var tray = tid(el("ul", "sw-tray"), "widget-tray"); tray.hidden = true; tray.setAttribute("aria-label", say("Files to send"));
+  panel.insertBefore(tray, composer);
+  var dropHint = el("div", "sw-drop", say("Drop photos or PDFs here")); dropHint.hidden = true; panel.appendChild(dropHint);
+
+  attachBtn.addEventListener("click", function () { fileLimits(); fileInput.click(); });
+  fileInput.addEventListener("change", function () { addFiles(fileInput.files); fileInput.value = ""; });
+  var dragDepth = 0;
+  function dragsFiles(e) { return e.dataTransfer && Array.prototype.indexOf.call(e.dataTransfer.types || [], "Files") >= 0; }
+  panel.addEventListener("dragenter", function (e) { if (dragsFiles(e)) { dragDepth++; dropHint.hidden = false; e.preventDefault(); } });
+  panel.addEventListener("dragover", function (e) { if (dragsFiles(e)) e.preventDefault(); });
+  panel.addEventListener("dragleave", function (e) { if (dragsFiles(e) && --dragDepth <= 0) { dragDepth = 0; dropHint.hidden = true; } });
+  panel.addEventListener("drop", function (e) {
+    if (!dragsFiles(e)) return;
+    e.preventDefault(); dragDepth = 0; dropHint.hidden = true; addFiles(e.dataTransfer.files);
+  });
+  input.addEventListener("paste", function (e) { // a screenshot pasted into the message box
+    var files = e.clipboardData && e.clipboardData.files;
+    if (files && files.length) { e.preventDefault(); addFiles(files); }
+  });
+
+  function deskUrl(path) { return new URL(path, BASE).href; }
+  function sizeText(bytes) {
+    return bytes >= 1e6 ? (bytes / 1e6).toFixed(1) + " MB" : bytes >= 1e3 ? Math.round(bytes / 1e3) + " KB" : bytes + " bytes";
+  }
+  function isPdf(file) { return file.type === "application/pdf" || /\.pdf$/i.test(file.name); }
+  function acceptable(file) {
+    return /^image\/(jpeg|png|webp|heic|heif)$/.test(file.type) || isPdf(file) || /\.(jpe?g|png|webp|heic|heif)$/i.test(file.name);
+  }
+  function fileLimits() { // what this desk takes, read once a conversation exists
+    if (!conv || fileLimits.read) return;
+    fileLimits.read = true;
+    api("conversations/" + conv.id + "/attachments", {headers: {Authorization: "Bearer " + conv.token}})
+      .then(function (body) { if (body.limits) FILE_LIMITS = body.limits; }, function () { fileLimits.read = false; });
+  }
+
+  function addFiles(files) {
+    hideError();
+    Array.prototype.forEach.call(files || [], function (file) {
+      if (outgoing.length >= FILE_LIMITS.per_message) return showError(say("You can send up to {n} files in one message.", {n: FILE_LIMITS.per_message}));
+      if (!acceptable(file)) return showError(say("“{name}” isn't a photo or a PDF. Please choose a JPEG, PNG, WebP or HEIC photo, or a PDF.", {name: file.name}));
+      if (file.size > FILE_LIMITS.max_file_bytes) {
+        return showError(say("“{name}” is {size}; each file can be up to {limit}.",
+          {name: file.name, size: sizeText(file.size), limit: Math.round(FILE_LIMITS.max_file_bytes / 1048576) + " MB"}));
+      }
+      var item = {file: file};
+      item.node = fileChip(item); tray.appendChild(item.node); outgoing.push(item);
+    });
+    tray.hidden = !outgoing.length;
+    if (outgoing.length) input.focus();
+  }
+  function fileChip(item) {
+    var li = tid(el("li", "sw-chip"), "widget-chip"), file = item.file;
+    li.appendChild(preview(file, "sw-chip-thumb"));
+    var words = el("span", "sw-chip-words");
+    words.appendChild(el("span", "sw-chip-name", file.name)); words.appendChild(el("span", "sw-chip-size", sizeText(file.size)));
+    li.appendChild(words);
+    var remove = tid(el("button", "sw-chip-remove"), "widget-chip-remove");
+    remove.type = "button"; remove.setAttribute("aria-label", say("Remove {name}", {name: file.name})); remove.appendChild(svg(ICON_CLOSE));
+    remove.addEventListener("click", function () {
+      outgoing.splice(outgoing.indexOf(item), 1); li.remove(); tray.hidden = !outgoing.length; input.focus();
+    });
+    li.appendChild(remove);
+    return li;
+  }
+  /* A small preview drawn on a canvas (a data: URL, which the shop page's policy allows; a blob: URL may
+   * not be); a PDF, or a photo this browser cannot draw (HEIC), gets a labelled tile instead. */
+  function preview(file, cls) {
+    var box = el("span", cls);
+    if (isPdf(file) || !window.createImageBitmap) { box.appendChild(el("span", "sw-file-badge" + (isPdf(file) ? " sw-file-badge--pdf" : ""), isPdf(file) ? "PDF" : "IMG")); return box; }
+    createImageBitmap(file).then(function (bitmap) {
+      var scale = Math.min(1, 192 / Math.max(bitmap.width, bitmap.height)), canvas = document.createElement("canvas");
+      canvas.width = Math.round(bitmap.width * scale); canvas.height = Math.round(bitmap.height * scale);
+      canvas.getContext("2d").drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+      var img = el("img"); img.alt = ""; img.src = canvas.toDataURL("image/jpeg", 0.8); box.appendChild(img);
+    }, function () { box.appendChild(el("span", "sw-file-badge", "IMG")); });
+    return box;
+  }
+
+  function sendFiles() {
+    var text = input.value, items = outgoing.splice(0), id = clientId();
+    if (expired) reset();
+    hideError(); tray.textContent = ""; tray.hidden = true;
+    var node = tid(el("li", "sw-msg sw-msg--customer"), "widget-message");
+    node.dataset.author = "customer"; node.dataset.state = "sending"; node.dataset.clientId = id;
+    var grid = el("div", "sw-files");
+    items.forEach(function (item) { grid.appendChild(preview(item.file, "sw-file sw-file--local")); });
+    node.appendChild(grid);
+    if (text.trim()) node.appendChild(el("div", "sw-bubble", text));
+    var meta = el("div", "sw-meta"); meta.appendChild(timeOf(null)); meta.appendChild(el("span", "sw-state", say("Sending…")));
+    node.appendChild(meta);
+    list.insertBefore(node, stream); suggestions.hidden = true;
+    uploading[id] = node;
+    input.value = ""; grow(); toBottom(true);
+    ensureConversation().then(function (c) {
+      var form = new FormData();
+      items.forEach(function (item) { form.append("file", item.file, item.file.name); });
+      if (text.trim()) form.append("text", text);
+      form.append("client_id", id);
+      return api("conversations/" + c.id + "/attachments", {method: "POST", headers: {Authorization: "Bearer " + c.token}, body: form});
+    }).then(function (body) {
+      if (!ws) connect();
+      onSaved(body.message); // the socket's copy of it, before or after, is the same seq: shown once
+      dropUpload(id);
+    }, function (e) { // nothing was saved: the files go back in the tray and the words in the box
+      dropUpload(id);
+      items.forEach(function (item) { item.node = fileChip(item); tray.appendChild(item.node); outgoing.push(item); });
+      tray.hidden = !outgoing.length;
+      if (!input.value.trim()) { input.value = text; grow(); }
+      showError(typeof refusal === "function" ? refusal(e.code, e.message) : e.message);
+    });
+  }
+  function dropUpload(id) { if (id && uploading[id]) { uploading[id].remove(); delete uploading[id]; } }
+
+  /* A customer message's files: thumbnails that open the full photo, a tile for a PDF. The words under
+   * them are left out when they are only the desk's "[Sent a photo]". */
+  function filesInto(li, bubble, m) {
+    var grid = tid(el("div", "sw-files"), "widget-files");
+    m.attachments.forEach(function (a) {
+      var link = tid(el("a", "sw-file sw-file--" + a.kind), "widget-file");
+      link.target = "_blank"; link.rel = "noopener noreferrer"; link.referrerPolicy = "no-referrer";
+      link.dataset.id = a.id; link.dataset.ref = a.ref;
+      link.setAttribute("aria-label", say(a.kind === "image" ? "Photo {name}, {size}: open it full size" : "PDF {name}, {size}: open it",
+        {name: a.name, size: a.size_text}));
+      if (a.thumbnail_url) {
+        var img = el("img", "sw-file-thumb"); img.alt = ""; img.referrerPolicy = "no-referrer";
+        if (a.width && a.height) { img.width = a.width; img.height = a.height; }
+        img.addEventListener("error", function () { refreshFiles(); });
+        link.appendChild(img);
+      } else {
+        link.appendChild(el("span", "sw-file-badge sw-file-badge--pdf", "PDF"));
+        var words = el("span", "sw-file-words");
+        words.appendChild(el("span", "sw-file-name", a.name)); words.appendChild(el("span", "sw-file-size", a.size_text));
+        link.appendChild(words);
+      }
+      setLinks(link, a);
+      link.addEventListener("click", function (e) { // a link past its time is fetched again first
+        if (Date.now() < link.expires - 30000) return;
+        e.preventDefault();
+        refreshFiles().then(function () { window.open(link.href, "_blank", "noopener"); });
+      });
+      grid.appendChild(link);
+    });
+    li.insertBefore(grid, bubble);
+    if (m.attachments_only) bubble.remove();
+  }
+  function setLinks(link, a) {
+    link.href = deskUrl(a.url); link.expires = Date.parse(a.expires_at) || 0;
+    var img = link.querySelector("img");
+    if (img && a.thumbnail_url) img.src = deskUrl(a.thumbnail_url);
+  }
+  var refreshing = null, refreshedAt = 0;
+  function refreshFiles() {
+    if (refreshing) return refreshing;
+    if (!conv || Date.now() - refreshedAt < 10000) return Promise.resolve();
+    refreshedAt = Date.now();
+    refreshing = api("conversations/" + conv.id + "/attachments", {headers: {Authorization: "Bearer " + conv.token}})
+      .then(function (body) {
+        (body.attachments || []).forEach(function (a) {
+          list.querySelectorAll('.sw-file[data-id="' + a.id + '"]').forEach(function (link) { setLinks(link, a); });
+        });
+      }, function () {}).finally(function () { refreshing = null; });
+    return refreshing;
+  }
 
   // -- open and close --------------------------------------------------------------------------------
   function open() {
