@@ -62,6 +62,9 @@ def test_a_late_duplicate_task_for_a_finished_run_changes_nothing(demo, worker):
     assert state() == before
 
 
+CONTEXT_LINES = 1  # what each run tells the model besides the saved messages: the customer's language
+
+
 def test_back_to_back_customer_messages_share_one_run_and_get_an_answer_after_the_last(demo, worker, model_server):
     worker()
     first, second = "Where is my order SU-41210?", "It's a birthday present, so I'd love to know when it arrives."
@@ -77,7 +80,8 @@ def test_back_to_back_customer_messages_share_one_run_and_get_an_answer_after_th
     assert_history_sound(conversation)
     assert customer_messages(conversation, first) == customer_messages(conversation, second) == 1
     assert final_answer(conversation).seq > message.seq
-    assert model_server.requests()[-1]["n_messages"] == conversation.messages.count() - 1
+    # every saved message but the answer, and the line telling the model the customer's language (not saved)
+    assert model_server.requests()[-1]["n_messages"] == conversation.messages.count() - 1 + CONTEXT_LINES
 
 
 def test_a_message_written_while_the_run_works_is_read_by_that_run(demo, worker, model_server):
@@ -98,4 +102,4 @@ def test_a_message_written_while_the_run_works_is_read_by_that_run(demo, worker,
     answer = final_answer(conversation)
     assert answer.seq > message.seq and answer.run_id == run.pk
     # The model's last request carried the whole conversation, the second message included.
-    assert model_server.requests()[-1]["n_messages"] == len(messages) - 1
+    assert model_server.requests()[-1]["n_messages"] == len(messages) - 1 + CONTEXT_LINES
