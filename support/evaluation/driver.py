@@ -98,7 +98,7 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
             staff = demo_staff_user()
             for i, turn in enumerate(scenario.turns, 1):
                 _turn(record, conversation, staff, f"turn {i}", turn.say, turn.after_hours, list(turn.decisions),
-                      turn.expect)
+                      turn.expect, attach=turn.attach)
             if scenario.simulated is not None:
                 _simulated(record, conversation, staff, scenario, customer_model)
             record.checks += check(scenario.expect, _observe(conversation, start), "conversation")
@@ -119,11 +119,14 @@ def _settings(values: dict) -> dict:
 
 
 def _turn(record: ScenarioRun, conversation: Conversation, staff, scope: str, say: str, after_hours: float,
-          decisions: list[Decision], expect: Expect, report_unused: bool = True) -> None:
+          decisions: list[Decision], expect: Expect, report_unused: bool = True, attach: tuple = ()) -> None:
     if after_hours:
         _time_passes(conversation, after_hours)
     before = _mark(conversation)
-    _customer_says(conversation, say)
+    if attach:
+        _customer_sends_files(conversation, say, attach)
+    else:
+        _customer_says(conversation, say)
     log = _work(conversation, staff, decisions, scope)
     record.decisions += log
     record.checks += [Check(f"{scope}: decision {e['decision']}", e["as_expected"], e["detail"]) for e in log]
@@ -166,6 +169,27 @@ def _customer_says(conversation: Conversation, text: str) -> None:
         services.message_append(conversation=conversation, wire={"role": "user", "content": text},
                                 author=Message.CUSTOMER)
         services.run_start_if_idle(conversation_id=conversation.pk, current=conversation)
+
+
+def _customer_sends_files(conversation: Conversation, text: str, kinds: tuple) -> None:
+    """The customer's message with files, through the desk's own upload path (checked and stored as any)."""
+    from io import BytesIO
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from PIL import Image
+
+    from support import attachments
+
+    def upload(n: int, kind: str):
+        if kind == "pdf":
+            return SimpleUploadedFile(f"receipt-{n}.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n",
+                                      "application/pdf")
+        out = BytesIO()
+        Image.new("RGB", (1200, 900), (120, 90, 60)).save(out, "JPEG")
+        return SimpleUploadedFile(f"photo-{n}.jpg", out.getvalue(), "image/jpeg")
+
+    attachments.conversation_post_files(conversation=conversation, text=text,
+                                        uploads=[upload(n, kind) for n, kind in enumerate(kinds, 1)])
 
 
 def _work(conversation: Conversation, staff, decisions: list[Decision], scope: str) -> list[dict]:

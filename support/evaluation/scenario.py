@@ -15,6 +15,7 @@ from pathlib import Path
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "evaluation" / "scenarios"
 
 ACTIONS = ("approve", "edit", "reject")
+ATTACHABLE = ("photo", "pdf")
 REFUSALS = ("needs_second_look", "already_decided", "expired", "invalid_arguments")
 # Desk settings a scenario may change for its own run (anything else is a mistake in the file).
 SETTINGS = ("AUTO_APPROVE_REFUNDS_UP_TO", "ESCALATION_NEEDS_APPROVAL", "AGENT_ASKS_AFTER_REJECTION",
@@ -85,6 +86,7 @@ class Decision:
 class Turn:
     say: str
     after_hours: float = 0.0  # time that passes before the customer writes (they come back the next day)
+    attach: tuple[str, ...] = ()  # files sent with the message: "photo" (a generated JPEG) or "pdf"
     decisions: tuple[Decision, ...] = ()
     expect: Expect = Expect()
 
@@ -160,7 +162,10 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
 
 
 def _turn(r: "_Reader") -> Turn:
-    turn = Turn(say=r.text("say", required=True), after_hours=r.number("after_hours", 0.0),
+    attach = r.strings("attach")
+    if any(kind not in ATTACHABLE for kind in attach):
+        raise ScenarioError(f"{r.where}: attach takes {', '.join(ATTACHABLE)}, not {', '.join(attach)}")
+    turn = Turn(say=r.text("say", required=True), after_hours=r.number("after_hours", 0.0), attach=attach,
                 decisions=tuple(_decision(_Reader(d, f"{r.where} decision {i}"))
                                 for i, d in enumerate(r.tables("decision"), 1)),
                 expect=_expect(_Reader(r.table("expect"), f"{r.where} expect")) if "expect" in r.data else Expect())
