@@ -357,4 +357,4 @@ def test_every_api_refusal_carries_its_code(client, chat, sam_client, settings, 
     say(client, chat, "one")
     limited = say(client, chat, "two")
     body = assert_api_error(limited, 429, "rate_limited", True)
-    assert limited["Retry-After"] == "60" and "please wait 60 s" in body["error"]
+    assert limited["Retry-After"] == "60" and "about a minute" in body["error"]
