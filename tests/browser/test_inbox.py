@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import expect
 
 from support.models import Conversation
-from tests.browser.conftest import agent_messages, ask, open_widget, widget_conversation
+from tests.browser.conftest import agent_messages, ask, open_widget, refundable_again, widget_conversation
 from tests.browser.inbox_helpers import ALEX, alex_user, login, page_width, row, screens
 
 
@@ -23,6 +23,7 @@ def chat(customer_page, email, text, answers=1):
 
 
 def test_inbox_rows_filters_search_sort_and_keyboard(site, customer_page, new_context):
+    refundable_again("SU-41310")
     maya, maya_conv = chat(customer_page, None, "My parcel SU-41310 never came.")  # a refund waits for approval
     ines, ines_conv = chat(customer_page, "ines@example.com", "Where is my order SU-41620?")
 

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from support import events, services
 from support.models import Conversation
-from tests.browser.conftest import agent_messages, ask, open_widget, widget_conversation
+from tests.browser.conftest import agent_messages, ask, open_widget, refundable_again, widget_conversation
 from tests.browser.inbox_helpers import ALEX, alex_user, login, row, screens
 
 # Desktop notifications shown by the page are recorded (Chromium headless shows none).
@@ -43,6 +43,7 @@ def hand_over(conversation_id: str, reason: str) -> None:
 
 
 def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_has_it(site, customer_page, new_context):
+    refundable_again("SU-41310")
     alex_user()
     sam = staff_with_alerts(new_context, site)
     alex = staff_with_alerts(new_context, site, username=ALEX[0], password=ALEX[1])
