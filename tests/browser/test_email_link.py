@@ -61,9 +61,13 @@ def test_a_customer_who_left_gets_one_email_and_its_link_opens_the_whole_convers
     ask(customer, "Where is my order SU-41444?")
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     conversation_id = widget_conversation(customer)["id"]
-    customer.context.close()  # Tom leaves: his widget's socket closes
 
-    wait_until(lambda: FollowUp.objects.filter(conversation__public_id=conversation_id, seen_at__isnull=False).exists())
+    def last_seen():
+        return FollowUp.objects.filter(conversation__public_id=conversation_id).values_list("seen_at", flat=True).first()
+
+    seen_while_open = last_seen()  # the socket may have marked him present already (on resume)
+    customer.context.close()  # Tom leaves: his widget's socket closes, and the server records when
+    wait_until(lambda: last_seen() is not None and last_seen() != seen_while_open)
     staff_reply(conversation_id, "Hello Tom, Sam here. I've asked the carrier to deliver it tomorrow morning.")
     staff_reply(conversation_id, "I'll check on it again tomorrow afternoon.")
 
