@@ -186,9 +186,13 @@ def test_it_fails_the_first_requests_after_a_429_directive(standin):
 
 def test_it_lets_a_retrying_client_through_a_429_directive(standin):
     messages = [{"role": "user", "content": "#fault:429:retry_after=0.1x2 Where is my order SU-41210?"}]
-    r = client_for(standin, max_retries=2).chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+    seen = []  # this client's own responses: the shared stand-in may also log a request another test left
+    http = openai.DefaultHttpxClient(event_hooks={"response": [lambda response: seen.append(response.status_code)]})
+    r = client_for(standin, max_retries=2, http_client=http).chat.completions.create(
+        model=MODEL, messages=messages, tools=TOOLS)
     assert r.choices[0].message.tool_calls
-    assert [e["status"] for e in standin.requests()] == [429, 429, 200]
+    assert seen == [429, 429, 200]
+    assert [e["status"] for e in standin.requests() if e["fault"]] == [429, 429]
 
 
 def test_it_applies_a_directive_only_to_the_first_request_after_the_message(standin):

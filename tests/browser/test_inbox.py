@@ -70,6 +70,13 @@ def test_inbox_rows_filters_search_sort_and_keyboard(site, customer_page, new_co
 
     # Sort by waiting time: waiting customers first, longest first.
     staff.get_by_test_id("inbox-sort").select_option("waiting")
+    # The list asks the server again in the new order: wait for it (a timeout fails the test) rather than
+    # read the rows of the order before.
+    staff.wait_for_function("""() => {
+        const waits = [...document.querySelectorAll("[data-testid=conversation-row]")]
+            .map((r) => (r.querySelector("[data-testid=waiting]") ? 1 : 0));
+        return waits.length > 1 && waits.every((w, i) => i === 0 || waits[i - 1] >= w);
+    }""", timeout=10000)
     waits = staff.get_by_test_id("conversation-row").evaluate_all(
         "(rows) => rows.map((r) => r.querySelector('[data-testid=waiting]') ? 1 : 0)")
     assert waits == sorted(waits, reverse=True), waits
