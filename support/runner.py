@@ -7,11 +7,14 @@ sweeper's retry after a crash, a late duplicate) starts again from the database.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from dataclasses import replace
+from decimal import Decimal
+from functools import partial
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
@@ -19,7 +22,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from support import assistant, attachments, languages, metrics, serializers, services
+from support import assistant, attachments, journal, languages, metrics, serializers, services
 from support.agent import types as agent
 from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
@@ -79,9 +82,15 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
 class DbObserver(agent.Observer):
     """The loop's hooks, backed by the database and the channel layer, fenced by the run's lease.
 
-    Every write checks the lease in its transaction; a transaction opened with atomic() checks it once
-    (the run's row stays locked until commit), so a turn's trace row and message cost one check.
+    What one step of the loop appends (a reply and its trace row; a tool's result, its trace row and its
+    call's record) is collected in a unit and written at once by support/journal.py, which checks the
+    lease in the same statement: on PostgreSQL a read-only tool's whole step is one round trip.
     """
+
+    # How old the conversation's state returned by our own last append may be for incoming() to use it
+    # instead of asking again: our appends hand out seqs, so a seq we did not expect, or a take-over, is in
+    # what they return. Between the last tool result and the next model call there is no wait.
+    STATE_FRESH_SECONDS = 0.05
 
     def __init__(self, run: Run, conversation: Conversation, lease: str, held: list[dict], last_seq: int):
         self.run, self.conversation, self.lease = run, conversation, lease
@@ -92,53 +101,88 @@ class DbObserver(agent.Observer):
         self.unread = False
         self.auto_approved: dict[str, str] = {}
         self._beat = time.monotonic()
-        self._depth = self._savepoints = 0
-        self._lease_held = False
+        self._unit: journal.Unit | None = None
+        self._transaction: ExitStack | None = None  # opened by a nested atomic(): a tool that may write
+        self._state_at: float | None = None  # when our last append read the conversation's state
 
-    # transactions
+    # units and transactions
     @contextmanager
     def atomic(self, savepoint: bool = True):
-        real_savepoint = int(self._depth > 0 and savepoint)
-        with transaction.atomic(savepoint=savepoint):
-            self._depth += 1
-            self._savepoints += real_savepoint
-            try:
+        """The outermost block is a unit: its messages and trace rows are written together when it ends. A
+        nested block is for a tool that may write: it opens the database transaction the unit then commits
+        in (its effects with their result), and a savepoint of its own so a failing tool undoes only itself."""
+        if self._unit is not None:
+            if self._transaction is None:
+                self._transaction = ExitStack()
+                self._transaction.enter_context(transaction.atomic())
+            with transaction.atomic(savepoint=savepoint):
                 yield
-            finally:
-                self._depth -= 1
-                self._savepoints -= real_savepoint
-                if not self._depth:
-                    self._lease_held = False
+            return
+        self._unit, self._transaction = journal.Unit(), None
+        try:
+            yield
+            self._write(self._unit)
+        except BaseException:
+            if self._transaction is not None:
+                self._transaction.__exit__(*sys.exc_info())  # rolls back; the error goes on below
+            raise
+        else:
+            if self._transaction is not None:
+                self._transaction.close()  # commits; the unit's events go out
+        finally:
+            self._unit = self._transaction = None
 
-    def _lease(self) -> None:
-        if not self._lease_held:
-            services.lease_check(self.run, self.lease)
-            self._leased()
+    @contextmanager
+    def _in_unit(self):
+        if self._unit is not None:
+            yield self._unit
+        else:
+            with self.atomic():
+                yield self._unit
 
-    def _leased(self) -> None:
-        # A lock taken inside a savepoint is let go if that savepoint rolls back: only count it when none is open.
-        self._lease_held = self._depth > 0 and not self._savepoints
+    def _write(self, unit: journal.Unit) -> None:
+        if not unit:
+            return
+        journal.write(unit, run=self.run, lease=self.lease, conversation=self.conversation)
         self._beat = time.monotonic()
+        for row in unit.messages:
+            if row.seq != self.last_seq + 1:
+                self.unread = True
+            self.last_seq = row.seq
+            transaction.on_commit(partial(serializers.publish_message, row))
+        if unit.messages:
+            self._state_at = self._beat
+        for call in unit.tool_calls:
+            if call.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
+                Approval.objects.get_or_create(tool_call=call, defaults={
+                    "run": self.run, "requested_arguments": call.arguments, "executed_arguments": call.arguments,
+                    "decided_at": timezone.now(), "decision": Approval.APPROVED,
+                    "reason": self.auto_approved[call.call_id]})
+        for row in unit.steps:
+            transaction.on_commit(partial(serializers.publish_step, row, started=False))
 
     # messages
     def message(self, message: dict) -> None:
         author = Message.AGENT if message["role"] == "assistant" else Message.TOOL
-        with self.atomic(savepoint=False):
-            self._lease()
-            saved = services.message_append(conversation=self.conversation, wire=message, author=author,
-                                            run=self.run)
-        if saved.seq != self.last_seq + 1:
-            self.unread = True
-        self.last_seq = saved.seq
+        row = Message(conversation=self.conversation, role=message["role"], author=author, run=self.run,
+                      content=message.get("content"), tool_calls=message.get("tool_calls") or None,
+                      tool_call_id=message.get("tool_call_id", ""))
+        with self._in_unit() as unit:
+            unit.messages.append(row)
 
     def incoming(self) -> list[dict]:
-        # A take-over stops the run and clears its lease: end here rather than pay for another model call.
-        lease, status, last_seq = Run.objects.filter(pk=self.run.pk).values_list(
-            "lease", "conversation__status", "conversation__last_seq").get()
+        fresh_state = self._state_at is not None and time.monotonic() - self._state_at < self.STATE_FRESH_SECONDS
+        if fresh_state:  # our last append, just now, passed the lease check and read the conversation
+            status, last_seq = self.conversation.status, self.conversation.last_seq
+        else:
+            # A take-over stops the run and clears its lease: end here rather than pay for another model call.
+            lease, status, last_seq = Run.objects.filter(pk=self.run.pk).values_list(
+                "lease", "conversation__status", "conversation__last_seq").get()
+            if lease != self.lease and status != Conversation.TAKEN_OVER:
+                raise _lease_lost(self.run)
+        self._state_at = None
         if status == Conversation.TAKEN_OVER:
             raise TakenOver()
-        if lease != self.lease:
-            raise _lease_lost(self.run)
         fresh = []
         if self.unread or last_seq > self.last_seq:
             fresh = list(self.conversation.messages.filter(seq__gt=self.user_cursor, role="user").order_by("seq"))
@@ -152,57 +196,42 @@ class DbObserver(agent.Observer):
     # the trace
     def step_started(self, step: agent.Step) -> None:
         metrics.step_started(self, step)
-        if step.kind == "tool":
-            _tool_call_started(self.run, self.lease, step)
+        if step.kind == "tool" and not step.read_only:
+            _tool_call_started(self.run, self.lease, step)  # counted before an effect runs, crash or not
+            _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
+        elif step.kind == "tool":
             _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
         serializers.publish_step(Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label,
                                       tool=step.tool), started=True)
 
     def step(self, step: agent.Step) -> None:
-        # Lease first, row second, in one transaction: a worker presumed dead while it waited on the
-        # model adds nothing to the trace when its reply finally arrives.
-        with self.atomic(savepoint=False):
+        # In the unit's write, behind the lease: a worker presumed dead while it waited on the model adds
+        # nothing to the trace when its reply finally arrives.
+        row = Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
+                   tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
+                   result=step.result, error=step.error, finish_reason=(step.finish_reason or "")[:20],
+                   attempts=step.attempts, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
+                   cost_usd=step.cost_usd, duration_ms=step.duration_ms)
+        with self._in_unit() as unit:
+            unit.steps.append(row)
             if step.kind == "model":
-                self._save_spending(step)
-            else:
-                self._lease()
-            row = Step.objects.create(
-                run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
-                tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
-                result=step.result, error=step.error, finish_reason=(step.finish_reason or "")[:20],
-                attempts=step.attempts, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
-                cost_usd=step.cost_usd, duration_ms=step.duration_ms,
-            )
-            if step.kind == "tool" and step.call_id:
-                self._save_tool_call(step)
-            transaction.on_commit(lambda: serializers.publish_step(row, started=False))
+                unit.turns += 1
+                unit.prompt_tokens += step.prompt_tokens
+                unit.completion_tokens += step.completion_tokens
+                unit.cost_usd += Decimal(str(step.cost_usd))
+            elif step.kind == "tool" and step.call_id:
+                unit.tool_calls.append(self._tool_call(step))
         metrics.step_recorded(step, self.run)
 
-    def _save_spending(self, step: agent.Step) -> None:
-        updated = Run.objects.filter(pk=self.run.pk, lease=self.lease).update(
-            turns=F("turns") + 1, prompt_tokens=F("prompt_tokens") + step.prompt_tokens,
-            completion_tokens=F("completion_tokens") + step.completion_tokens,
-            cost_usd=F("cost_usd") + step.cost_usd, heartbeat_at=timezone.now())
-        if not updated:
-            raise services.LeaseLost(f"run {self.run.public_id} was claimed by another worker")
-        self._leased()
-
-    def _save_tool_call(self, step: agent.Step) -> None:
+    def _tool_call(self, step: agent.Step) -> ToolCall:
+        """The call's record: inserted (a read-only tool, or a call answered without running: unknown tool,
+        bad arguments, a repeat), or its status and result updated (the row _tool_call_started made)."""
         status = ToolCall.FAILED if step.error else ToolCall.EXECUTED
         if step.error == "rejected by staff":
             status = ToolCall.REJECTED
-        calls = ToolCall.objects.filter(run=self.run, call_id=step.call_id)
-        if not calls.update(status=status, result=step.result, updated_at=timezone.now()):
-            # A call answered without running (unknown tool, bad arguments, a repeat): its first row.
-            ToolCall.objects.create(run=self.run, call_id=step.call_id, name=step.tool[:64], status=status,
-                                    result=step.result, arguments=_json_or_raw(step.arguments),
-                                    idempotency_key=f"{self.run.public_id}:{step.call_id}")
-        if step.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
-            call = calls.get()
-            Approval.objects.get_or_create(tool_call=call, defaults={
-                "run": self.run, "requested_arguments": call.arguments, "executed_arguments": call.arguments,
-                "decided_at": timezone.now(), "decision": Approval.APPROVED,
-                "reason": self.auto_approved[step.call_id]})
+        return ToolCall(run=self.run, call_id=step.call_id, name=step.tool[:64], status=status, result=step.result,
+                        arguments=_json_or_raw(step.arguments), attempts=int(step.read_only),
+                        idempotency_key=f"{self.run.public_id}:{step.call_id}")
 
     def parallel(self, thunks: list) -> list:
         # Each read runs in a pool thread with a database connection of its own (Django's are per
@@ -221,7 +250,7 @@ class DbObserver(agent.Observer):
     def heartbeat(self) -> None:
         if time.monotonic() - self._beat >= settings.RUN_HEARTBEAT_SECONDS:
             services.lease_check(self.run, self.lease)
-            self._leased()
+            self._beat = time.monotonic()
 
     def token(self, delta: str) -> None:
         metrics.token_streamed(self)

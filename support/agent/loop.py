@@ -288,34 +288,31 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
         run.seen[key] = run.seen.get(key, 0) + 1
         if run.seen[key] > run.limits.spin_max_repeats:
             if key in run.warned:
-                run.result(call, "ERROR: not run: the same call was repeated again; a person will take over.")
+                _not_run(run, call, "ERROR: not run: the same call was repeated again; a person will take over.",
+                         "", "spinning")
                 _close_calls(run, calls[i + 1:], "not run: the run was stopped for repeating itself")
-                _trace_tool(run, call, 0.0, "", "spinning")
                 _close_calls(run, [p.call for p in pending], "not run: the run was stopped for repeating itself")
                 return _stop(run, SPINNING, f"{call.name} called with the same arguments {run.seen[key]} times")
             run.warned.add(key)  # told once; the next repeat stops the run
             same = SPIN_SAME_RESULT if len(run.results.get(key, ())) == 1 else ""
-            run.result(call, SPIN_WARNING.format(name=call.name, count=run.seen[key] - 1, same=same))
-            _trace_tool(run, call, 0.0, "", "repeated call")
+            _not_run(run, call, SPIN_WARNING.format(name=call.name, count=run.seen[key] - 1, same=same),
+                     "", "repeated call")
             continue
 
         tool = run.tools.get(call.name)
         if tool is None:
-            run.result(call, f'ERROR: tool "{call.name}" does not exist. Available tools: '
-                             f'{", ".join(sorted(run.tools))}.')
-            _trace_tool(run, call, 0.0, "", "unknown tool")
+            _not_run(run, call, f'ERROR: tool "{call.name}" does not exist. Available tools: '
+                                f'{", ".join(sorted(run.tools))}.', "", "unknown tool")
             continue
         try:  # the arguments are generated text: parsing belongs inside the try
             args = parse_arguments(call.arguments)
         except ValueError as e:
             message = f"ERROR: arguments are not valid JSON ({e}). Send a JSON object matching the schema."
-            run.result(call, message)
-            _trace_tool(run, call, 0.0, message, "malformed arguments")
+            _not_run(run, call, message, message, "malformed arguments")
             continue
         invalid = tool.validation_error(args)
         if invalid:
-            run.result(call, f"ERROR: {invalid}")
-            _trace_tool(run, call, 0.0, invalid, "invalid arguments")
+            _not_run(run, call, f"ERROR: {invalid}", invalid, "invalid arguments")
             continue
 
         decision = decisions.get(call.id)
@@ -324,26 +321,23 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
             if reason is not None:
                 run.asked_again += 1
                 if run.asked_again > run.limits.asks_after_rejection:
-                    run.result(call, f"{REJECTED_BEFORE} ({reason}); a person will take over.")
-                    _trace_tool(run, call, 0.0, reason, "asked again after a rejection")
+                    _not_run(run, call, f"{REJECTED_BEFORE} ({reason}); a person will take over.", reason,
+                             "asked again after a rejection")
                     _close_calls(run, [p.call for p in pending] + calls[i + 1:],
                                  "not run: the run was stopped for asking again after a rejection")
                     return _stop(run, REJECTED_AGAIN, f"{call.name} asked for again after staff rejected it")
-                run.result(call, f"{REJECTED_BEFORE} ({reason}). Do not ask for it again, in any form; explain "
-                                 "the decision to the customer.")
-                _trace_tool(run, call, 0.0, reason, "asked again after a rejection")
+                _not_run(run, call, f"{REJECTED_BEFORE} ({reason}). Do not ask for it again, in any form; "
+                                    "explain the decision to the customer.", reason, "asked again after a rejection")
                 continue
             refused = _refused_before_approval(run, tool, call, args, pending)
             if refused:
-                run.result(call, f"ERROR: not run: {refused}")
-                _trace_tool(run, call, 0.0, refused, "refused before approval")
+                _not_run(run, call, f"ERROR: not run: {refused}", refused, "refused before approval")
                 continue
             pending.append(PendingCall(call=call, arguments=args))
             continue
         if decision is not None and not decision.approved:
             reason = " ".join((decision.reason or "").split()) or "no reason given"
-            run.result(call, _rejected_text(decision.by, reason))
-            _trace_tool(run, call, 0.0, reason, "rejected by staff")
+            _not_run(run, call, _rejected_text(decision.by, reason), reason, "rejected by staff")
             continue
         if decision is not None and decision.arguments is not None:
             changed = _changes(args, decision.arguments)
@@ -407,7 +401,7 @@ def _refused_before_approval(run: _Run, tool: Tool, call: ToolCall, args: dict,
 
 def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
     step = Step(kind="tool", turn=run.spent.turns, tool=tool.name, call_id=call.id,
-                arguments=call.arguments, label=tool.label or tool.name)
+                arguments=call.arguments, label=tool.label or tool.name, read_only=tool.read_only)
     run.observer.step_started(step)
     t0 = time.monotonic()
     ctx = _ctx_for(run, call)
@@ -418,6 +412,8 @@ def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
         try:
             if read is not None:  # made already, at the same time as the reply's other reads
                 value = read.value()
+            elif tool.read_only:  # it writes nothing, so there is nothing to undo
+                value = tool.fn(ctx, **args)
             else:
                 with run.observer.atomic():  # a failing tool undoes only its own writes
                     value = tool.fn(ctx, **args)
@@ -549,9 +545,12 @@ def _close_calls(run: _Run, calls: Sequence[ToolCall], why: str) -> None:
         run.result(call, f"ERROR: {why}")
 
 
-def _trace_tool(run: _Run, call: ToolCall, ms: float, result: str, error: str) -> None:
-    run.observer.step(Step(kind="tool", turn=run.spent.turns, tool=call.name, call_id=call.id,
-                           arguments=call.arguments, duration_ms=ms, result=result[:500], error=error))
+def _not_run(run: _Run, call: ToolCall, content: str, result: str, error: str) -> None:
+    """Answer a call that is not run, and trace why: the answer and its trace row are saved together."""
+    with run.observer.atomic():
+        run.result(call, content)
+        run.observer.step(Step(kind="tool", turn=run.spent.turns, tool=call.name, call_id=call.id,
+                               arguments=call.arguments, result=result[:500], error=error))
 
 
 def _answered(run: _Run, text: str) -> RunResult:

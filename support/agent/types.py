@@ -141,6 +141,7 @@ class Step:
     result: str = ""  # an excerpt
     error: str = ""  # empty when the step succeeded
     label: str = ""
+    read_only: bool = False  # a tool that only reads ran (Tool.read_only): nothing to count or undo
 
 
 @dataclass(frozen=True)
