@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
 from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
 
 from support.models import PolicyDocument
 
@@ -151,9 +153,36 @@ def search_policies(query: str, seller_code: str | None = None, limit: int = 4) 
 
     Returns (hit, PolicyDocument) pairs so the caller can tell scope and seller.
     """
+    rows, docs = _corpus(seller_code or None)
+    return [(hit, rows[hit.doc.doc_id]) for hit in rank(query, docs, limit)]
+
+
+# Policies change rarely (an edit in the admin) and every search reads all of its scope: each process keeps
+# the scope it read for CORPUS_SECONDS. A save or delete in this process forgets them at once; other
+# processes read the edit within CORPUS_SECONDS.
+CORPUS_SECONDS = 10.0
+_corpora: dict[str | None, tuple[float, dict, list]] = {}
+
+
+def _corpus(seller_code: str | None) -> tuple[dict[str, PolicyDocument], list[Doc]]:
+    now = time.monotonic()
+    cached = _corpora.get(seller_code)
+    if cached is not None and now - cached[0] < CORPUS_SECONDS:
+        return cached[1], cached[2]
     scope = Q(seller__isnull=True)
     if seller_code:
         scope |= Q(seller__code=seller_code)
     rows = {row.doc_id: row for row in PolicyDocument.objects.filter(scope).select_related("seller")}
     docs = [Doc(row.doc_id, row.title, row.body) for row in rows.values()]
-    return [(hit, rows[hit.doc.doc_id]) for hit in rank(query, docs, limit)]
+    if len(_corpora) > 256:  # seller codes come from the model's arguments: keep the cache bounded
+        _corpora.clear()
+    _corpora[seller_code] = (now, rows, docs)
+    return rows, docs
+
+
+def forget_corpora(**kwargs) -> None:
+    _corpora.clear()
+
+
+post_save.connect(forget_corpora, sender=PolicyDocument, dispatch_uid="search-corpus-save")
+post_delete.connect(forget_corpora, sender=PolicyDocument, dispatch_uid="search-corpus-delete")

@@ -76,6 +76,14 @@ def _events_stay_in_process(settings, limits_redis):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 
+@pytest.fixture(autouse=True)
+def _fresh_policy_corpora():
+    """Each test's database is rolled back after it: policies a test changed are not cached into the next."""
+    from support import search
+
+    search.forget_corpora()
+
+
 @pytest.fixture
 def queued(monkeypatch):
     """Run ids handed to Celery, in order, instead of a broker: tests run them with runner.run_execute."""

@@ -135,3 +135,27 @@ def test_it_answers_an_unknown_seller_with_the_sundry_policies(ctx_for):
 
 def test_it_returns_no_results_for_a_query_of_stop_words(ctx_for):
     assert search_policy(ctx_for("maya@example.com"), query="what is the") == {"results": []}
+
+
+# --- the corpus each process keeps ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_edit_saved_in_this_process_is_searched_at_once_and_one_from_elsewhere_within_the_cache_time(
+        demo, monkeypatch):
+    from support import search
+    from support.models import PolicyDocument
+
+    def titles(query):
+        return [r["title"] for r in search_policy(None, query=query)["results"]]
+
+    assert "Gift wrapping" not in titles("gift wrapping ribbon")
+    PolicyDocument.objects.create(doc_id="gift-wrap", title="Gift wrapping", body="Gift wrapping with a ribbon is free.")
+    assert titles("gift wrapping ribbon")[0] == "Gift wrapping"  # the save forgot the cached corpus
+
+    # Another process's edit sends no signal here: this process reads it once its copy is CORPUS_SECONDS old.
+    PolicyDocument.objects.filter(doc_id="gift-wrap").update(title="Gift wrapping and cards")
+    assert titles("gift wrapping ribbon")[0] == "Gift wrapping"
+    now = search.time.monotonic()
+    monkeypatch.setattr(search.time, "monotonic", lambda: now + search.CORPUS_SECONDS + 1)
+    assert titles("gift wrapping ribbon")[0] == "Gift wrapping and cards"
