@@ -7,6 +7,8 @@ for what it missed finds every event's message in the database. Token deltas are
 from __future__ import annotations
 
 import asyncio
+import collections
+import itertools
 import logging
 import os
 import threading
@@ -47,16 +49,31 @@ class Publisher:
         self._queue: asyncio.Queue | None = None
         self._pid = None
         self._lock = threading.Lock()
+        # Events wait here until the publisher's thread runs: a burst (a message and its trace row, saved
+        # together) wakes that thread once, not once per event.
+        self._pending: collections.deque = collections.deque()
+        self._wake_scheduled = False
+        self._ids = itertools.count()
+        self._id_prefix = ""
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():  # a forked child needs its own thread
                 loop = asyncio.new_event_loop()
                 self._queue = asyncio.Queue()
+                self._pending, self._wake_scheduled = collections.deque(), False
+                self._id_prefix = uuid.uuid4().hex[:16]  # this process's; the counter makes each id unique
                 loop.create_task(self._drain())
                 threading.Thread(target=loop.run_forever, name="event-publisher", daemon=True).start()
                 self._loop, self._pid = loop, os.getpid()
             return self._loop
+
+    def _take_pending(self) -> None:
+        """In the publisher's thread: everything sent so far joins the queue, in order. The flag is cleared
+        first, so an event appended after this drain schedules a new one."""
+        self._wake_scheduled = False
+        while self._pending:
+            self._queue.put_nowait(self._pending.popleft())
 
     async def _drain(self) -> None:
         while True:
@@ -99,8 +116,11 @@ class Publisher:
             return
         loop = self._ensure_loop()
         # One id per event, whatever the number of groups: a socket in two of them sends it once.
-        message = {"type": "desk.event", "id": uuid.uuid4().hex, "event": event}
-        loop.call_soon_threadsafe(self._queue.put_nowait, (groups, message))
+        message = {"type": "desk.event", "id": f"{self._id_prefix}{next(self._ids):x}", "event": event}
+        self._pending.append((groups, message))  # appended before the flag is read: see _take_pending
+        if not self._wake_scheduled:
+            self._wake_scheduled = True
+            loop.call_soon_threadsafe(self._take_pending)
 
     def flush(self, timeout: float = 5.0) -> None:
         """Wait until everything sent so far has gone out (tests, shutdown)."""

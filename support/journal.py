@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 
+import psycopg
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -45,18 +46,19 @@ class Unit:
         return bool(self.messages or self.steps or self.tool_calls or self.turns)
 
 
-def write(unit: Unit, *, run: Run, lease: str, conversation: Conversation) -> None:
+def write(unit: Unit, *, run: Run, lease: str, conversation: Conversation, beat: bool = True) -> None:
     """Write the unit, or nothing and LeaseLost. Saved rows get their ids (and messages their seqs);
     `conversation` is refreshed with its state after the append (status, last_seq) when a message was
-    written. Events are the caller's (publish on commit)."""
+    written. With beat, the run is marked alive (heartbeat_at): the caller says when one is due, since the
+    column is indexed and writing it makes every append a new index entry. Events are the caller's."""
     now = timezone.now()
     simple = len(unit.messages) <= 1 and len(unit.steps) <= 1 and len(unit.tool_calls) <= 1
     if connection.vendor == "postgresql" and simple:
         # Autocommitted; or, inside a transaction (a tool that wrote), committed with the tool's writes.
-        _write_one_statement(unit, run, lease, conversation, now)
+        _write_one_statement(unit, run, lease, conversation, now, beat)
     else:
         with transaction.atomic(savepoint=False):
-            _write_statements(unit, run, lease, conversation, now)
+            _write_statements(unit, run, lease, conversation, now, beat)
 
 
 # -- PostgreSQL: one statement ------------------------------------------------------------------------------
@@ -79,11 +81,13 @@ def _values(obj, fields) -> list:
 
 
 @lru_cache(maxsize=64)
-def _statement(spent: tuple[str, ...], message: bool, step: bool, tool_call: bool) -> str:
+def _statement(spent: tuple[str, ...], beat: bool, message: bool, step: bool, tool_call: bool) -> str:
     """The statement for one shape of unit (built once per shape; the values are its parameters).
 
-    r: the lease check, which also marks the run alive and adds what a model call spent; every other part
-    reads r, so none writes unless the lease held. c: the next seq, serialising appends to the conversation.
+    r: the lease check. It locks the run's row until commit, so a take-over (which clears the lease) waits
+    for the unit or finds it written; it adds what a model call spent and marks the run alive when asked,
+    and otherwise only reads (FOR SHARE: no new row version). Every other part reads r, so none writes
+    unless the lease held. c: the next seq, serialising appends to the conversation.
     m, s, t: the message (its seq from c), the trace row, the tool call's record (inserted, or its status and
     result updated). The SELECT returns what the caller needs back, one row always."""
     run, conv = Run._meta, Conversation._meta
@@ -97,9 +101,12 @@ def _statement(spent: tuple[str, ...], message: bool, step: bool, tool_call: boo
         return (f"{name} AS (INSERT INTO {_q(model._meta.db_table)} ({columns}) SELECT {values} FROM {source}"
                 f"{tail} RETURNING {_q(model._meta.pk.column)})")
 
-    sets = ", ".join([f"{col(run, 'heartbeat_at')} = %s"] + [f"{col(run, n)} = {col(run, n)} + %s" for n in spent])
-    parts = [f"r AS (UPDATE {_q(run.db_table)} SET {sets} WHERE {_q(run.pk.column)} = %s "
-             f"AND {col(run, 'lease')} = %s RETURNING {_q(run.pk.column)})"]
+    sets = ", ".join([f"{col(run, 'heartbeat_at')} = %s"] * beat + [f"{col(run, n)} = {col(run, n)} + %s" for n in spent])
+    where = f"WHERE {_q(run.pk.column)} = %s AND {col(run, 'lease')} = %s"
+    if sets:
+        parts = [f"r AS (UPDATE {_q(run.db_table)} SET {sets} {where} RETURNING {_q(run.pk.column)})"]
+    else:
+        parts = [f"r AS (SELECT {_q(run.pk.column)} FROM {_q(run.db_table)} {where} FOR SHARE)"]
     returned = [f"(SELECT {_q(run.pk.column)} FROM r)"]
     if message:
         state = ", ".join(col(conv, n) for n in CONVERSATION_STATE)
@@ -122,18 +129,37 @@ def _statement(spent: tuple[str, ...], message: bool, step: bool, tool_call: boo
     return f"WITH {', '.join(parts)} SELECT {', '.join(returned)}"
 
 
-def _write_one_statement(unit: Unit, run: Run, lease: str, conversation: Conversation, now) -> None:
+class _PreparedCursor(psycopg.Cursor):
+    """Binds parameters on the server and prepares every statement it runs (psycopg's documented `prepare`
+    argument): the journal has a handful of statement shapes, so PostgreSQL plans each once per connection
+    instead of on every append. Django's own cursors bind on the client and never prepare (its PostgreSQL
+    backend's default), which this leaves as it is."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
+
+
+def _prepared_cursor():
+    """A _PreparedCursor on Django's connection, wrapped the way Django wraps its own cursors, so its error
+    translation, execute_wrapper hooks and query logging apply."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    raw = _PreparedCursor(connection.connection)
+    return connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+
+
+def _write_one_statement(unit: Unit, run: Run, lease: str, conversation: Conversation, now, beat: bool) -> None:
     spent = tuple(n for n in SPENDING if getattr(unit, n))
     prep_now = Run._meta.get_field("heartbeat_at").get_db_prep_save(now, connection)
-    params = [prep_now, *(getattr(unit, n) for n in spent), run.pk, lease]
+    params = [prep_now] * beat + [*(getattr(unit, n) for n in spent), run.pk, lease]
     if unit.messages:
         params += [prep_now, conversation.pk, *_values(unit.messages[0], _insert_fields(Message, skip=("seq",)))]
     if unit.steps:
         params += _values(unit.steps[0], _insert_fields(Step))
     if unit.tool_calls:
         params += _values(unit.tool_calls[0], _insert_fields(ToolCall))
-    with connection.cursor() as cursor:
-        cursor.execute(_statement(spent, bool(unit.messages), bool(unit.steps), bool(unit.tool_calls)), params)
+    with _prepared_cursor() as cursor:
+        cursor.execute(_statement(spent, beat, bool(unit.messages), bool(unit.steps), bool(unit.tool_calls)), params)
         row = list(cursor.fetchone())
     if row.pop(0) is None:
         raise LeaseLost(f"run {run.public_id} was claimed by another worker")
@@ -150,6 +176,12 @@ def _write_one_statement(unit: Unit, run: Run, lease: str, conversation: Convers
         obj._state.adding, obj._state.db = False, connection.alias
 
 
+def _share_lock(claim) -> bool:
+    if connection.features.has_select_for_update:
+        claim = claim.select_for_update(no_key=connection.features.has_select_for_no_key_update)
+    return bool(list(claim.values_list("pk", flat=True)))
+
+
 def _refresh(conversation: Conversation, seq: int, status, assignee_id, attention_reason, now) -> None:
     conversation.last_seq, conversation.updated_at = seq, now
     conversation.status, conversation.assignee_id, conversation.attention_reason = status, assignee_id, attention_reason
@@ -157,11 +189,15 @@ def _refresh(conversation: Conversation, seq: int, status, assignee_id, attentio
 
 # -- any database: the same writes, one statement each, in one transaction ---------------------------------
 
-def _write_statements(unit: Unit, run: Run, lease: str, conversation: Conversation, now) -> None:
-    spent = {name: F(name) + amount for name, amount in (
-        ("turns", unit.turns), ("prompt_tokens", unit.prompt_tokens),
-        ("completion_tokens", unit.completion_tokens), ("cost_usd", unit.cost_usd)) if amount}
-    if not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=now, **spent):
+def _write_statements(unit: Unit, run: Run, lease: str, conversation: Conversation, now, beat: bool) -> None:
+    changes = {name: F(name) + getattr(unit, name) for name in SPENDING if getattr(unit, name)}
+    if beat:
+        changes["heartbeat_at"] = now
+    claim = Run.objects.filter(pk=run.pk, lease=lease)
+    # Without changes, a locking read (FOR SHARE where the database has it; SQLite's write transactions
+    # take the whole database already).
+    held = claim.update(**changes) if changes else _share_lock(claim)
+    if not held:
         raise LeaseLost(f"run {run.public_id} was claimed by another worker")
     for message in unit.messages:
         message.seq = services.next_seq(conversation, now)

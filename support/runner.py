@@ -143,15 +143,17 @@ class DbObserver(agent.Observer):
     def _write(self, unit: journal.Unit) -> None:
         if not unit:
             return
-        journal.write(unit, run=self.run, lease=self.lease, conversation=self.conversation)
-        self._beat = time.monotonic()
+        beat = time.monotonic() - self._beat >= settings.RUN_HEARTBEAT_SECONDS
+        journal.write(unit, run=self.run, lease=self.lease, conversation=self.conversation, beat=beat)
+        if beat:
+            self._beat = time.monotonic()
         for row in unit.messages:
             if row.seq != self.last_seq + 1:
                 self.unread = True
             self.last_seq = row.seq
             transaction.on_commit(partial(serializers.publish_message, row))
         if unit.messages:
-            self._state_at = self._beat
+            self._state_at = time.monotonic()
         for call in unit.tool_calls:
             if call.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
                 Approval.objects.get_or_create(tool_call=call, defaults={

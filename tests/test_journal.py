@@ -87,9 +87,10 @@ def test_a_tool_result_inserts_the_calls_record_or_updates_the_one_made_when_it_
 def test_without_the_lease_nothing_of_the_unit_is_written(working):
     conversation, run = working
     before = (conversation.last_seq, Message.objects.count(), Step.objects.count(), ToolCall.objects.count())
-    for unit in (reply_unit(run, conversation, turns=1, prompt_tokens=5), result_unit(run, conversation)):
+    for unit, beat in ((reply_unit(run, conversation, turns=1, prompt_tokens=5), True),
+                       (result_unit(run, conversation), True), (result_unit(run, conversation), False)):
         with pytest.raises(services.LeaseLost), transaction.atomic():  # the test's own transaction goes on
-            journal.write(unit, run=run, lease="another worker's", conversation=conversation)
+            journal.write(unit, run=run, lease="another worker's", conversation=conversation, beat=beat)
     assert (Conversation.objects.get(pk=conversation.pk).last_seq, Message.objects.count(), Step.objects.count(),
             ToolCall.objects.count()) == before
     run.refresh_from_db()
@@ -131,3 +132,13 @@ def test_on_postgresql_a_read_only_tools_whole_step_is_one_statement(working):
     with CaptureQueriesContext(connection) as queries:
         journal.write(result_unit(run, conversation), run=run, lease="L", conversation=conversation)
     assert len(queries) == 1, [q["sql"] for q in queries]
+
+
+def test_the_run_is_marked_alive_only_when_the_caller_says_a_beat_is_due(working):
+    conversation, run = working
+    journal.write(reply_unit(run, conversation, turns=1), run=run, lease="L", conversation=conversation, beat=False)
+    run.refresh_from_db()
+    assert (run.heartbeat_at, run.turns) == (None, 1)  # spending still counted
+    journal.write(result_unit(run, conversation), run=run, lease="L", conversation=conversation, beat=True)
+    run.refresh_from_db()
+    assert run.heartbeat_at is not None
