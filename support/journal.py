@@ -176,7 +176,7 @@ def _write_one_statement(unit: Unit, run: Run, lease: str, conversation: Convers
         obj._state.adding, obj._state.db = False, connection.alias
 
 
-def _share_lock(claim) -> bool:
+def _locked(claim) -> bool:
     if connection.features.has_select_for_update:
         claim = claim.select_for_update(no_key=connection.features.has_select_for_no_key_update)
     return bool(list(claim.values_list("pk", flat=True)))
@@ -194,9 +194,9 @@ def _write_statements(unit: Unit, run: Run, lease: str, conversation: Conversati
     if beat:
         changes["heartbeat_at"] = now
     claim = Run.objects.filter(pk=run.pk, lease=lease)
-    # Without changes, a locking read (FOR SHARE where the database has it; SQLite's write transactions
-    # take the whole database already).
-    held = claim.update(**changes) if changes else _share_lock(claim)
+    # Without changes, a locking read (SELECT ... FOR NO KEY UPDATE where the database has it; SQLite's
+    # write transactions take the whole database already).
+    held = claim.update(**changes) if changes else _locked(claim)
     if not held:
         raise LeaseLost(f"run {run.public_id} was claimed by another worker")
     for message in unit.messages:

@@ -142,3 +142,37 @@ def test_the_run_is_marked_alive_only_when_the_caller_says_a_beat_is_due(working
     journal.write(result_unit(run, conversation), run=run, lease="L", conversation=conversation, beat=True)
     run.refresh_from_db()
     assert run.heartbeat_at is not None
+
+
+# -- the runner's observer on top of it --------------------------------------------------------------------
+
+def test_after_its_own_append_the_run_asks_the_database_for_new_messages_only_when_someone_else_wrote(working):
+    from support import runner
+    from support.agent import types as agent
+
+    conversation, run = working
+    observer = runner.DbObserver(run, conversation, "L", [], conversation.last_seq)
+    with observer.atomic():
+        observer.step(agent.Step(kind="model", turn=1, model="m", prompt_tokens=10))
+        observer.message({"role": "assistant", "content": "Let me look.", "tool_calls": None})
+    with CaptureQueriesContext(connection) as queries:
+        assert observer.incoming() == []
+    assert len(queries) == 0  # our append just returned the conversation's state: nobody else wrote
+
+    other = Conversation.objects.get(pk=conversation.pk)
+    services.message_append(conversation=other, wire={"role": "user", "content": "It's order SU-41310."},
+                            author=Message.CUSTOMER)
+    observer.message({"role": "assistant", "content": "Thanks, checking."})  # its seq skips the customer's
+    with CaptureQueriesContext(connection) as queries:
+        fresh = observer.incoming()
+    assert fresh == [{"role": "user", "content": "It's order SU-41310."}]
+    assert any('FROM "support_message"' in q["sql"] for q in queries)  # (and its attachments, if any)
+
+    # Later (the model took a while): the state our append read is old, so the run asks, and a take-over
+    # made meanwhile stops it before another model call.
+    observer.message({"role": "assistant", "content": "One moment."})
+    observer._state_at -= runner.DbObserver.STATE_FRESH_SECONDS
+    Conversation.objects.filter(pk=conversation.pk).update(status=Conversation.TAKEN_OVER)
+    Run.objects.filter(pk=run.pk).update(lease="")
+    with pytest.raises(runner.TakenOver):
+        observer.incoming()
