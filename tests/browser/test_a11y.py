@@ -241,12 +241,42 @@ def test_the_not_found_page_is_accessible_and_fits_a_phone(site, staff_page):
     assert_accessible(page, "not-found")
 
 
-def test_the_evaluation_page_is_accessible_and_fits_a_phone(site, staff_page):
+@pytest.fixture
+def evaluation_report():
+    """A report where the site reads its latest one (written by `manage.py evaluate`), with scenarios wide
+    enough to scroll on a phone; whatever was there before is put back."""
+    import json
+
+    from support.evaluation import report
+
+    path = report.latest_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = {p: p.read_bytes() for p in (path, path.with_suffix(".html")) if p.exists()}
+    run = {"attempt": 1, "passed": False, "skipped": "", "checks": [], "model_calls": 5, "prompt_tokens": 1,
+           "completion_tokens": 1, "cost_usd": 0.00123, "seconds": 1, "decisions": [], "trace": [], "transcript": []}
+    scenarios = [{"name": f"lost-parcel-marketplace-seller-{i}", "title": "A parcel marked delivered that never "
+                  "arrived, sold by a marketplace seller with its own waiting period", "skipped": "", "attempts": 1,
+                  "passes": i % 2, "runs": [{**run, "passed": bool(i % 2),
+                                             "failed": [] if i % 2 else ["turn 2: says 'refund_requested_with_reference'"]}]}
+                 for i in range(6)]
+    data = {"started_at": "2026-12-01T10:00:00+00:00", "seconds": 3, "model": {"name": "sundry-standin-1",
+            "endpoint": "the built-in stand-in"}, "prompt": {"version": "13", "fingerprint": "abc123"}, "repeat": 1,
+            "min_pass_rate": 1.0, "pass_rate": 0.5, "ok": False, "attempts": 6, "passed": 3, "skipped": [],
+            "totals": {"model_calls": 30, "tokens": 100, "cost_usd": 0.01}, "scenarios": scenarios}
+    path.write_text(json.dumps(data))
+    path.with_suffix(".html").write_text(report.as_html(data))
+    yield data
+    for p in (path, path.with_suffix(".html")):
+        if p in kept:
+            p.write_bytes(kept[p])
+        else:
+            p.unlink(missing_ok=True)
+
+
+def test_the_evaluation_page_is_accessible_and_fits_a_phone(site, staff_page, evaluation_report):
     page = staff_page("/console/")
-    response = page.goto(site + "/console/evaluation/")
-    if response.status == 404:
-        pytest.skip("this console has no evaluation page")
-    expect(page.locator("main h1")).to_be_visible()
+    page.goto(site + "/console/evaluation/")
+    expect(page.get_by_test_id("evaluation-row")).to_have_count(6)
     assert_accessible(page, "evaluation")
 
 
