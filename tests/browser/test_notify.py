@@ -128,3 +128,29 @@ def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):
     status = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-status")
     expect(status).to_have_text(re.compile(r"Alex (already took this conversation|took it)"))
     assert Conversation.objects.get(public_id=handed).assignee.username == ALEX[0]
+
+
+def test_an_alert_for_a_conversation_someone_closes_stops_offering_take(site, customer_page, new_context):
+    """Alex closes the handed-over conversation from elsewhere: Sam's alert says so at once, offers no Take,
+    and goes away."""
+    from support import inbox
+
+    alex = alex_user()
+    sam = staff_with_alerts(new_context, site)
+    sam.wait_for_timeout(1000)
+    other = customer_page("ines@example.com")
+    open_widget(other)
+    handed = widget_conversation(other)["id"]
+    ask(other, "Where is my order SU-41620?")
+    expect(agent_messages(other)).to_have_count(1, timeout=20000)
+    hand_over(handed, "The customer asked for a person")
+    alert = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
+    expect(alert.get_by_test_id("alert-take")).to_be_visible(timeout=10000)
+
+    inbox.conversation_close(conversation=Conversation.objects.get(public_id=handed), actor=alex)
+    events.publisher.flush()
+    expect(alert.get_by_test_id("alert-status")).to_have_text("Alex closed it.")
+    expect(alert.get_by_test_id("alert-take")).to_be_hidden()
+    expect(row(sam, handed)).to_have_count(0)  # and the open inbox no longer lists it
+    screens(sam, "notify-closed-elsewhere")
+    expect(alert).to_have_count(0, timeout=15000)

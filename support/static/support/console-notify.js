@@ -188,9 +188,20 @@ export class Alerts {
     }
   }
 
-  /** inbox.changed: someone took or was given a conversation this page alerted about. */
+  /** inbox.changed: someone took, was given or closed a conversation this page alerted about. */
   changed(event) {
     if (event.change === "assigned" && event.assignee) this.takenBy(event.conversation, event.assignee);
+    if (event.change === "closed") this.closed(event.conversation, event.by);
+  }
+
+  /** Closed: nothing left to take; the alert says so and goes soon after. */
+  closed(conversation, by) {
+    const el = this.alerts.get(conversation);
+    if (!el) return;
+    el.querySelector("[data-testid=alert-take]").hidden = true;
+    const mine = by && by.username === this.me;
+    this.show(conversation, mine ? "You closed it." : `${by ? by.name : "Someone"} closed it.`, "is-taken");
+    window.setTimeout(() => this.alerts.get(conversation) === el && this.dismiss(conversation), GONE_AFTER_TAKEN_MS);
   }
 
   takenBy(conversation, assignee) {
