@@ -34,6 +34,16 @@ def staff_with_alerts(new_context, site, **login_as):
     return page
 
 
+def answered_conversation(customer_page, email: str, text: str) -> str:
+    """A customer's conversation in which the agent has answered once; its id."""
+    customer = customer_page(email)
+    open_widget(customer)
+    conversation_id = widget_conversation(customer)["id"]
+    ask(customer, text)
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    return conversation_id
+
+
 def hand_over(conversation_id: str, reason: str) -> None:
     """What the desk does when the agent hands a conversation to a person (services.conversation_flag)."""
     conversation = Conversation.objects.get(public_id=conversation_id)
@@ -113,11 +123,7 @@ def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):
     sam = staff_with_alerts(new_context, site)
     alex = staff_with_alerts(new_context, site, username=ALEX[0], password=ALEX[1])
     sam.wait_for_timeout(1000)
-    other = customer_page("tom@example.com")
-    open_widget(other)
-    handed = widget_conversation(other)["id"]
-    ask(other, "Where is my order SU-41444?")
-    expect(agent_messages(other)).to_have_count(1, timeout=20000)
+    handed = answered_conversation(customer_page, "tom@example.com", "Where is my order SU-41444?")
     sam.route(re.compile(r"/api/staff/conversations/.*/take$"),
               lambda route: (alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
                              .get_by_test_id("alert-take").click(), route.continue_()))
@@ -138,11 +144,7 @@ def test_an_alert_for_a_conversation_someone_closes_stops_offering_take(site, cu
     alex = alex_user()
     sam = staff_with_alerts(new_context, site)
     sam.wait_for_timeout(1000)
-    other = customer_page("ines@example.com")
-    open_widget(other)
-    handed = widget_conversation(other)["id"]
-    ask(other, "Where is my order SU-41620?")
-    expect(agent_messages(other)).to_have_count(1, timeout=20000)
+    handed = answered_conversation(customer_page, "ines@example.com", "Where is my order SU-41620?")
     hand_over(handed, "The customer asked for a person")
     alert = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
     expect(alert.get_by_test_id("alert-take")).to_be_visible(timeout=10000)
