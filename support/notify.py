@@ -24,8 +24,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import dateformat, timezone, translation
+from django.utils.translation import gettext, ngettext
 
+from support import languages
 from support.models import Conversation, Customer, FollowUp, Message, ReplyEmailOptOut
 
 log = logging.getLogger(__name__)
@@ -59,9 +61,10 @@ def set_time_zone(conversation: Conversation, name: str) -> None:
 
 
 def local_time(moment: datetime, zone: zoneinfo.ZoneInfo | None) -> str:
-    """"Tue 14 May, 16:02 (Europe/Berlin)", or in UTC when the customer's zone is unknown."""
+    """"Tue 14 May, 16:02 (Europe/Berlin)" (day and month in the active language), or in UTC when the
+    customer's zone is unknown."""
     at = moment.astimezone(zone or zoneinfo.ZoneInfo("UTC"))
-    return f"{at:%a} {at.day} {at:%b}, {at:%H:%M} ({zone.key if zone else 'UTC'})"
+    return f"{dateformat.format(at, 'D j M, H:i')} ({zone.key if zone else 'UTC'})"
 
 
 # -- presence ---------------------------------------------------------------------------------------------
@@ -229,11 +232,17 @@ def _author(message: Message) -> str:
     if message.author == Message.STAFF and message.author_user_id:
         from support.serializers import staff_name
 
-        return f"{staff_name(message.author_user)} from Sundry support"
-    return "Sundry's assistant"
+        return gettext("%(name)s from Sundry support") % {"name": staff_name(message.author_user)}
+    return gettext("Sundry's assistant")
 
 
 def _email(conversation: Conversation, replies: list[Message], follow_up: FollowUp) -> EmailMultiAlternatives:
+    """The e-mail, in the conversation's language (languages.of: what the widget set)."""
+    with translation.override(languages.of(conversation)):
+        return _email_in_language(conversation, replies, follow_up)
+
+
+def _email_in_language(conversation: Conversation, replies: list[Message], follow_up: FollowUp):
     zone = zoneinfo.ZoneInfo(follow_up.time_zone) if valid_time_zone(follow_up.time_zone) else None
     customer = conversation.customer
     unsubscribe = desk_url(f"/c/unsubscribe/{unsubscribe_token(customer)}/")
@@ -242,9 +251,11 @@ def _email(conversation: Conversation, replies: list[Message], follow_up: Follow
         "replies": [{"author": _author(m), "at": local_time(m.created_at, zone), "text": m.content} for m in replies],
         "link": desk_url(f"/c/{link_token(conversation)}/"),
         "unsubscribe": unsubscribe,
+        "language": translation.get_language(),
     }
     count = len(replies)
-    subject = ("New reply from Sundry support" if count == 1 else f"{count} new replies from Sundry support")
+    subject = ngettext("New reply from Sundry support", "%(count)d new replies from Sundry support",
+                       count) % {"count": count}
     message = EmailMultiAlternatives(
         subject=subject, body=render_to_string("support/email/replies.txt", context), to=[customer.email],
         headers={"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",

@@ -21,7 +21,7 @@ from django.test import Client
 from django.utils import timezone
 
 from support import notify, services
-from support.models import FollowUp, Message
+from support.models import Conversation, FollowUp, Message
 
 MINUTES = 10
 
@@ -123,6 +123,22 @@ def test_it_writes_the_times_in_the_customers_time_zone(chat, smtp):
     Message.objects.filter(pk=message.pk).update(created_at=datetime(2024, 5, 14, 14, 2, tzinfo=UTC))
     notify.send_reply_emails(now=datetime(2024, 5, 14, 15, 0, tzinfo=UTC))
     assert "Tue 14 May, 16:02 (Europe/Berlin)" in text_of(smtp.messages[0][1])
+
+
+def test_a_german_conversation_gets_its_email_in_german(chat, smtp):
+    Conversation.objects.filter(pk=chat.pk).update(language="de")
+    sam = get_user_model().objects.create_user("sam", first_name="Sam", is_staff=True)
+    message = reply(chat, "Ihr Paket ist unterwegs.", author=Message.STAFF, user=sam)
+    Message.objects.filter(pk=message.pk).update(created_at=datetime(2024, 5, 14, 14, 2, tzinfo=UTC))
+    notify.send_reply_emails(now=datetime(2024, 5, 14, 15, 0, tzinfo=UTC))
+
+    message = smtp.messages[0][1]
+    assert message["Subject"] == "Neue Antwort vom Sundry-Support"
+    body, html = text_of(message), html_of(message)
+    assert "Der Sundry-Support hat geantwortet, während Sie weg waren:" in body
+    assert "Sam vom Sundry-Support, Di 14 Mai, 16:02 (Europe/Berlin):" in body
+    assert "Diese E-Mails abbestellen:" in body and "replied while you were away" not in body
+    assert '<html lang="de">' in html and "Gespräch fortsetzen" in html
 
 
 def test_it_waits_until_the_reply_is_old_enough(chat, smtp):
