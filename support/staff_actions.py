@@ -25,8 +25,9 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_lazy as _
 
-from support import cleaning, events, permissions, serializers, services
+from support import cleaning, events, languages, permissions, serializers, services
 from support.agent.tools import ToolContext, ToolError
 from support.models import Conversation, Message, Note, Order, Refund, SavedReply, SellerMessage, StaffAction
 from support.tools.common import money, order_for_customer, parse_amount
@@ -116,11 +117,18 @@ def _refund_refusal(user, value: Decimal) -> ActionRefused | None:
     return None
 
 
-def refund_notice(amount: Decimal, order: Order, reference: str = "") -> str:
-    """What the customer (and the model) read when a person refunds: the amount in plain words."""
-    ref = f" (refund reference {reference})" if reference else ""
-    return (f"We've refunded {money(amount)} {order.currency} on order {order.number} to your original payment "
-            f"method{ref}. It usually shows within 5 to 10 business days.")
+REFUND_NOTICE = _("We've refunded %(amount)s %(currency)s on order %(order)s to your original payment method. "
+                  "It usually shows within 5 to 10 business days.")
+REFUND_NOTICE_WITH_REFERENCE = _("We've refunded %(amount)s %(currency)s on order %(order)s to your original "
+                                 "payment method (refund reference %(reference)s). It usually shows within 5 to "
+                                 "10 business days.")
+
+
+def refund_notice(amount: Decimal, order: Order, reference: str = "", conversation: Conversation | None = None) -> str:
+    """What the customer (and the model) read when a person refunds: the amount in plain words, in the
+    conversation's language."""
+    return languages.say(conversation, REFUND_NOTICE_WITH_REFERENCE if reference else REFUND_NOTICE,
+                         amount=money(amount), currency=order.currency, order=order.number, reference=reference)
 
 
 def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, key=None) -> StaffAction:
@@ -159,7 +167,8 @@ def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, 
                         "amount": money(value),
                         "refundable_remaining": money(locked.refundable())})
             services.message_append(conversation=conversation, author=Message.SYSTEM, user=user,
-                                    wire={"role": "assistant", "content": refund_notice(value, order, refund.reference)})
+                                    wire={"role": "assistant",
+                                          "content": refund_notice(value, order, refund.reference, conversation)})
             _publish_action(conversation, action)
     except IntegrityError:  # the same key committed between our look and our insert
         done = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None

@@ -93,6 +93,21 @@ def test_every_fixed_text_has_a_german_translation():
     assert services.handed_back_notice(None, joined=False, conversation=conversation).startswith("Unser Assistent")
 
 
+def test_a_refund_a_person_issues_is_told_in_the_customers_language(demo, sam):
+    from support import staff_actions
+
+    conversation = start_conversation(demo.maya)
+    Conversation.objects.filter(pk=conversation.pk).update(language="de")
+    conversation.refresh_from_db()
+    from support import permissions
+
+    sam.groups.add(permissions.ensure_groups()[permissions.AGENTS])  # agents may refund up to their limit
+    action = staff_actions.refund_issue(conversation=conversation, user=sam, order_id="SU-41310", amount="10.00",
+                                        reason="goodwill")
+    notice = conversation.messages.filter(author=Message.SYSTEM).last().content
+    assert notice.startswith("Wir haben 10.00 EUR für die Bestellung SU-41310") and action.refund.reference in notice
+
+
 def test_a_hand_over_is_announced_in_german_and_the_model_is_told_the_language(desk, queued, client,
                                                                                  monkeypatch):
     conversation = services.conversation_start(customer=desk.maya)
