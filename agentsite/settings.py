@@ -431,6 +431,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "support.tasks.sweep", "schedule": RUN_SWEEP_SECONDS},
     "reply-emails": {"task": "support.tasks.send_reply_emails", "schedule": REPLY_EMAIL_SWEEP_SECONDS},
+    "attachment-orphans": {"task": "support.tasks.sweep_attachment_orphans", "schedule": 3600},
 }
 
 # Channels: events go through Redis to every daphne process.

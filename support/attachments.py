@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core import signing
@@ -29,6 +30,8 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from support import cleaning, limits, services
 from support.models import Attachment, Conversation, Message
 from support.models.attachments import attachment_storage
+
+log = logging.getLogger(__name__)
 
 try:  # HEIC/HEIF photos (iPhones) when pillow-heif is installed; otherwise they are refused in plain words
     from pillow_heif import register_heif_opener
@@ -330,6 +333,48 @@ def _remove(names: list[str]) -> None:
             storage.delete(name)
         except Exception:  # a file left behind is an orphan, never a leak: it has no URL
             pass
+
+
+ORPHAN_AFTER = timedelta(hours=1)  # an upload's files are saved before its message commits: spare young ones
+
+
+def sweep_orphans(*, now: datetime | None = None) -> int:
+    """Delete stored files no attachment row names, once they are ORPHAN_AFTER old: what a process that
+    died between storing a message's files and saving the message left behind (nothing links to them, but
+    they take room and hold a customer's photo). Returns how many files went."""
+    storage, now, removed = attachment_storage(), now or timezone.now(), 0
+    try:
+        folders, _ = storage.listdir("")
+    except FileNotFoundError:  # nothing was ever stored
+        return 0
+    for folder in folders:  # one per conversation: its public id's hex
+        names = [f"{folder}/{name}" for name in storage.listdir(folder)[1]]
+        if not names:
+            continue
+        known = set()
+        for row in Attachment.objects.filter(conversation__public_id=_uuid_or_none(folder)).values_list(
+                "file", "thumbnail", "preview"):
+            known.update(n for n in row if n)
+        for name in names:
+            if name in known:
+                continue
+            try:
+                if now - storage.get_modified_time(name) < ORPHAN_AFTER:
+                    continue
+            except (NotImplementedError, OSError):
+                continue  # a storage that cannot tell a file's age keeps it: it may be an upload in progress
+            _remove([name])
+            removed += 1
+    if removed:
+        log.info("attachments: %d orphaned files removed", removed)
+    return removed
+
+
+def _uuid_or_none(text: str):
+    try:
+        return uuid.UUID(hex=text)
+    except ValueError:
+        return None
 
 
 def delete_files(attachment: Attachment) -> None:

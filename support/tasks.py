@@ -21,6 +21,14 @@ def sweep() -> dict:
 
 
 @shared_task(ignore_result=True)
+def sweep_attachment_orphans() -> int:
+    """Periodic (the beat, hourly): files a dead process stored for a message it never saved."""
+    from support import attachments
+
+    return attachments.sweep_orphans()
+
+
+@shared_task(ignore_result=True)
 def send_reply_emails() -> int:
     """Periodic (the beat, every REPLY_EMAIL_SWEEP_SECONDS): one e-mail per conversation whose customer left
     before replies arrived (support/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""

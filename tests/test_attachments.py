@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import time
+import uuid
 from unittest import mock
 
 import pytest
@@ -424,3 +425,29 @@ def test_without_a_photo_offered_the_damage_flow_is_unchanged(desk, queued):
     conversation = start_conversation(desk.maya)
     services.conversation_post_message(conversation=conversation, text="My order SU-41402 arrived cracked.")
     assert _run(queued) == "awaiting_approval"
+
+
+# -- files nobody names ------------------------------------------------------------------------------------------
+
+def test_files_no_attachment_names_are_removed_once_an_hour_old_and_every_saved_one_stays(send, maya_chat,
+                                                                                          memory_storage):
+    from datetime import timedelta
+
+    from django.core.files.base import ContentFile
+    from django.utils import timezone
+
+    from support import attachments
+
+    conversation, _ = maya_chat
+    assert send(("parcel.jpg", jpeg())).status_code == 202
+    saved = set(stored_names(memory_storage))
+    assert len(saved) == 3  # the photo, its thumbnail and its preview
+    # What a process that died between storing and saving leaves: files under the conversation's folder
+    # and under one whose conversation is gone, named by no row.
+    orphans = {memory_storage.save(f"{conversation.public_id.hex}/{uuid.uuid4().hex}.jpg", ContentFile(b"x")),
+               memory_storage.save(f"{uuid.uuid4().hex}/{uuid.uuid4().hex}.pdf", ContentFile(b"%PDF"))}
+
+    assert attachments.sweep_orphans() == 0  # too young: they may be an upload in progress
+    assert set(stored_names(memory_storage)) == saved | orphans
+    assert attachments.sweep_orphans(now=timezone.now() + attachments.ORPHAN_AFTER + timedelta(minutes=1)) == 2
+    assert set(stored_names(memory_storage)) == saved
