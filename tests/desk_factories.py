@@ -17,6 +17,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from support import identity, services
+from support.agent.types import Observer
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 
 REFUND_ARGUMENTS = {"order_id": "SU-41310", "amount": "64.00", "reason": "missing"}
@@ -125,3 +126,37 @@ def maya_chat(demo):
     """Maya's conversation and the widget's token for it."""
     conversation = start_conversation(demo.maya)
     return conversation, identity.conversation_token(conversation)
+
+
+# -- whole tickets through the loop (no database run: the loop, the openai client, the stand-in, the tools) --
+
+class StepRecorder(Observer):
+    """An observer that keeps the trace's steps (the Observer's other hooks do nothing)."""
+
+    def __init__(self):
+        self.steps = []
+
+    def step(self, s):
+        self.steps.append(s)
+
+
+def work_ticket(server, text, customer="maya@example.com", decide=None, *, run_id="t", **model_options):
+    """Run the loop on a new ticket from `customer` against the model server `server`; approvals, if any,
+    are answered with `decide` and the loop resumed. Returns (result, transcript, tools called, paused on)."""
+    from support import assistant
+    from support.agent.loop import run_loop
+    from support.agent.tools import ToolContext
+    from support.agent.types import AWAITING_APPROVAL
+    from support.models import Customer
+
+    person = Customer.objects.get(email=customer)
+    transcript, rec = assistant.new_transcript(text), StepRecorder()
+    kwargs = dict(model=assistant.model(base_url=server.base_url, **model_options), tools=assistant.tools(),
+                  ctx=ToolContext(customer_id=person.pk, run_id=run_id), observer=rec, limits=assistant.limits())
+    result = run_loop(transcript, **kwargs)
+    paused = []
+    while result.status == AWAITING_APPROVAL and decide is not None:
+        paused.extend(p.call.name for p in result.pending)
+        result = run_loop(transcript, spent=result.spent,
+                          decisions={p.call.id: decide for p in result.pending}, **kwargs)
+    return result, transcript, [s.tool for s in rec.steps if s.kind == "tool"], paused

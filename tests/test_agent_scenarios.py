@@ -9,22 +9,12 @@ import json
 import pytest
 from django.core.management import call_command
 
-from support import assistant
-from support.agent.loop import run_loop
-from support.agent.tools import ToolContext
-from support.agent.types import AWAITING_APPROVAL, Decision, Observer
-from support.models import Customer, Refund, SellerMessage
+from support.agent.types import Decision
+from support.models import Refund, SellerMessage
+from tests.desk_factories import work_ticket
 from tests.standin_fixture import standin  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-
-
-class Steps(Observer):
-    def __init__(self):
-        self.steps = []
-
-    def step(self, s):
-        self.steps.append(s)
 
 
 @pytest.fixture
@@ -32,21 +22,7 @@ def shop(db):
     call_command("seed_demo", verbosity=0)
 
 
-def work(server, text, customer="maya@example.com", decide=None, **limits):
-    person = Customer.objects.get(email=customer)
-    transcript = assistant.new_transcript(text)
-    rec = Steps()
-    kwargs = dict(model=assistant.model(base_url=server.base_url), tools=assistant.tools(),
-                  ctx=ToolContext(customer_id=person.pk, run_id="t"), observer=rec,
-                  limits=assistant.limits())
-    result = run_loop(transcript, **kwargs)
-    paused = []
-    while result.status == AWAITING_APPROVAL and decide is not None:
-        paused.extend(p.call.name for p in result.pending)
-        result = run_loop(transcript, spent=result.spent,
-                          decisions={p.call.id: decide for p in result.pending}, **kwargs)
-    tools = [s.tool for s in rec.steps if s.kind == "tool"]
-    return result, transcript, tools, paused
+work = work_ticket  # work(server, text, customer=..., decide=...)
 
 
 def tool_result(transcript, name):

@@ -11,11 +11,10 @@ import pytest
 from django.core.management import call_command
 
 from standin.dialects import DIALECTS, THINKING
-from support import assistant, runner, services
-from support.agent.loop import run_loop
-from support.agent.tools import ToolContext
-from support.agent.types import AWAITING_APPROVAL, Decision, Observer, Transcript
-from support.models import Approval, Customer, Refund
+from support import runner, services
+from support.agent.types import Decision, Transcript
+from support.models import Approval, Refund
+from tests.desk_factories import work_ticket
 from tests.standin_fixture import standin  # noqa: F401
 from tests.test_model_call import TOOLS, Sink, make, ticket
 
@@ -58,32 +57,13 @@ def test_thinking_never_reaches_the_customer_nor_the_history(speaking):
 
 # -- whole tickets through the loop ----------------------------------------------------------------
 
-class Steps(Observer):
-    def __init__(self):
-        self.steps = []
-
-    def step(self, s):
-        self.steps.append(s)
-
-
 @pytest.fixture
 def shop(db):
     call_command("seed_demo", verbosity=0)
 
 
 def work(server, text, decide=None):
-    person = Customer.objects.get(email="maya@example.com")
-    transcript, rec = assistant.new_transcript(text), Steps()
-    kwargs = dict(model=assistant.model(base_url=server.base_url, max_retry_wait=0.05), tools=assistant.tools(),
-                  ctx=ToolContext(customer_id=person.pk, run_id=f"dialect-{text[:8]}"), observer=rec,
-                  limits=assistant.limits())
-    result = run_loop(transcript, **kwargs)
-    paused = []
-    while result.status == AWAITING_APPROVAL and decide is not None:
-        paused.extend(p.call.name for p in result.pending)
-        result = run_loop(transcript, spent=result.spent,
-                          decisions={p.call.id: decide for p in result.pending}, **kwargs)
-    return result, transcript, [s.tool for s in rec.steps if s.kind == "tool"], paused
+    return work_ticket(server, text, decide=decide, run_id=f"dialect-{text[:8]}", max_retry_wait=0.05)
 
 
 def well_formed(transcript: Transcript) -> bool:
