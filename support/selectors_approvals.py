@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from support import permissions
 from support.agent.tools import ToolContext
-from support.models import Approval, Message, Order
+from support.models import Approval, Attachment, Message, Order
 from support.tools import tool_by_name
 from support.tools.common import customer_orders, money
 
@@ -105,7 +105,7 @@ class _History:
         rows = Message.objects.filter(conversation_id=conversation_id)
         if asked is not None:
             rows = rows.filter(seq__lt=asked)
-        rows = rows.order_by("-seq").values("seq", "role", "author", "content", "tool_calls", "tool_call_id",
+        rows = rows.order_by("-seq").values("id", "seq", "role", "author", "content", "tool_calls", "tool_call_id",
                                             "created_at")[:HISTORY_READ]
         return cls(list(rows)[::-1])
 
@@ -132,9 +132,30 @@ class _History:
         return list(seen.values())
 
     def customer_request(self) -> list[dict]:
-        """The customer's last words before the request: what they asked for."""
+        """The customer's last words before the request: what they asked for, with the photos and PDFs they
+        sent (signed links, as in the transcript)."""
         said = [m for m in self.messages if m["author"] == Message.CUSTOMER and m["content"]][-REQUEST_SHOWN:]
-        return [{"seq": m["seq"], "text": m["content"], "created_at": _ts(m["created_at"])} for m in said]
+        files = _files_by_message([m["id"] for m in said])
+        return [{"seq": m["seq"], "text": m["content"], "created_at": _ts(m["created_at"]),
+                 **_with_files(m["content"], files.get(m["id"], []))} for m in said]
+
+
+def _files_by_message(message_ids: list[int]) -> dict[int, list]:
+    if not message_ids:
+        return {}
+    out: dict[int, list] = {}
+    for attachment in Attachment.objects.filter(message_id__in=message_ids).order_by("id"):
+        out.setdefault(attachment.message_id, []).append(attachment)
+    return out
+
+
+def _with_files(text: str, items: list) -> dict:
+    from support.attachments import attachment_json, placeholder
+
+    if not items:
+        return {}
+    return {"attachments": [attachment_json(a, staff=True) for a in items],
+            "attachments_only": text == placeholder([a.kind for a in items])}
 
 
 def _json(text):

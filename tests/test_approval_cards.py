@@ -190,3 +190,30 @@ def test_an_expired_refund_is_explained_as_not_reviewed_in_time(desk, queued):
     said = answer(conversation)
     assert "couldn't be reviewed in time" in said and "rejected by" not in said
     assert not Refund.objects.filter(order__number="SU-41310").exists()
+
+
+def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, settings):
+    from django.core.files.base import ContentFile
+
+    from support import attachments, selectors_approvals
+    from support.models import Attachment
+
+    settings.STORAGES = {**settings.STORAGES, "attachments": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    conversation = start_conversation(demo.maya)
+    services.message_append(conversation=conversation, author=Message.CUSTOMER,
+                            wire={"role": "user", "content": "My mug from SU-41310 arrived broken."})
+    photo = services.message_append(conversation=conversation, author=Message.CUSTOMER,
+                                    wire={"role": "user", "content": attachments.placeholder([Attachment.IMAGE])})
+    storage = attachments.attachment_storage()
+    Attachment.objects.create(
+        conversation=conversation, message=photo, kind=Attachment.IMAGE, content_type="image/jpeg", name="mug.jpg",
+        size=3, uploaded_size=3, width=40, height=30, sha256="0" * 64,
+        file=storage.save("c/mug.jpg", ContentFile(b"jpg")), thumbnail=storage.save("c/mug-t.jpg", ContentFile(b"t")),
+        preview=storage.save("c/mug-p.jpg", ContentFile(b"p")))
+    approval = pending_refund_approval(conversation)
+
+    said = selectors_approvals.approval_context(approval)["customer_request"]
+    assert said[-1]["seq"] == photo.seq and said[-1]["attachments_only"] is True
+    (shown,) = said[-1]["attachments"]
+    assert shown["kind"] == "image" and shown["thumbnail_url"] and shown["url"] != shown["thumbnail_url"]
+    assert said[-2]["text"] == "My mug from SU-41310 arrived broken." and "attachments" not in said[-2]

@@ -87,7 +87,7 @@ def test_a_photo_reaches_the_agent_and_staff(site, customer_page, staff_page, mo
 
     # Staff see the thumbnail in the transcript, open the full photo, approve.
     staff = staff_page(f"/console/conversations/{conversation}/")
-    files = staff.get_by_test_id("message-file")
+    files = staff.get_by_test_id("transcript").get_by_test_id("message-file")
     expect(files).to_have_count(1, timeout=10000)
     expect(files).to_contain_text(attachment.reference)
     expect(files).to_contain_text("1600×1200")
@@ -107,6 +107,12 @@ def test_a_photo_reaches_the_agent_and_staff(site, customer_page, staff_page, mo
     card = staff.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")
     expect(card).to_have_count(1, timeout=10000)
     expect(card.get_by_test_id("approval-summary")).to_contain_text("Refund 129.00 EUR on SU-41402")
+    # The card shows the photo among what the customer sent before the request, without its placeholder text.
+    request = card.get_by_test_id("approval-customer-request")
+    expect(request.get_by_test_id("message-file")).to_contain_text(attachment.reference)
+    expect(request).not_to_contain_text("[Sent a photo]")
+    card.scroll_into_view_if_needed()
+    snap(staff, "attachments-approval-card")
     card.get_by_test_id("approve-button").click()
     expect(agent_messages(customer).last).to_contain_text("Thank you for the photo.", timeout=20000)
     expect(agent_messages(customer).last).to_contain_text("129.00 EUR")

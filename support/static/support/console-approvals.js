@@ -9,6 +9,7 @@
 import { ApiError, staffApi } from "./console-api.js";
 import { ArgumentsForm } from "./console-approval-form.js";
 import { customers } from "./console-store.js";
+import { filesEl } from "./console-transcript.js";
 import {
   announce, badge, fill, conversationUrl, h, label, shortId, timeEl, uniqueId,
 } from "./console-dom.js";
@@ -192,7 +193,8 @@ export class ApprovalCard {
       parts.push(h("div", { class: "customer-said", role: "group", "data-testid": "approval-customer-request", "aria-label": "What the customer asked" },
         h("p", { class: "facts-label" }, "The customer asked"),
         h("ol", { class: "said" }, c.customer_request.map((m) => h("li", { "data-seq": String(m.seq) },
-          h("q", {}, m.text), " ", timeEl(m.created_at, "approval-request-time"))))));
+          m.attachments_only ? null : h("q", {}, m.text), " ", timeEl(m.created_at, "approval-request-time"),
+          m.attachments && m.attachments.length ? filesEl(m.attachments) : null)))));
     }
     if (withSecondLook) parts.push(this.secondLook());
     if (c.policies && c.policies.length) {

@@ -18,7 +18,7 @@ function authorLabel(m) {
 
 // A customer's photos and PDFs: thumbnails (and a tile for a PDF) that open the full file in a new tab. The
 // links are signed and expire (ATTACHMENT_URL_MAX_AGE); one past its time is fetched again before opening.
-function filesEl(attachments) {
+export function filesEl(attachments) {
   return h("div", { class: "msg-files", "data-testid": "message-files" }, attachments.map((a) => {
     const caption = `${a.ref} · ${a.size_text}${a.width ? ` · ${a.width}×${a.height}` : ""}`;
     const link = h("a", { class: `msg-file msg-file-${a.kind}`, href: a.url, target: "_blank", rel: "noopener",
