@@ -18,7 +18,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
-from django.db.models import F, Sum
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -329,15 +329,23 @@ def _with_fault_pause(tools: list[Tool]) -> list[Tool]:
     return [replace(t, fn=paused(t.fn)) if t.name == name else t for t in tools]
 
 
-def decisions_for(run: Run) -> dict[str, agent.Decision]:
-    out = {}
-    for a in Approval.objects.filter(run=run, decided_at__isnull=False).select_related("tool_call"):
-        if a.decision == Approval.APPROVED:
-            out[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments)
-        else:
-            out[a.tool_call.call_id] = agent.Decision(
-                approved=False, reason=a.reason, by="the system" if a.decision == Approval.EXPIRED else "staff")
-    return out
+def decisions_and_rejections(run: Run, conversation: Conversation) -> tuple[dict[str, agent.Decision], dict[str, str]]:
+    """One read of the approvals a run starts from: the decisions on this run's calls (by call id), and what
+    staff rejected anywhere in the conversation, by what the call does (see Tool.fingerprint): it stays
+    rejected for the conversation, however the model words it again."""
+    decided = Q(run=run, decided_at__isnull=False)
+    rejected_here = Q(run__conversation=conversation, decision=Approval.REJECTED)
+    decisions, rejected = {}, {}
+    for a in Approval.objects.filter(decided | rejected_here).select_related("tool_call").order_by("id"):
+        if a.run_id == run.pk and a.decided_at is not None:
+            if a.decision == Approval.APPROVED:
+                decisions[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments)
+            else:
+                decisions[a.tool_call.call_id] = agent.Decision(
+                    approved=False, reason=a.reason, by="the system" if a.decision == Approval.EXPIRED else "staff")
+        if a.decision == Approval.REJECTED:
+            _add_rejection(rejected, a)
+    return decisions, rejected
 
 
 def run_execute(run_id: int) -> str:
@@ -385,8 +393,9 @@ def _work(run: Run, lease: str) -> str:
     )
     # Read even for a run that has not called the model: it can start with another run's open calls
     # (a hand-back after a take-over), pause on them and be decided before its first model call.
-    spent, decisions = run.spent(), decisions_for(run)
-    options.update(rejected=rejected_actions(conversation), day_before=spent_today(conversation, run))
+    decisions, rejected = decisions_and_rejections(run, conversation)
+    spent = run.spent()
+    options.update(rejected=rejected, day_before=spent_today(conversation, run))
     while True:
         result = run_loop(transcript, spent=spent, decisions=decisions, **options)
         if _finish(run, conversation, lease, observer, result):
@@ -394,16 +403,10 @@ def _work(run: Run, lease: str) -> str:
         spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
 
 
-def rejected_actions(conversation: Conversation) -> dict[str, str]:
-    """What staff rejected in this conversation, by what the call does (see Tool.fingerprint): it stays
-    rejected for the conversation, however the model words it again."""
-    out = {}
-    for a in Approval.objects.filter(run__conversation=conversation, decision=Approval.REJECTED).select_related(
-            "tool_call"):
-        tool = tool_by_name(a.tool_call.name)
-        if tool is not None:
-            out[tool.action(a.requested_arguments)] = a.reason
-    return out
+def _add_rejection(out: dict[str, str], approval: Approval) -> None:
+    tool = tool_by_name(approval.tool_call.name)
+    if tool is not None:
+        out[tool.action(approval.requested_arguments)] = approval.reason
 
 
 def spent_today(conversation: Conversation, run: Run) -> agent.Spent:
