@@ -118,21 +118,28 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
 
 
 def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):
-    """Both see the alert; Sam's click reaches the server after Alex's: Sam is told Alex has it."""
-    alex_user()
+    """Both see the alert; Sam's click reaches the server after Alex has taken it: Sam is told Alex has it."""
+    from support import inbox
+
+    alex_account = alex_user()
     sam = staff_with_alerts(new_context, site)
     alex = staff_with_alerts(new_context, site, username=ALEX[0], password=ALEX[1])
     sam.wait_for_timeout(1000)
     handed = answered_conversation(customer_page, "tom@example.com", "Where is my order SU-41444?")
-    sam.route(re.compile(r"/api/staff/conversations/.*/take$"),
-              lambda route: (alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
-                             .get_by_test_id("alert-take").click(), route.continue_()))
+
+    def alex_first(route):  # Sam's request waits until Alex's take has committed: the order is fixed
+        inbox.conversation_take(conversation=Conversation.objects.get(public_id=handed), user=alex_account)
+        route.continue_()
+
+    sam.route(re.compile(r"/api/staff/conversations/.*/take$"), alex_first)
     hand_over(handed, "The customer asked for a person")
     for page in (sam, alex):
         expect(page.locator(f'[data-testid="alert"][data-conversation="{handed}"]')).to_be_visible(timeout=10000)
     sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-take").click()
     status = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-status")
     expect(status).to_have_text(re.compile(r"Alex (already took this conversation|took it)"))
+    alex_status = alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-status")
+    expect(alex_status).to_have_text("You took it.")  # told live, by the event of the take
     assert Conversation.objects.get(public_id=handed).assignee.username == ALEX[0]
 
 
