@@ -8,49 +8,27 @@ nothing for a customer who unsubscribed.
 
 from __future__ import annotations
 
-import email
 import re
-import socket
 import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from aiosmtpd.controller import Controller
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
 from support import notify, services
 from support.models import Conversation, FollowUp, Message
+from tests.smtp_fixture import smtp_inbox  # noqa: F401  (fixture)
 
 MINUTES = 10
 
 
-class Inbox:
-    def __init__(self):
-        self.messages: list = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content)))
-        return "250 OK"
-
-
 @pytest.fixture
-def smtp(settings):
-    """A real SMTP server on a free port; the site sends its e-mail there."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    inbox = Inbox()
-    inbox.port = port
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_USE_TLS = "127.0.0.1", port, False
+def smtp(smtp_inbox, settings):
     settings.REPLY_EMAIL_AFTER_MINUTES = MINUTES
     settings.DESK_PUBLIC_URL = "https://desk.example"
-    yield inbox
-    controller.stop()
+    return smtp_inbox
 
 
 def text_of(message) -> str:

@@ -8,13 +8,9 @@ through a real SMTP server in this process (aiosmtpd), and the tests read them f
 
 from __future__ import annotations
 
-import email
-import re
-import socket
 import threading
 
 import pytest
-from aiosmtpd.controller import Controller
 from django.test import Client
 
 from support import identity, limits, signin
@@ -22,37 +18,15 @@ from support.agent.tools import ToolContext, ToolError
 from support.models import Conversation
 from support.tools.common import customer_orders, order_for_customer
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
+from tests.smtp_fixture import smtp_inbox  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("limits_redis")
 STRANGER, MAYA_HOME, MAYA_PHONE = "203.0.113.66", "198.51.100.7", "198.51.100.200"
 
 
-class Inbox:
-    def __init__(self):
-        self.received = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.received.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content)))
-        return "250 OK"
-
-    def codes_for(self, address: str) -> list[str]:
-        return [re.search(r"\b([0-9]{8})\b", m.get_payload()).group(1)
-                for rcpt, m in self.received if rcpt == [address]]
-
-
 @pytest.fixture
-def smtp(settings):
-    """A real SMTP server on a free port; the site sends its e-mail there."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_USE_TLS = "127.0.0.1", port, False
-    yield inbox
-    controller.stop()
+def smtp(smtp_inbox):
+    return smtp_inbox
 
 
 def start(body, address=MAYA_HOME):
@@ -162,7 +136,7 @@ def test_a_conversation_opened_with_the_shops_token_sees_every_order_of_the_cust
 def test_a_code_is_sent_on_request_by_smtp_and_signs_in_once(demo, smtp):
     answer = start({"email": "Maya@Example.com", "send_code": True})
     assert answer.status_code == 202 and answer.json()["code_sent"] is True
-    [(rcpt, message)] = smtp.received
+    [(rcpt, message)] = smtp.messages
     assert rcpt == ["maya@example.com"] and "sign-in code" in message["Subject"]
     [code] = smtp.codes_for("maya@example.com")
     assert opened(start({"email": "maya@example.com", "code": code})).customer == demo.maya
@@ -173,7 +147,7 @@ def test_a_code_is_sent_on_request_by_smtp_and_signs_in_once(demo, smtp):
 def test_asking_a_code_for_an_unknown_address_answers_the_same_and_sends_nothing(demo, smtp):
     assert start({"email": "nobody@example.com", "send_code": True}).json() == \
         start({"email": "maya@example.com", "send_code": True}).json()
-    assert [rcpt for rcpt, _ in smtp.received] == [["maya@example.com"]]
+    assert [rcpt for rcpt, _ in smtp.messages] == [["maya@example.com"]]
 
 
 def test_codes_sent_to_one_address_are_capped_per_hour_and_each_one_sent_still_works(demo, smtp, settings):
