@@ -198,10 +198,9 @@ class DbObserver(agent.Observer):
     # the trace
     def step_started(self, step: agent.Step) -> None:
         metrics.step_started(self, step)
-        if step.kind == "tool" and not step.read_only:
-            _tool_call_started(self.run, self.lease, step)  # counted before an effect runs, crash or not
-            _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
-        elif step.kind == "tool":
+        if step.kind == "tool":
+            if not step.read_only:
+                _tool_call_started(self.run, self.lease, step)  # counted before an effect runs, crash or not
             _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
         serializers.publish_step(Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label,
                                       tool=step.tool), started=True)
