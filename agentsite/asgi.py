@@ -16,7 +16,7 @@ if settings.DEBUG:  # the widget and console scripts, without a separate static 
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from support.routing import websocket_urlpatterns  # noqa: E402
+from support.web.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,

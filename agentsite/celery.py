@@ -23,7 +23,7 @@ def _say_what_will_be_refused(**kwargs):
     """Workers run no Django checks: a configuration that refuses every run is logged at start-up."""
     import logging
 
-    from support.assistant import model_price_problem
+    from support.desk.assistant import model_price_problem
 
     problem = model_price_problem()
     if problem:
@@ -35,7 +35,7 @@ def _serve_metrics(**kwargs):
     from django.conf import settings
 
     if settings.WORKER_METRICS_PORT:
-        from support.metrics import serve_worker_metrics
+        from support.ops.metrics import serve_worker_metrics
 
         serve_worker_metrics(settings.WORKER_METRICS_HOST, settings.WORKER_METRICS_PORT)
 
@@ -47,7 +47,7 @@ def _log_in_our_format(logger=None, **kwargs):
     the bound fields, like the site's."""
     from django.conf import settings
 
-    from support.log_context import ContextFilter, formatter
+    from support.ops.log_context import ContextFilter, formatter
 
     for handler in logger.handlers:
         handler.setFormatter(formatter(settings.LOG_FORMAT))
@@ -57,7 +57,7 @@ def _log_in_our_format(logger=None, **kwargs):
 @before_task_publish.connect
 def _pass_the_request_id(headers=None, **kwargs):
     """A task sent while a request is handled carries its id, so the run's lines can be found from it."""
-    from support.log_context import current
+    from support.ops.log_context import current
 
     request_id = current().get("request_id")
     if request_id and headers is not None:
@@ -69,7 +69,7 @@ _started: dict[str, tuple[float, object]] = {}  # task id -> (start, log context
 
 @task_prerun.connect
 def _bind_task(task_id=None, task=None, args=None, kwargs=None, **extra):
-    from support.log_context import bind
+    from support.ops.log_context import bind
 
     fields = {"task": task_id, "request_id": task.request.get("request_id")}
     if task.name == "support.tasks.run_agent":
@@ -79,8 +79,8 @@ def _bind_task(task_id=None, task=None, args=None, kwargs=None, **extra):
 
 @task_postrun.connect
 def _count_task(task_id=None, task=None, retval=None, **extra):
-    from support import metrics
-    from support.log_context import unbind
+    from support.ops import metrics
+    from support.ops.log_context import unbind
 
     started, token = _started.pop(task_id, (None, None))
     metrics.task_ended(task.name, retval, None if started is None else time.monotonic() - started)

@@ -14,7 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from support.origins import normalise_origin  # stdlib only at import: safe before setup
+from support.web.origins import normalise_origin  # stdlib only at import: safe before setup
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -161,7 +161,7 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", not DEBUG)
 # Other origins of this site whose forms and console may post here (e.g. the public https address when
-# the proxy passes another Host); the staff websocket accepts them too (support/origins.py).
+# the proxy passes another Host); the staff websocket accepts them too (support/web/origins.py).
 CSRF_TRUSTED_ORIGINS = env_origins("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
@@ -179,7 +179,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "support.middleware.ApiErrorsMiddleware",  # first: it rewrites any non-JSON error under /api/
+    "support.web.middleware.ApiErrorsMiddleware",  # first: it rewrites any non-JSON error under /api/
     "django.middleware.security.SecurityMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -310,7 +310,7 @@ LARGE_REFUND_THRESHOLD = env_decimal("LARGE_REFUND_THRESHOLD", "100.00")
 # A staff socket re-checks its session and account at least this often (and on every frame it receives).
 STAFF_SOCKET_RECHECK_SECONDS = env_float("STAFF_SOCKET_RECHECK_SECONDS", 30.0, minimum=1.0)
 
-# Logs (support/log_context.py): LOG_FORMAT=json writes one JSON object per line for a log collector, plain
+# Logs (support/ops/log_context.py): LOG_FORMAT=json writes one JSON object per line for a log collector, plain
 # is text for a terminal; both carry the request id, conversation, run and task a line was written for.
 # Celery's own lines are given the same format by agentsite/celery.py.
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
@@ -322,9 +322,9 @@ if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "support.log_context.ContextFilter"}},
-    "formatters": {"plain": {"()": "support.log_context.PlainFormatter"},
-                   "json": {"()": "support.log_context.JsonFormatter"}},
+    "filters": {"context": {"()": "support.ops.log_context.ContextFilter"}},
+    "formatters": {"plain": {"()": "support.ops.log_context.PlainFormatter"},
+                   "json": {"()": "support.ops.log_context.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "loggers": {
         # propagate off: a worker's root logger has Celery's handler, which would print each line twice
@@ -357,7 +357,7 @@ AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0
 # The agent's hand-over (escalate_to_human) goes straight to a person's queue; true: a person confirms it first.
 ESCALATION_NEEDS_APPROVAL = env_bool("ESCALATION_NEEDS_APPROVAL", False)
 
-# Who the customer is: the shop signs the customer's e-mail with this key (see support/identity.py).
+# Who the customer is: the shop signs the customer's e-mail with this key (see support/customers/identity.py).
 # The shop holds it, so it must tell nothing of SECRET_KEY, which signs sessions and conversation tokens:
 # with DEBUG off it is set on its own; with DEBUG on an HMAC of SECRET_KEY stands in, which is one-way.
 SHOP_SIGNING_KEY = env_str("SHOP_SIGNING_KEY", "")
@@ -374,7 +374,7 @@ if not DEBUG and len(SHOP_SIGNING_KEY) < 32:
                                "anyone guess it")
 CONVERSATION_TOKEN_MAX_AGE = env_int("CONVERSATION_TOKEN_MAX_AGE", 30 * 24 * 3600, minimum=60)
 
-# -- Rate limits, lock-outs and sign-in codes (support/limits.py, support/signin.py) ------------------
+# -- Rate limits, lock-outs and sign-in codes (support/ops/limits.py, support/customers/signin.py) ------------------
 # Sliding windows counted in Redis, so every site process shares them and a restart keeps them.
 LIMITS_REDIS_URL = env_str("LIMITS_REDIS_URL", REDIS_URL)
 # Whose address a limit counts: the socket peer; behind N proxies of ours that each append the address
@@ -406,7 +406,7 @@ EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBa
                         else "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Sundry support <support@sundry.example>")
 
-# -- Reaching a customer who left the page (support/notify.py, support/views/links.py) --------------------
+# -- Reaching a customer who left the page (support/customers/notify.py, support/web/views/links.py) --------------------
 # The desk's public address, for the links in e-mails (the beat sends them: there is no request to read it from).
 DESK_PUBLIC_URL = env_str("DESK_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 # A reply (the agent's or a person's) the customer has not seen is e-mailed once it is this old and the
@@ -415,7 +415,7 @@ REPLY_EMAILS = env_bool("REPLY_EMAILS", True)
 REPLY_EMAIL_AFTER_MINUTES = env_float("REPLY_EMAIL_AFTER_MINUTES", 10.0)
 REPLY_EMAIL_SWEEP_SECONDS = env_float("REPLY_EMAIL_SWEEP_SECONDS", 60.0, minimum=1.0)  # how often the beat looks
 REPLY_EMAIL_WITHIN_HOURS = env_float("REPLY_EMAIL_WITHIN_HOURS", 24.0, minimum=1.0)  # older replies: never e-mailed
-# How long an e-mailed link opens its conversation (revocable sooner: support.notify.links_revoke).
+# How long an e-mailed link opens its conversation (revocable sooner: support.customers.notify.links_revoke).
 CONVERSATION_LINK_MAX_AGE = env_int("CONVERSATION_LINK_MAX_AGE", 90 * 24 * 3600, minimum=60)
 # An open customer socket tells the database it is there at most this often (its resume and close, always).
 CUSTOMER_PRESENCE_SECONDS = env_float("CUSTOMER_PRESENCE_SECONDS", 30.0, minimum=1.0)
@@ -435,13 +435,13 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Channels: events go through Redis to every daphne process.
-# Redis pub/sub (support/channel_layer.py): an event to a group is one PUBLISH, and each site process holds one subscription
+# Redis pub/sub (support/live/channel_layer.py): an event to a group is one PUBLISH, and each site process holds one subscription
 # connection for all its sockets. Nothing is stored on the way: an event nobody listens for is gone, which
 # is what the live UIs need (what they miss while disconnected, they replay from the database).
 # Measured against channels_redis' list-based layer: 0.17 against 0.92 ms of CPU per event sent and received.
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "support.channel_layer.PubSubChannelLayer",
+        "BACKEND": "support.live.channel_layer.PubSubChannelLayer",
         # socket_timeout None: the subscription connection stays open however long the site is idle
         # (redis-py 8 would otherwise time an idle socket out after 5 s).
         "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
@@ -479,9 +479,9 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
 
-# -- Operations: probes, metrics, request ids (support/health.py, support/metrics.py, docs/deploy.md) ----
-# The probes and /metrics are answered first (support/health.py says why), then every request gets its id.
-MIDDLEWARE = ["support.log_context.RequestContextMiddleware", "support.health.ProbeMiddleware", *MIDDLEWARE]
+# -- Operations: probes, metrics, request ids (support/ops/health.py, support/ops/metrics.py, docs/deploy.md) ----
+# The probes and /metrics are answered first (support/ops/health.py says why), then every request gets its id.
+MIDDLEWARE = ["support.ops.log_context.RequestContextMiddleware", "support.ops.health.ProbeMiddleware", *MIDDLEWARE]
 # /metrics asks for this bearer token when it is set (Prometheus: authorization: credentials: ...).
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # A Celery worker serves its own /metrics on this port (0: none); several workers on one machine need one
@@ -494,13 +494,13 @@ WORKER_METRICS_HOST = env_str("WORKER_METRICS_HOST", "127.0.0.1")
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                       "KEY_PREFIX": "desk-cache", "TIMEOUT": 300}}
 
-# -- The customer's language, ratings, "is typing" (support/languages.py, support/views/feedback.py) -----
+# -- The customer's language, ratings, "is typing" (support/customers/languages.py, support/web/views/feedback.py) -----
 # The languages the desk writes its fixed texts to customers in (hand-over notices, a person joining: the
 # catalogues are support/locale/) and the widget speaks (its own catalogue). The first is the default.
 # Each conversation stores its customer's language, from the widget (data-lang, else the browser's).
 LANGUAGES = [("en", "English"), ("de", "Deutsch")]
 
-# -- Customer attachments: photos and PDFs from the widget (support/attachments.py) ----------------------
+# -- Customer attachments: photos and PDFs from the widget (support/customers/attachments.py) ----------------------
 # Checked by content on the server (Pillow opens and re-encodes photos, stripping EXIF and any metadata;
 # PDFs: the %PDF header), stored through the "attachments" storage below, served only through signed URLs
 # that expire after ATTACHMENT_URL_MAX_AGE seconds (to the conversation's customer, and to staff with a

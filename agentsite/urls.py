@@ -3,9 +3,9 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("console/", include("support.console_urls")),
-    path("api/", include("support.urls")),
+    path("console/", include("support.web.console_urls")),
+    path("api/", include("support.web.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("c/", include("support.link_urls")),  # e-mailed conversation links and unsubscribing
-    path("", include("support.shop_urls")),
+    path("c/", include("support.web.link_urls")),  # e-mailed conversation links and unsubscribing
+    path("", include("support.web.shop_urls")),
 ]

@@ -17,7 +17,7 @@ DEMO_CUSTOMERS = ("maya@example.com", "tom@example.com", "ines@example.com")
 
 def customer_tokens() -> list[str]:
     """The shop's signed tokens for the demo customers (Django must be set up with the servers' settings)."""
-    from support import identity
+    from support.customers import identity
 
     return [identity.customer_token(e) for e in DEMO_CUSTOMERS]
 

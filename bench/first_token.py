@@ -61,7 +61,7 @@ def run(stack, quick: bool = False) -> dict:
 
 
 def _standin_body() -> bytes:
-    from support import assistant
+    from support.desk import assistant
     from support.agent.loop import OUTCOME_TOOL
 
     tools = [t.spec() for t in [*assistant.tools(), OUTCOME_TOOL]]

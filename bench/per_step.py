@@ -41,22 +41,22 @@ TARGET_GROWTH = 0.15
 
 # Functions whose cumulative time the profile reports, per model call: (label, file suffix, function name).
 KEY_FUNCTIONS = [
-    ("run_execute (everything after the hand-off)", "support/runner.py", "run_execute"),
+    ("run_execute (everything after the hand-off)", "support/desk/runner.py", "run_execute"),
     ("  model call: OpenAIModel.complete", "support/agent/llm.py", "complete"),
     ("    openai client post + stream (httpx2)", "openai/_base_client.py", "post"),
-    ("    token events: DbObserver.token", "support/runner.py", "token"),
-    ("  save a message: DbObserver.message", "support/runner.py", "message"),
-    ("  trace row: DbObserver.step", "support/runner.py", "step"),
-    ("  step start: DbObserver.step_started", "support/runner.py", "step_started"),
-    ("  new customer messages? DbObserver.incoming", "support/runner.py", "incoming"),
+    ("    token events: DbObserver.token", "support/desk/runner.py", "token"),
+    ("  save a message: DbObserver.message", "support/desk/runner.py", "message"),
+    ("  trace row: DbObserver.step", "support/desk/runner.py", "step"),
+    ("  step start: DbObserver.step_started", "support/desk/runner.py", "step_started"),
+    ("  new customer messages? DbObserver.incoming", "support/desk/runner.py", "incoming"),
     ("  tool: search_policy", "support/tools/policies.py", "search_policy"),
-    ("  run end: runner._finish", "support/runner.py", "_finish"),
-    ("  load history: history_for_model", "support/runner.py", "history_for_model"),
-    ("publish_* (building events)", "support/serializers.py", "publish_step"),
-    ("", "support/serializers.py", "publish_message"),
-    ("", "support/serializers.py", "publish_token"),
-    ("", "support/serializers.py", "publish_run"),
-    ("services.message_append", "support/services.py", "message_append"),
+    ("  run end: runner._finish", "support/desk/runner.py", "_finish"),
+    ("  load history: history_for_model", "support/desk/runner.py", "history_for_model"),
+    ("publish_* (building events)", "support/desk/serializers.py", "publish_step"),
+    ("", "support/desk/serializers.py", "publish_message"),
+    ("", "support/desk/serializers.py", "publish_token"),
+    ("", "support/desk/serializers.py", "publish_run"),
+    ("services.message_append", "support/desk/services.py", "message_append"),
     ("Django: Model.save (ORM inserts/updates)", "django/db/models/base.py", "save"),
     ("Django: QuerySet.update", "django/db/models/query.py", "update"),
     ("Django: SQLCompiler.execute_sql", "django/db/models/sql/compiler.py", "execute_sql"),
@@ -75,7 +75,11 @@ def run(stack, quick: bool = False) -> dict:
     from django.db import connection
     from django.db.models import Sum
 
-    from support import assistant, events, runner, services, tasks
+    from support.desk import assistant, runner, services
+
+    from support.live import events
+
+    from support import tasks
     from support.agent.loop import OUTCOME_TOOL
     from support.agent.tools import ToolContext
     from support.models import Customer, Run, Step
@@ -325,7 +329,7 @@ CATEGORIES = [  # (label, substrings of the file path); first match wins
     ("openai + httpx2 + httpcore2 (model client)", ("/openai/", "/httpx2/", "/httpcore2/", "/h11/", "/anyio/")),
     ("jsonschema (tool argument validation)", ("/jsonschema/", "/referencing/", "/jsonschema_specifications/",
                                                "/rpds/", "/attrs/", "/attr/")),
-    ("support/search.py (BM25 per search)", ("support/search.py",)),
+    ("support/shop/search.py (BM25 per search)", ("support/shop/search.py",)),
     ("support/ (our code, search.py apart)", ("/support/",)),
 ]
 

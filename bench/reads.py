@@ -52,7 +52,7 @@ def loop_alone(read_only: bool) -> float:
 
 
 def desk_path(demo_customer, read_only: bool) -> float:
-    from support import assistant, runner, services
+    from support.desk import assistant, runner, services
     from tests.fake_model import call
 
     def slowed(tool):

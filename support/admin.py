@@ -1,7 +1,7 @@
 """The Django admin: the shop, read-mostly (orders, parcels, refunds and seller messages are records;
 staff edit customers, sellers and policy texts).
 
-Who sees what is Django's model permissions, granted to the staff groups (support/permissions.py GROUPS,
+Who sees what is Django's model permissions, granted to the staff groups (support/desk/permissions.py GROUPS,
 migration 0008): Support agents view every shop and desk record; Support leads may also edit customers,
 sellers and policy texts. Everything else is read-only for everyone, superusers included: a refund is money
 already moved, an approval a decision on record, a transcript what was said; the console's actions follow

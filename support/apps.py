@@ -7,4 +7,4 @@ class SupportConfig(AppConfig):
     verbose_name = "Support desk"
 
     def ready(self):
-        from support import checks, permissions  # noqa: F401  (register the checks and the logout handlers)
+        from support.desk import checks, permissions  # noqa: F401  (register the checks and the logout handlers)

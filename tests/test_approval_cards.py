@@ -16,7 +16,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from support import runner, serializers, services
+from support.desk import runner, serializers, services
 from support.models import Approval, Message, Order, Refund, ToolCall
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
 
@@ -195,7 +195,9 @@ def test_an_expired_refund_is_explained_as_not_reviewed_in_time(desk, queued):
 def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, settings):
     from django.core.files.base import ContentFile
 
-    from support import attachments, selectors_approvals
+    from support.customers import attachments
+
+    from support.desk import selectors_approvals
     from support.models import Attachment
 
     settings.STORAGES = {**settings.STORAGES, "attachments": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from support import services
+from support.desk import services
 from support.models import Approval, Conversation, ToolCall
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

@@ -17,7 +17,9 @@ from django.core.files.storage import storages
 from django.test import Client
 from PIL import Image
 
-from support import attachments, identity, runner, services
+from support.customers import attachments, identity
+
+from support.desk import runner, services
 from support.models import Approval, Attachment, Conversation, Message, Run
 from tests.desk_factories import customer_messages, make_user, start_conversation
 from tests.desk_factories import maya_chat, queued, widget  # noqa: F401  (fixtures)
@@ -436,7 +438,7 @@ def test_files_no_attachment_names_are_removed_once_an_hour_old_and_every_saved_
     from django.core.files.base import ContentFile
     from django.utils import timezone
 
-    from support import attachments
+    from support.customers import attachments
 
     conversation, _ = maya_chat
     assert send(("parcel.jpg", jpeg())).status_code == 202

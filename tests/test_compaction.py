@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from support import assistant, runner, services
+from support.desk import assistant, runner, services
 from support.agent.compaction import SUMMARY_HEADER, compact, estimate_tokens
 from support.agent.loop import run_loop
 from support.agent.tools import Tool, ToolContext

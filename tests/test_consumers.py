@@ -13,7 +13,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from agentsite.asgi import application
-from support import events, identity, services
+from support.live import events
+from support.customers import identity
+from support.desk import services
 from support.models import Message
 
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
@@ -27,7 +29,7 @@ ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 def memory_layer(settings, monkeypatch):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: None)
-    monkeypatch.setattr("support.events.publisher.send", lambda groups, event: None)
+    monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
 
 
 @pytest.fixture

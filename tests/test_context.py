@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from support import services
+from support.desk import services
 from support.models import Conversation
 from tests.desk_factories import make_user, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

@@ -3,7 +3,7 @@ reworded, and a conversation's daily budget cannot be renewed by writing again."
 
 import pytest
 
-from support import assistant, runner, services
+from support.desk import assistant, runner, services
 from support.models import Approval, Conversation, Message, Run
 from tests.fake_model import ScriptedModel, answer, call, reply
 

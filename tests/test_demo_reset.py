@@ -10,7 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from support import limits, services
+from support.ops import limits
+
+from support.desk import services
 from support.models import Conversation, Message, Refund, Run
 from tests.desk_factories import pending_refund_approval, start_conversation
 

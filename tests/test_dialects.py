@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from standin.dialects import DIALECTS, THINKING
-from support import runner, services
+from support.desk import runner, services
 from support.agent.types import Decision, Transcript
 from support.models import Approval, Refund
 from tests.desk_factories import work_ticket

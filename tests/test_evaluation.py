@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support import assistant
+from support.desk import assistant
 from support.evaluation import evaluate, report
 from support.evaluation.customer import CustomerModel
 from support.evaluation.scenario import SCENARIO_DIR, load_all, parse

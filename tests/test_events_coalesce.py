@@ -1,6 +1,6 @@
 """The publisher joins token deltas that queued up behind one another, and nothing else."""
 
-from support.events import coalesce
+from support.live.events import coalesce
 
 A = ["conversation.a", "staff.conversation.a"]
 B = ["conversation.b", "staff.conversation.b"]

@@ -3,7 +3,7 @@ approval queue, and one reply (or one conversation) opens at most one hand-over.
 
 import pytest
 
-from support import assistant, runner, services
+from support.desk import assistant, runner, services
 from support.models import Approval, Run, ToolCall
 from tests.fake_model import ScriptedModel, answer, call, reply
 

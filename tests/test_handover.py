@@ -10,9 +10,11 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from support import identity, runner, services
+from support.customers import identity
+
+from support.desk import runner, services
 from support.models import Approval, Conversation, Message, Run
-from support.runner import NOTICE_ESCALATED
+from support.desk.runner import NOTICE_ESCALATED
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ import pytest
 from django.db import OperationalError
 from django.test import Client
 
-from support import health
+from support.ops import health
 
 
 class _Redis:
@@ -25,7 +25,7 @@ class _Redis:
 
 @pytest.fixture
 def redis_up(monkeypatch):
-    monkeypatch.setattr("support.metrics._redis", lambda url: _Redis())
+    monkeypatch.setattr("support.ops.metrics._redis", lambda url: _Redis())
 
 
 def _closed_port() -> int:
@@ -69,7 +69,7 @@ def test_readyz_checks_the_limits_redis_too_when_it_is_another_server(client, se
         def __init__(self, url):
             asked.append(url)
 
-    monkeypatch.setattr("support.metrics._redis", Recording)
+    monkeypatch.setattr("support.ops.metrics._redis", Recording)
     settings.LIMITS_REDIS_URL = "redis://127.0.0.1:1/5"
     assert client.get("/readyz").status_code == 200
     assert sorted(asked) == sorted([settings.REDIS_URL, "redis://127.0.0.1:1/5"])
@@ -109,7 +109,7 @@ def test_a_process_that_is_not_ready_is_logged_as_a_warning_not_a_server_error(c
     settings.REDIS_URL = settings.LIMITS_REDIS_URL = f"redis://127.0.0.1:{_closed_port()}/0"
     with caplog.at_level(logging.INFO):
         assert client.get("/readyz").status_code == 503
-    assert [r.levelname for r in caplog.records if r.name == "support.health"] == ["WARNING"]
+    assert [r.levelname for r in caplog.records if r.name == "support.ops.health"] == ["WARNING"]
     assert not [r for r in caplog.records if r.name == "django.request"]
 
 

@@ -18,7 +18,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agentsite.asgi import application
-from support import identity
+from support.customers import identity
 from support.models import Conversation
 from tests.desk_factories import customer_messages, start_conversation
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
@@ -30,7 +30,7 @@ HEADERS = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 @pytest.fixture(autouse=True)
 def quiet_run_queue(monkeypatch):
     monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: None)
-    monkeypatch.setattr("support.events.publisher.send", lambda groups, event: None)
+    monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
 
 
 @pytest.fixture

@@ -13,9 +13,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
-from support import assistant, identity, languages, runner, services
+from support.desk import assistant, runner, services
+
+from support.customers import identity, languages
 from support.models import Conversation, Message
-from support.runner import NOTICE_ESCALATED, NOTICE_STOPPED
+from support.desk.runner import NOTICE_ESCALATED, NOTICE_STOPPED
 from tests.desk_factories import start_conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -94,12 +96,12 @@ def test_every_fixed_text_has_a_german_translation():
 
 
 def test_a_refund_a_person_issues_is_told_in_the_customers_language(demo, sam):
-    from support import staff_actions
+    from support.desk import staff_actions
 
     conversation = start_conversation(demo.maya)
     Conversation.objects.filter(pk=conversation.pk).update(language="de")
     conversation.refresh_from_db()
-    from support import permissions
+    from support.desk import permissions
 
     sam.groups.add(permissions.ensure_groups()[permissions.AGENTS])  # agents may refund up to their limit
     action = staff_actions.refund_issue(conversation=conversation, user=sam, order_id="SU-41310", amount="10.00",

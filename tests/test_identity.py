@@ -14,7 +14,7 @@ import pytest
 from django.core import signing
 from django.core.management import CommandError, call_command
 
-from support import identity
+from support.customers import identity
 from tests.desk_factories import start_conversation
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 

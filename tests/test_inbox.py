@@ -16,7 +16,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from support import events, services
+from support.live import events
+
+from support.desk import services
 from support.models import Conversation, Message, Run
 from support.models.desk import ConversationRead, InboxEvent
 from tests.desk_factories import make_user, pending_refund_approval, record_events, start_conversation

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from support import demo as demo_data
+from support.desk import demo as demo_data
 from support.models import Approval, Customer, Refund
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

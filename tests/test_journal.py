@@ -1,4 +1,4 @@
-"""support/journal.py: a step's message, trace row, tool-call record and spending written at once, behind
+"""support/desk/journal.py: a step's message, trace row, tool-call record and spending written at once, behind
 the run's lease; one statement on PostgreSQL, one transaction of statements elsewhere (both run here: the
 suite runs on SQLite and on PostgreSQL, and the multi-row unit takes the statements path on both)."""
 
@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from support import journal, services
+from support.desk import journal, services
 from support.models import Conversation, Message, Run, Step, ToolCall
 from tests.desk_factories import start_conversation
 
@@ -147,7 +147,7 @@ def test_the_run_is_marked_alive_only_when_the_caller_says_a_beat_is_due(working
 # -- the runner's observer on top of it --------------------------------------------------------------------
 
 def test_after_its_own_append_the_run_asks_the_database_for_new_messages_only_when_someone_else_wrote(working):
-    from support import runner
+    from support.desk import runner
     from support.agent import types as agent
 
     conversation, run = working

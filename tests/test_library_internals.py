@@ -1,13 +1,13 @@
 """What our subclasses of library classes rely on beyond the libraries' documented API, checked by name and
 shape so that an upgrade that changes it fails here, loudly, instead of somewhere in a live path.
 
-- support/channel_layer.py subclasses channels_redis' pub/sub layer (a receiver woken by a subscription,
+- support/live/channel_layer.py subclasses channels_redis' pub/sub layer (a receiver woken by a subscription,
   batched PUBLISH): RedisSingleShardConnection's _lock, _ensure_redis, _redis, _pubsub, _receive_message,
   _do_receiving; RedisPubSubLoopLayer's _shards, _get_group_channel_name, _get_shard; the module's
   _wrap_close; RedisPubSubChannelLayer's _layers, _args, _kwargs, _get_layer.
 - support/agent/llm.py subclasses openai.Stream (reads the body to its end, so the connection is reused):
   the __stream__ generator and the response attribute.
-- support/journal.py wraps its own psycopg cursor the way Django wraps its cursors (make_cursor,
+- support/desk/journal.py wraps its own psycopg cursor the way Django wraps its cursors (make_cursor,
   make_debug_cursor, queries_logged) and reads the connection's health check (close_if_health_check_failed).
 """
 
@@ -20,7 +20,7 @@ import openai
 from channels_redis import pubsub
 from django.db import connection
 
-from support.channel_layer import PubSubChannelLayer
+from support.live.channel_layer import PubSubChannelLayer
 
 
 def test_the_channels_redis_internals_our_layer_builds_on_are_there():

@@ -16,7 +16,8 @@ from django.core import signing
 from django.test import Client
 
 from agentsite.asgi import application
-from support import identity, notify, services
+from support.customers import identity, notify
+from support.desk import services
 from support.models import Conversation, FollowUp, Message
 
 
@@ -149,7 +150,7 @@ def test_listing_and_opening_need_a_valid_shop_token(chat):
 def test_an_open_customer_socket_marks_the_replies_seen(demo, settings, monkeypatch):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: None)
-    monkeypatch.setattr("support.events.publisher.send", lambda groups, event: None)
+    monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
     conversation = services.conversation_start(customer=demo.maya)
     services.message_append(conversation=conversation, author=Message.AGENT,
                             wire={"role": "assistant", "content": "Hello again."})

@@ -17,7 +17,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from agentsite.asgi import application
-from support import events, identity, serializers, services
+from support.live import events
+from support.customers import identity
+from support.desk import serializers, services
 from support.models import Message, Run, Step
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +33,7 @@ def published(settings, monkeypatch):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: None)
     sent = []
-    monkeypatch.setattr("support.events.publisher.send", lambda groups, event: sent.append((groups, event)))
+    monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: sent.append((groups, event)))
     return sent
 
 

@@ -18,7 +18,7 @@ import pytest
 from celery.signals import before_task_publish, task_postrun, task_prerun
 
 import agentsite.celery  # noqa: F401  (its signal handlers)
-from support import log_context
+from support.ops import log_context
 from support.models import Run
 from tests.desk_factories import start_conversation
 
@@ -43,11 +43,11 @@ def lines():
 def test_a_json_line_carries_time_level_logger_message_and_the_bound_fields(lines):
     with log_context.bound(request_id="req-1", conversation="c-2"):
         with log_context.bound(run="r-3"):
-            logging.getLogger("support.runner").warning("run %s: lease lost", "r-3", extra={"attempt": 2})
-        logging.getLogger("support.runner").info("after the run")
+            logging.getLogger("support.desk.runner").warning("run %s: lease lost", "r-3", extra={"attempt": 2})
+        logging.getLogger("support.desk.runner").info("after the run")
     first, second = lines()
     assert {k: first[k] for k in ("level", "logger", "message", "request_id", "conversation", "run", "attempt")} == {
-        "level": "WARNING", "logger": "support.runner", "message": "run r-3: lease lost", "request_id": "req-1",
+        "level": "WARNING", "logger": "support.desk.runner", "message": "run r-3: lease lost", "request_id": "req-1",
         "conversation": "c-2", "run": "r-3", "attempt": 2}
     assert first["time"].endswith("+00:00") and first["process"] == os.getpid()
     assert "run" not in second and second["conversation"] == "c-2"
@@ -57,7 +57,7 @@ def test_a_json_line_carries_the_traceback_in_one_field(lines):
     try:
         raise ValueError("boom")
     except ValueError:
-        logging.getLogger("support.runner").exception("failed")
+        logging.getLogger("support.desk.runner").exception("failed")
     (line,) = lines()
     assert line["message"] == "failed" and "ValueError: boom" in line["exc"]
 
@@ -102,9 +102,9 @@ def test_a_run_tasks_lines_carry_the_request_id_run_conversation_and_task(demo, 
     task.push_request(id="task-1", request_id="req-9")
     try:
         task_prerun.send(sender=task, task_id="task-1", task=task, args=(run.pk,), kwargs={})
-        logging.getLogger("support.runner").info("working")
+        logging.getLogger("support.desk.runner").info("working")
         task_postrun.send(sender=task, task_id="task-1", task=task, args=(run.pk,), kwargs={}, retval="answered")
-        logging.getLogger("support.runner").info("done")
+        logging.getLogger("support.desk.runner").info("done")
     finally:
         task.pop_request()
     working, done = lines()

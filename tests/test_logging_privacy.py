@@ -15,7 +15,8 @@ import pytest
 from django.test import Client
 
 import agentsite.celery  # noqa: F401  (its signal handlers bind the run's ids to the task's lines)
-from support import identity, log_context
+from support.customers import identity
+from support.ops import log_context
 from support.models import Run
 from support.tasks import run_agent
 
@@ -88,7 +89,7 @@ def test_model_and_tool_errors_are_logged_at_warning_or_above_with_the_run_id(
     standin.queue_faults([fault])
     web = Client()
     conversation, token = start(web, "tom@example.com")
-    from support import services
+    from support.desk import services
     from support.models import Conversation
 
     services.conversation_post_message(conversation=Conversation.objects.get(public_id=conversation),

@@ -16,7 +16,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from prometheus_client import REGISTRY
 
-from support import metrics, runner, services
+from support.ops import metrics
+
+from support.desk import runner, services
 from support.agent import types as agent
 from support.models import Run
 from tests.desk_factories import pending_refund_approval, start_conversation

@@ -13,7 +13,13 @@ import json
 import pytest
 from django.test import Client
 
-from support import events, health, identity, services
+from support.live import events
+
+from support.ops import health
+
+from support.customers import identity
+
+from support.desk import services
 from support.models import Approval, Run
 from support.tasks import run_agent, sweep
 from tests.desk_factories import make_user, start_conversation

@@ -10,7 +10,9 @@ import json
 import pytest
 from django.test import Client
 
-from support import assistant, identity, runner, services
+from support.desk import assistant, runner, services
+
+from support.customers import identity
 from support.models import Note, SavedReply
 from tests.desk_factories import make_user, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

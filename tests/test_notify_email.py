@@ -17,7 +17,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from support import notify, services
+from support.customers import notify
+
+from support.desk import services
 from support.models import Conversation, FollowUp, Message
 from tests.smtp_fixture import smtp_inbox  # noqa: F401  (fixture)
 
@@ -54,7 +56,7 @@ def chat(demo, monkeypatch):
 
 
 def _shop_token(customer):
-    from support.identity import customer_token
+    from support.customers.identity import customer_token
 
     return customer_token(customer.email)
 

@@ -13,7 +13,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from agentsite.asgi import application
-from support.origins import normalise_origin, origin_allowed
+from support.web.origins import normalise_origin, origin_allowed
 
 WIDGET = "/ws/conversations/00000000-0000-4000-8000-000000000000/"
 STAFF = "/ws/staff/"

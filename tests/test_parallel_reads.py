@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from support import assistant, runner, services
+from support.desk import assistant, runner, services
 from support.agent.loop import run_loop
 from support.agent.tools import Tool, ToolContext
 from support.agent.types import Observer, Transcript

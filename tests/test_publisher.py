@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from support import events
+from support.live import events
 
 
 class Recording:

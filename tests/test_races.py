@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from support import runner, services
+from support.desk import runner, services
 from support.agent import types as agent
 from support.models import Approval, Conversation, Message, Refund, Run, ToolCall
 from tests.desk_factories import REFUND_ARGUMENTS, pending_refund_approval, start_conversation

@@ -14,7 +14,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from support import events, identity, inbox
+from support.live import events
+
+from support.customers import identity
+
+from support.desk import inbox
 from support.agent import types as agent
 from support.models import Conversation, Rating, Run
 from tests.desk_factories import make_user, record_events, start_conversation

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support import runner, services
+from support.desk import runner, services
 from support.models import Approval, Conversation, Message, Refund, Run, Step, ToolCall
 from tests.standin_fixture import standin  # noqa: F401
 
@@ -142,7 +142,7 @@ def test_an_escalation_approved_ends_the_run_escalated_and_waits_for_a_person(de
 def test_a_message_written_during_a_run_reaches_the_next_model_call_once(desk, queued, monkeypatch, when):
     # The runner reads new customer messages only when something may have arrived: a seq its own append
     # skipped, or a conversation newer than its last append. Both ways in must be seen, and only once.
-    from support import assistant
+    from support.desk import assistant
 
     conversation, run_id = ask(maya(desk), "Where is SU-41210?", queued)
     late = "Also, could you tell me which carrier it is with?"

@@ -4,7 +4,7 @@ reply saved by an older version, a saved answer after a crash, ids a server reus
 import pytest
 from django.db import OperationalError
 
-from support import assistant, runner, services
+from support.desk import assistant, runner, services
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from tests.fake_model import ScriptedModel, answer, call, reply
 from tests.standin_fixture import standin  # noqa: F401

@@ -9,7 +9,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agentsite.asgi import application
-from support import services
+from support.desk import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STRANGER = "203.0.113.66"

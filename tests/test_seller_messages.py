@@ -3,7 +3,7 @@ conversation a day, the same message once; and seller-written text reaches the m
 
 import pytest
 
-from support import assistant, runner, services
+from support.desk import assistant, runner, services
 from support.models import Approval, SellerMessage
 from support.tools.sellers import contact_data
 from tests.fake_model import ScriptedModel, answer, call, reply

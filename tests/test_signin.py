@@ -13,7 +13,9 @@ import threading
 import pytest
 from django.test import Client
 
-from support import identity, limits, signin
+from support.customers import identity, signin
+
+from support.ops import limits
 from support.agent.tools import ToolContext, ToolError
 from support.models import Conversation
 from support.tools.common import customer_orders, order_for_customer

@@ -18,7 +18,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from support import staff_actions
+from support.desk import staff_actions
 from support.models import Conversation, Message, Order, Refund, SellerMessage, StaffAction
 from tests.desk_factories import make_user, record_events, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

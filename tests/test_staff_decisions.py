@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from support import permissions, services
+from support.desk import permissions, services
 from support.models import Approval
 from tests.desk_factories import REFUND_ARGUMENTS, pending_refund_approval, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

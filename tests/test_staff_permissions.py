@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from support import permissions
+from support.desk import permissions
 from support.models import Approval
 from tests.desk_factories import REFUND_ARGUMENTS, make_user, pending_refund_approval, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

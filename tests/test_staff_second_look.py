@@ -20,7 +20,8 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agentsite.asgi import application
-from support import events, permissions, serializers, services
+from support.live import events
+from support.desk import permissions, serializers, services
 from support.models import Approval, Message
 from tests.desk_factories import make_user, pending_refund_approval, record_events, start_conversation
 from tests.desk_factories import queued  # noqa: F401  (fixture)

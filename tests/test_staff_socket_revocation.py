@@ -22,7 +22,8 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 
 from agentsite.asgi import application
-from support import events, services
+from support.live import events
+from support.desk import services
 from support.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,7 +36,7 @@ def quiet_layer(settings, monkeypatch):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.STAFF_SOCKET_RECHECK_SECONDS = 3600  # tests that want the periodic check shorten it
     monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: None)
-    monkeypatch.setattr("support.events.publisher.send", lambda groups, event: None)
+    monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
 
 
 @pytest.fixture

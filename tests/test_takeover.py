@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from support import runner, services
+from support.desk import runner, services
 from support.models import Approval, Conversation, Message, Refund, Run, Step, ToolCall
 from tests.standin_fixture import standin  # noqa: F401
 

@@ -14,7 +14,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.test import Client
 
-from support import assistant, identity, notify, runner, services
+from support.desk import assistant, runner, services
+
+from support.customers import identity, notify
 from support.models import Conversation, FollowUp, Message
 from standin import facts
 

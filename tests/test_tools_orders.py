@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from support.agent.tools import ToolContext, ToolError
-from support.demo import HOSTILE_TEXT
+from support.desk.demo import HOSTILE_TEXT
 from support.models import Order, Parcel, Scan
 from support.tools.orders import get_order
 from support.tools.parcels import track_parcel

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.search import Doc, best_passage, idf_table, rank, stem, tokenise
+from support.shop.search import Doc, best_passage, idf_table, rank, stem, tokenise
 from support.tools.policies import search_policy
 
 LOSS_QUERY = "parcel marked delivered but not received"
@@ -143,7 +143,7 @@ def test_it_returns_no_results_for_a_query_of_stop_words(ctx_for):
 @pytest.mark.django_db
 def test_an_edit_saved_in_this_process_is_searched_at_once_and_one_from_elsewhere_within_the_cache_time(
         demo, monkeypatch):
-    from support import search
+    from support.shop import search
     from support.models import PolicyDocument
 
     def titles(query):

@@ -40,7 +40,7 @@ class CustomerTurn:
 
 class CustomerModel:
     def __init__(self, model):
-        self.model = model  # an OpenAIModel (support.assistant.model(...)) or anything with complete()
+        self.model = model  # an OpenAIModel (support.desk.assistant.model(...)) or anything with complete()
 
     def next_message(self, sim: SimulatedCustomer, seen: list[tuple[str, str]]) -> CustomerTurn:
         """`seen`: (who, text) of what the customer saw, who being "customer" or "desk", oldest first."""

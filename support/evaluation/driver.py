@@ -22,8 +22,12 @@ from django.db import transaction
 from django.db.models import Count, F, Max, Sum
 from django.test.utils import override_settings
 
-from support import events, runner, services, tasks
-from support.demo import demo_staff_user, seed_demo
+from support.live import events
+
+from support.desk import runner, services
+
+from support import tasks
+from support.desk.demo import demo_staff_user, seed_demo
 from support.models import (
     Approval, Conversation, Customer, Message, Order, Refund, Run, Scan, SellerMessage, Step, ToolCall,
 )
@@ -178,7 +182,7 @@ def _customer_sends_files(conversation: Conversation, text: str, kinds: tuple) -
     from django.core.files.uploadedfile import SimpleUploadedFile
     from PIL import Image
 
-    from support import attachments
+    from support.customers import attachments
 
     def upload(n: int, kind: str):
         if kind == "pdf":

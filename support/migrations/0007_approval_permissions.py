@@ -1,7 +1,7 @@
 """Who may decide approvals: two permissions on Approval and the two groups that hold them.
 
 support.decide_approval: approve or reject a gated call. support.approve_large_refund: approve a refund
-above LARGE_REFUND_THRESHOLD. "Support agents" get the first, "Support leads" both (support/permissions.py
+above LARGE_REFUND_THRESHOLD. "Support agents" get the first, "Support leads" both (support/desk/permissions.py
 says the same and recreates them when missing). Written here, not in the model's Meta, so that no table
 changes; reversing removes the groups and permissions again.
 """

@@ -1,6 +1,6 @@
 """The inbox: who closed a conversation and when, who has it since when, each staff member's read marker,
 the record of assignments and closings; and the admin's view permissions for the two staff groups
-(support/permissions.py GROUPS says the same; ensure_groups() recreates them when missing)."""
+(support/desk/permissions.py GROUPS says the same; ensure_groups() recreates them when missing)."""
 
 import django.db.models.deletion
 from django.conf import settings

@@ -1,5 +1,5 @@
 """Staff work on a conversation: actions on record (refunds, seller messages), internal notes, saved replies;
-the demo's saved replies come from seed_demo (support/demo.py), not from here."""
+the demo's saved replies come from seed_demo (support/desk/demo.py), not from here."""
 
 import uuid
 

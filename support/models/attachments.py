@@ -1,5 +1,5 @@
 """A customer's photos and PDFs: each belongs to one message of one conversation; the files live in the
-"attachments" storage (settings.STORAGES), never under a public URL (support/attachments.py signs them)."""
+"attachments" storage (settings.STORAGES), never under a public URL (support/customers/attachments.py signs them)."""
 
 import uuid
 
@@ -62,6 +62,6 @@ class Attachment(models.Model):
 @receiver(post_delete, sender=Attachment)
 def _files_go_too(sender, instance: Attachment, **kwargs):
     """A deleted attachment (its conversation deleted) takes its files along, once the delete commits."""
-    from support.attachments import delete_files
+    from support.customers.attachments import delete_files
 
     transaction.on_commit(lambda: delete_files(instance))

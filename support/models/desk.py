@@ -32,14 +32,14 @@ class Conversation(models.Model):
     last_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # Closed by a staff member (support/inbox.py). A customer message written after closed_at reopens it:
+    # Closed by a staff member (support/desk/inbox.py). A customer message written after closed_at reopens it:
     # the inbox derives that, so the customer's path needs no extra write.
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="+")
     assigned_at = models.DateTimeField(null=True, blank=True)  # when the current assignee got it
     # The customer's language (a code of settings.LANGUAGES, from the widget): the desk's fixed texts to
-    # them are written in it, and the model is told it (support/languages.py).
+    # them are written in it, and the model is told it (support/customers/languages.py).
     language = models.CharField(max_length=8, default="en")
 
     class Meta:

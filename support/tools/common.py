@@ -25,7 +25,7 @@ def customer_orders(ctx: ToolContext, queryset=None):
 
 
 def _order_scope(conversation_id) -> int | None:
-    from support.identity import parse_uuid
+    from support.customers.identity import parse_uuid
     from support.models import Conversation
 
     public_id = parse_uuid(conversation_id) if conversation_id else None

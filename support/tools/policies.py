@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from support.agent.tools import Tool, ToolContext
-from support.search import search_policies
+from support.shop.search import search_policies
 
 
 def search_policy(ctx: ToolContext, query: str, seller_id: str | None = None) -> dict:

@@ -17,7 +17,7 @@ def alex_user():
     """A second staff member (a Support agent, first name Alex), created once."""
     from django.contrib.auth import get_user_model
 
-    from support import permissions
+    from support.desk import permissions
 
     user, _ = get_user_model().objects.get_or_create(username=ALEX[0], defaults={"first_name": "Alex"})
     user.first_name, user.is_staff, user.is_active = "Alex", True, True

@@ -97,7 +97,7 @@ def assert_accessible(page, name: str, **kwargs) -> None:
 
 def expire(approvals) -> None:
     """This module's cards out of the queue again (as the sweeper would), so later tests see only theirs."""
-    from support import services
+    from support.desk import services
 
     Approval.objects.filter(pk__in=[a.pk for a in approvals], decided_at__isnull=True).update(
         expires_at=timezone.now() - timedelta(seconds=1))
@@ -111,7 +111,9 @@ def desk(site):
     note; and a second card in the queue. Written as the customer API does, through the desk's services."""
     from django.contrib.auth import get_user_model
 
-    from support import events, services
+    from support.live import events
+
+    from support.desk import services
     from support.models import Note
     from tests.desk_factories import pending_refund_approval, start_conversation
 

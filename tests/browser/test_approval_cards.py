@@ -40,7 +40,7 @@ def fits_the_screen(page) -> None:
 
 def nothing_else_waiting() -> None:
     """Earlier tests' approvals out of the queue, so the keyboard walks only this test's cards."""
-    from support import services
+    from support.desk import services
 
     Approval.objects.filter(decided_at__isnull=True).update(expires_at=timezone.now() - timedelta(seconds=1))
     services.approvals_expire()
@@ -170,7 +170,7 @@ def test_the_queue_is_worked_from_the_keyboard(site, staff_page):
 def test_a_support_agent_may_approve_up_to_the_large_refund_threshold(site, new_context):
     from django.contrib.auth import get_user_model
 
-    from support import permissions
+    from support.desk import permissions
     from tests.desk_factories import pending_refund_approval, start_conversation
 
     get_user_model().objects.filter(username="casey").delete()
@@ -209,7 +209,7 @@ def test_a_support_agent_may_approve_up_to_the_large_refund_threshold(site, new_
 
 
 def test_the_card_counts_down_and_says_how_it_expired(site, staff_page):
-    from support import services
+    from support.desk import services
     from tests.desk_factories import pending_refund_approval, start_conversation
 
     approval = pending_refund_approval(start_conversation(Customer.objects.get(email="ines@example.com")),

@@ -3,7 +3,7 @@ it) never turn the text around: they are shown as visible marks, and each text s
 
 from playwright.sync_api import expect
 
-from support import services
+from support.desk import services
 from support.models import Conversation, Message
 from tests.browser.conftest import open_widget, shot, widget_conversation
 

@@ -15,7 +15,11 @@ from django.db import transaction
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from support import events, notify, services
+from support.live import events
+
+from support.customers import notify
+
+from support.desk import services
 from support.models import Conversation, FollowUp, Message
 from tests.browser.conftest import agent_messages, ask, open_widget, widget_conversation
 from tests.browser.inbox_helpers import screens

@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from support import services
+from support.desk import services
 from support.models import Approval, Customer, Message
 from tests.browser.conftest import ROOT
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from support import services
+from support.desk import services
 from support.models import Conversation, Message
 from tests.browser.conftest import ROOT, agent_messages, open_widget, widget_conversation
 

@@ -9,7 +9,9 @@ import re
 from django.db import transaction
 from playwright.sync_api import expect
 
-from support import events, services
+from support.live import events
+
+from support.desk import services
 from support.models import Conversation
 from tests.browser.conftest import agent_messages, ask, open_widget, refundable_again, widget_conversation
 from tests.browser.inbox_helpers import ALEX, alex_user, login, row, screens
@@ -119,7 +121,7 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
 
 def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):
     """Both see the alert; Sam's click reaches the server after Alex has taken it: Sam is told Alex has it."""
-    from support import inbox
+    from support.desk import inbox
 
     alex_account = alex_user()
     sam = staff_with_alerts(new_context, site)
@@ -146,7 +148,7 @@ def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):
 def test_an_alert_for_a_conversation_someone_closes_stops_offering_take(site, customer_page, new_context):
     """Alex closes the handed-over conversation from elsewhere: Sam's alert says so at once, offers no Take,
     and goes away."""
-    from support import inbox
+    from support.desk import inbox
 
     alex = alex_user()
     sam = staff_with_alerts(new_context, site)

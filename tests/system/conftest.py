@@ -31,7 +31,7 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from support import services
+from support.desk import services
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from tests.redis_fixture import free_port, start_redis, stop_redis
 from tests.standin_fixture import standin_server  # noqa: F401  (the session's stand-in, shared with other tests)
@@ -122,7 +122,7 @@ def system(redis_server, model_server):
     workers' liveness settings; the queue is empty and the stand-in reset before and after."""
     model_server.reset()
     _purge(redis_server)
-    layers = {"default": {"BACKEND": "support.channel_layer.PubSubChannelLayer",
+    layers = {"default": {"BACKEND": "support.live.channel_layer.PubSubChannelLayer",
                           "CONFIG": {"hosts": [redis_server]}}}
     with override_settings(
         REDIS_URL=redis_server, CELERY_BROKER_URL=redis_server, CHANNEL_LAYERS=layers,

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from support import services
+from support.desk import services
 from support.models import Approval, Conversation, Message, Refund, Run, ToolCall
 
 from .conftest import ask, assert_history_sound, assert_trace_complete, customer_messages, final_answer, wait_run

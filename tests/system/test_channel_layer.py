@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from support.channel_layer import PubSubChannelLayer
+from support.live.channel_layer import PubSubChannelLayer
 
 
 def run(coro):

@@ -12,7 +12,7 @@ import time
 import pytest
 import redis
 
-from support import events
+from support.live import events
 from tests import redis_fixture
 
 pytestmark = pytest.mark.timeout(60)
@@ -43,7 +43,7 @@ class RestartableRedis(redis_fixture.RestartableRedis):
 def own_redis(settings):
     server = RestartableRedis()
     server.start()
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "support.channel_layer.PubSubChannelLayer",
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "support.live.channel_layer.PubSubChannelLayer",
                                            "CONFIG": {"hosts": [{"address": server.url, "socket_timeout": None}]}}}
     yield server
     server.stop()
@@ -84,7 +84,7 @@ def test_a_batch_redis_never_takes_is_dropped_with_a_warning_that_counts_it(own_
     monkeypatch.setattr(events, "PUBLISH_RETRY_PAUSES", (0.01, 0.01))
     publisher = events.Publisher()
     own_redis.stop()
-    with caplog.at_level(logging.WARNING, logger="support.events"):
+    with caplog.at_level(logging.WARNING, logger="support.live.events"):
         publisher.send(["conversation.c", "staff.conversation.c"], event(1))
         publisher.send(["conversation.c"], event(2))
         publisher.flush(timeout=10)

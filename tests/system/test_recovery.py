@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from support import services
+from support.desk import services
 from support.models import Approval, Conversation, Message, Refund, Run, SellerMessage, ToolCall
 
 from .conftest import (

@@ -2,7 +2,7 @@
 
 import pytest
 
-from support import runner, services
+from support.desk import runner, services
 from support.models import Message, Run, SellerMessage, Step, ToolCall
 from support.tasks import run_agent
 

@@ -35,7 +35,7 @@ import pytest
 from django.conf import settings
 from websockets.sync.client import connect as ws_connect
 
-from support import identity
+from support.customers import identity
 from support.models import Run
 
 from tests.redis_fixture import free_port as _free_port
@@ -367,7 +367,7 @@ def _worker_that_ran(desk: Desk, run: Run):
 
 def test_a_decision_through_the_other_daphne_resumes_the_run_on_the_other_worker_with_one_session_and_one_limit(
         cluster, model_server):
-    from support import demo as demo_data
+    from support.desk import demo as demo_data
 
     desk = cluster
     customer = Customer(desk, "maya@example.com")

@@ -8,7 +8,7 @@ import textwrap
 
 from django.core.management.base import BaseCommand, CommandError
 
-from support import assistant
+from support.desk import assistant
 from support.agent.loop import run_loop
 from support.agent.tools import ToolContext
 from support.agent.types import AWAITING_APPROVAL, Decision, Observer, Step

@@ -8,7 +8,7 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from support.health import workers_report
+from support.ops.health import workers_report
 
 
 class Command(BaseCommand):

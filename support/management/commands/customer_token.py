@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from support import identity
+from support.customers import identity
 from support.models import Customer
 
 

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from support import demo
+from support.desk import demo
 
 USERNAME, PASSWORD = demo.DEMO_STAFF_USERNAME, "sundry-demo"
 

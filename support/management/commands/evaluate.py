@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 from django.test.utils import override_settings
 
-from support import assistant
+from support.desk import assistant
 from support.evaluation import evaluate
 from support.evaluation import report as reports
 from support.evaluation.customer import CustomerModel

@@ -12,7 +12,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from support import demo, limits
+from support.desk import demo
+
+from support.ops import limits
 from support.models import Conversation
 
 

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from support.demo import ORDERS, seed_demo
+from support.desk.demo import ORDERS, seed_demo
 
 
 class Command(BaseCommand):

@@ -60,7 +60,7 @@ export const staffApi = {
   reply: (conversationId, text) => call(`conversations/${id(conversationId)}/messages`, { method: "POST", body: { text } }),
 };
 
-// The inbox (support/views/inbox.py): rows for this staff member, counts, and the inbox actions.
+// The inbox (support/web/views/inbox.py): rows for this staff member, counts, and the inbox actions.
 const params = (values) => {
   const q = new URLSearchParams();
   for (const [key, value] of Object.entries(values)) if (value !== undefined && value !== null && value !== "") q.set(key, value);
@@ -81,7 +81,7 @@ export const inboxApi = {
   read: (conversationId, seq) => call(`conversations/${id(conversationId)}/read`, { method: "POST", body: seq === undefined ? {} : { seq } }),
 };
 
-// Working a conversation (support/views/desk.py): its customer's context, refunds and seller messages by a
+// Working a conversation (support/web/views/desk.py): its customer's context, refunds and seller messages by a
 // person (`key`: the same key twice does it once), the actions on record, notes, saved replies.
 export const deskApi = {
   context: (conversationId) => call(`conversations/${id(conversationId)}/context`),
@@ -98,7 +98,7 @@ export const deskApi = {
   deleteReply: (replyId) => call(`saved-replies/${id(replyId)}`, { method: "DELETE" }),
 };
 
-// What the customer said of the conversation, and "Sam is typing…" for them (support/views/feedback.py).
+// What the customer said of the conversation, and "Sam is typing…" for them (support/web/views/feedback.py).
 export const feedbackApi = {
   rating: (conversationId) => call(`conversations/${id(conversationId)}/rating`),
   typing: (conversationId) => call(`conversations/${id(conversationId)}/typing`, { method: "POST" }),

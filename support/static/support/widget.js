@@ -814,7 +814,7 @@
   });
   input.addEventListener("input", grow);
 
-  // -- attachments: photos and PDFs the customer sends (support/attachments.py) ------------------------
+  // -- attachments: photos and PDFs the customer sends (support/customers/attachments.py) ------------------------
   // Chosen files wait in a tray above the composer (with a preview) until the customer sends; then one
   // multipart POST carries them and the words, with a client_id so a retried send is saved once. The
   // server checks each file by its content and says in plain words what it refuses. Files are shown through

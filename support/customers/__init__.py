@@ -1,0 +1,1 @@
+"""The customer's way in: identity, sign-in, links, attachments, notifications and e-mail."""

@@ -1,0 +1,139 @@
+"""Who the customer is, verified on the server: the shop's signed e-mail, an order number with its
+e-mail, and the conversation token the widget holds instead of a login."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+
+from django.conf import settings
+from django.core import signing
+from django.db import transaction
+
+from support.customers.cleaning import token_or_none
+from support.models import Conversation, Customer, Order
+
+CUSTOMER_SALT = "sundry.customer"
+CUSTOMER_TOKEN_MAX_AGE = 24 * 3600  # the shop mints a fresh one with each page it serves
+CONVERSATION_SALT = "support.conversation"
+
+
+# -- the shop's signed customer ---------------------------------------------------------------------
+
+def customer_token(email: str) -> str:
+    """What the shop puts in its page for its logged-in customer: the e-mail, signed with the shop's key."""
+    return signing.dumps(email, key=settings.SHOP_SIGNING_KEY, salt=CUSTOMER_SALT)
+
+
+def customer_from_token(token) -> Customer | None:
+    """The customer the shop vouched for within the last day, or None (forged, expired, unknown)."""
+    if token_or_none(token) is None:
+        return None
+    try:
+        email = signing.loads(token, key=settings.SHOP_SIGNING_KEY, salt=CUSTOMER_SALT,
+                              max_age=CUSTOMER_TOKEN_MAX_AGE)
+    except signing.BadSignature:  # SignatureExpired is one too
+        return None
+    return _customer_by_email(email) if isinstance(email, str) else None
+
+
+def _customer_by_email(email: str) -> Customer | None:
+    # The exact address first; otherwise a case-insensitive match, but only when it is unambiguous.
+    exact = Customer.objects.filter(email=email).first()
+    if exact is not None:
+        return exact
+    matches = list(Customer.objects.filter(email__iexact=email)[:2])
+    return matches[0] if len(matches) == 1 else None
+
+
+# -- order number + e-mail ----------------------------------------------------------------------------
+
+# What an address may look like once canonical: plain ASCII, a local part and a dotted domain.
+_PLAIN_EMAIL = re.compile(r"[a-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63})+")
+_ORDER_NUMBER = re.compile(r"[A-Z0-9][A-Z0-9-]{0,19}")
+
+
+def canonical_email(raw) -> str | None:
+    """The one form of an e-mail address that limits count and look-ups compare: NFKC, case-folded, NFKC
+    again (Unicode's NFKC_Casefold), stripped; None unless that is a plain ASCII address. So "Ineſ@Example.com"
+    (a long s) is "ines@example.com" for the lock-outs as for the sign-in, and nothing else passes."""
+    if not isinstance(raw, str) or len(raw) > 320:
+        return None
+    email = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", raw).casefold()).strip()
+    return email if len(email) <= 254 and _PLAIN_EMAIL.fullmatch(email) else None
+
+
+def canonical_order_number(raw) -> str | None:
+    """"su-41207 " -> "SU-41207"; None for anything that is not letters, digits and dashes (a NUL byte...)."""
+    if not isinstance(raw, str) or len(raw) > 40:
+        return None
+    number = unicodedata.normalize("NFKC", raw).strip().upper()
+    return number if _ORDER_NUMBER.fullmatch(number) else None
+
+
+def customer_by_email(email: str) -> Customer | None:
+    """The one customer whose address is `email` once both are canonical, or None (unknown or ambiguous)."""
+    matches = [c for c in Customer.objects.filter(email__iexact=email)[:5] if canonical_email(c.email) == email]
+    return matches[0] if len(matches) == 1 else None
+
+
+def order_of(email, order_number) -> Order | None:
+    """The order when it exists and belongs to that e-mail (both as canonical); a missing order and someone
+    else's look the same."""
+    email, number = canonical_email(email), canonical_order_number(order_number)
+    if email is None or number is None:
+        return None
+    order = Order.objects.select_related("customer").filter(number=number).first()
+    if order is None or canonical_email(order.customer.email) != email:
+        return None
+    return order
+
+
+def customer_from_order(email, order_number) -> Customer | None:
+    """The customer when that order exists and is theirs; a missing order and someone else's look the same."""
+    order = order_of(email, order_number)
+    return order.customer if order is not None else None
+
+
+def conversation_open(*, customer: Customer, order_scope: Order | None = None) -> Conversation:
+    """A new conversation; opened with an order number, it sees that order only (support/tools/common.py)."""
+    from support.desk import services
+
+    with transaction.atomic():  # the scope is set before the token that opens it exists
+        conversation = services.conversation_start(customer=customer)
+        if order_scope is not None:
+            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order_scope)
+            conversation.order_scope = order_scope
+    return conversation
+
+
+# -- the conversation token ---------------------------------------------------------------------------
+
+def conversation_token(conversation: Conversation) -> str:
+    """The widget's proof that it may read and post to this one conversation (signed with SECRET_KEY)."""
+    return signing.dumps(str(conversation.public_id), salt=CONVERSATION_SALT)
+
+
+def conversation_for_token(token, public_id) -> Conversation | None:
+    """The conversation when the token is valid, recent enough and names exactly that conversation."""
+    wanted = parse_uuid(public_id)
+    if wanted is None or token_or_none(token) is None:
+        return None
+    try:
+        named = signing.loads(token, salt=CONVERSATION_SALT, max_age=settings.CONVERSATION_TOKEN_MAX_AGE)
+    except signing.BadSignature:
+        return None
+    if named != str(wanted):
+        return None
+    return Conversation.objects.filter(public_id=wanted).first()
+
+
+def parse_uuid(value) -> uuid.UUID | None:
+    """A UUID from a path or a payload, or None for anything malformed."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        return None

@@ -1,0 +1,264 @@
+"""Reaching a customer who left the page: their widget's presence, the signed links that open a conversation
+on any device, and the one e-mail that carries the replies they missed.
+
+Presence is written to the database (FollowUp.seen_at / seen_seq) by the customer socket, so every daphne
+process and the beat agree on it. The beat (support.tasks.send_reply_emails) collects, per conversation, the
+agent's and staff's replies the customer has not seen (after seen_seq and emailed_seq) once the oldest is
+REPLY_EMAIL_AFTER_MINUTES old and the customer has not been connected for as long, and sends one e-mail with
+all of them. Each reply is e-mailed at most once: the batch is claimed with a conditional UPDATE of
+emailed_seq before the e-mail goes out, and given back if sending fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import zoneinfo
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from django.conf import settings
+from django.core import signing
+from django.core.mail import EmailMultiAlternatives
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Greatest
+from django.template.loader import render_to_string
+from django.utils import dateformat, timezone, translation
+from django.utils.translation import gettext, ngettext
+
+from support.customers import languages
+from support.models import Conversation, Customer, FollowUp, Message, ReplyEmailOptOut
+
+log = logging.getLogger(__name__)
+
+LINK_SALT = "support.conversation-link"  # distinct from the widget's conversation token (support.conversation)
+UNSUBSCRIBE_SALT = "support.reply-emails-unsubscribe"
+REPLY_AUTHORS = (Message.AGENT, Message.STAFF)  # a person's or the agent's answer; not notices, not tools
+
+
+# -- the customer's time zone ---------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def valid_time_zone(name) -> str | None:
+    """An IANA zone name this server knows ("Europe/Berlin"), else None; never a path or anything else."""
+    if not isinstance(name, str) or not 1 <= len(name) <= 64:
+        return None
+    return name if name in _zones() else None
+
+
+def zone_of(conversation: Conversation) -> zoneinfo.ZoneInfo | None:
+    name = FollowUp.objects.filter(conversation=conversation).values_list("time_zone", flat=True).first()
+    return zoneinfo.ZoneInfo(name) if valid_time_zone(name) else None
+
+
+def set_time_zone(conversation: Conversation, name: str) -> None:
+    _follow_up_update(conversation.pk, time_zone=name)
+
+
+def local_time(moment: datetime, zone: zoneinfo.ZoneInfo | None) -> str:
+    """"Tue 14 May, 16:02 (Europe/Berlin)" (day and month in the active language), or in UTC when the
+    customer's zone is unknown."""
+    at = moment.astimezone(zone or zoneinfo.ZoneInfo("UTC"))
+    return f"{dateformat.format(at, 'D j M, H:i')} ({zone.key if zone else 'UTC'})"
+
+
+# -- presence ---------------------------------------------------------------------------------------------
+
+def _follow_up_update(conversation_pk: int, **fields) -> None:
+    """Update the conversation's FollowUp row, making it first if there is none (two makers: one wins)."""
+    if FollowUp.objects.filter(conversation_id=conversation_pk).update(**fields):
+        return
+    try:
+        with transaction.atomic():
+            FollowUp.objects.create(conversation_id=conversation_pk)
+    except IntegrityError:
+        pass  # made meanwhile by another process
+    FollowUp.objects.filter(conversation_id=conversation_pk).update(**fields)
+
+
+def customer_seen(conversation_pk: int, *, now: datetime | None = None) -> None:
+    """A customer socket of the conversation is open now (resumed, heartbeat, or closing): every reply saved
+    so far reached it, and no e-mail is due until the customer has been away for a while."""
+    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation_pk)
+    _follow_up_update(conversation_pk, seen_at=now or timezone.now(),
+                      seen_seq=Greatest(F("seen_seq"), Value(last_seq)))
+
+
+# -- signed links -----------------------------------------------------------------------------------------
+
+def link_token(conversation: Conversation) -> str:
+    """The e-mailed link's token: opens this conversation on any device for CONVERSATION_LINK_MAX_AGE, until
+    the conversation's links are revoked. Signed with SECRET_KEY, with a salt of its own."""
+    version = FollowUp.objects.filter(conversation=conversation).values_list("link_version", flat=True).first()
+    return signing.dumps({"c": str(conversation.public_id), "v": version or 1}, salt=LINK_SALT)
+
+
+def conversation_for_link(token) -> Conversation | None:
+    """The conversation a valid, unexpired, unrevoked link names; None otherwise (all look the same)."""
+    if not isinstance(token, str) or not 1 <= len(token) <= 300:
+        return None
+    try:
+        data = signing.loads(token, salt=LINK_SALT, max_age=settings.CONVERSATION_LINK_MAX_AGE)
+    except signing.BadSignature:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("c"), str):
+        return None
+    conversation = Conversation.objects.filter(public_id=data["c"]).select_related("customer").first() \
+        if _is_uuid(data["c"]) else None
+    if conversation is None:
+        return None
+    version = FollowUp.objects.filter(conversation=conversation).values_list("link_version", flat=True).first()
+    return conversation if data.get("v") == (version or 1) else None
+
+
+def links_revoke(conversation: Conversation) -> None:
+    """Every link e-mailed for this conversation stops working; the next e-mail carries a new one."""
+    _follow_up_update(conversation.pk, link_version=F("link_version") + 1)
+
+
+def unsubscribe_token(customer: Customer) -> str:
+    """Never expires: an unsubscribe link must work whenever the customer finds the e-mail."""
+    return signing.dumps(str(customer.public_id), salt=UNSUBSCRIBE_SALT)
+
+
+def customer_for_unsubscribe(token) -> Customer | None:
+    if not isinstance(token, str) or not 1 <= len(token) <= 300:
+        return None
+    try:
+        public_id = signing.loads(token, salt=UNSUBSCRIBE_SALT)
+    except signing.BadSignature:
+        return None
+    return Customer.objects.filter(public_id=public_id).first() if _is_uuid(public_id) else None
+
+
+def reply_emails_stop(customer: Customer) -> None:
+    ReplyEmailOptOut.objects.get_or_create(customer=customer)
+
+
+def reply_emails_resume(customer: Customer) -> None:
+    ReplyEmailOptOut.objects.filter(customer=customer).delete()
+
+
+def _is_uuid(value) -> bool:
+    from support.customers.identity import parse_uuid
+
+    return parse_uuid(value) is not None
+
+
+def desk_url(path: str) -> str:
+    return settings.DESK_PUBLIC_URL.rstrip("/") + path
+
+
+# -- the batch --------------------------------------------------------------------------------------------
+
+def _replies(conversation_pk: int, after_seq: int):
+    return (Message.objects.filter(conversation_id=conversation_pk, seq__gt=after_seq, role="assistant",
+                                   author__in=REPLY_AUTHORS)
+            .exclude(content__isnull=True).exclude(content="").select_related("author_user").order_by("seq"))
+
+
+def due_conversations(now: datetime) -> list[int]:
+    """Conversations with a reply the customer has not seen nor been e-mailed, older than the wait, whose
+    customer has not been connected during the wait and still wants these e-mails."""
+    wait = timedelta(minutes=settings.REPLY_EMAIL_AFTER_MINUTES)
+    oldest = now - timedelta(hours=settings.REPLY_EMAIL_WITHIN_HOURS)  # older replies are history, not news
+    done = Greatest(Coalesce(F("conversation__follow_up__emailed_seq"), Value(0)),
+                    Coalesce(F("conversation__follow_up__seen_seq"), Value(0)))
+    replies = (Message.objects.filter(role="assistant", author__in=REPLY_AUTHORS, created_at__lte=now - wait,
+                                      created_at__gte=oldest)
+               .exclude(content__isnull=True).exclude(content="")
+               .annotate(done=done).filter(seq__gt=F("done"))
+               .exclude(conversation__follow_up__seen_at__gt=now - wait)
+               .exclude(conversation__customer__reply_email_opt_out__isnull=False))
+    return sorted(set(replies.values_list("conversation_id", flat=True)))
+
+
+@dataclass
+class Sent:
+    conversation: str
+    to: str
+    seqs: list[int]
+
+
+def send_reply_emails(*, now: datetime | None = None) -> list[Sent]:
+    """One e-mail per due conversation with every reply not seen nor e-mailed yet; what was sent."""
+    now = now or timezone.now()
+    if not settings.REPLY_EMAILS:
+        return []
+    sent = []
+    for conversation_pk in due_conversations(now):
+        try:
+            done = _send_one(conversation_pk, now)
+        except Exception:  # one bad conversation never stops the others; the next beat tries it again
+            log.exception("reply e-mail for conversation id %s not sent", conversation_pk)
+            continue
+        if done is not None:
+            sent.append(done)
+    return sent
+
+
+def _send_one(conversation_pk: int, now: datetime) -> Sent | None:
+    _follow_up_update(conversation_pk)  # the row the claim updates exists
+    follow_up = FollowUp.objects.get(conversation_id=conversation_pk)
+    before, seen = follow_up.emailed_seq, follow_up.seen_seq
+    replies = list(_replies(conversation_pk, max(before, seen)))
+    if not replies:
+        return None
+    upto = replies[-1].seq
+    # The claim: only the process whose UPDATE finds emailed_seq and seen_seq as read sends this batch. A
+    # second beat, or the customer coming back meanwhile, finds them changed and sends nothing.
+    if not FollowUp.objects.filter(pk=follow_up.pk, emailed_seq=before, seen_seq=seen).update(
+            emailed_seq=upto, emailed_at=now):
+        return None
+    conversation = Conversation.objects.select_related("customer").get(pk=conversation_pk)
+    try:
+        message = _email(conversation, replies, follow_up)
+        message.send()
+    except Exception:
+        # Not sent: give the batch back (unless a later claim moved on), so the next beat sends it.
+        FollowUp.objects.filter(pk=follow_up.pk, emailed_seq=upto).update(emailed_seq=before,
+                                                                          emailed_at=follow_up.emailed_at)
+        raise
+    log.info("reply e-mail sent for conversation %s: %d replies", conversation.public_id, len(replies))
+    return Sent(str(conversation.public_id), conversation.customer.email, [m.seq for m in replies])
+
+
+def _author(message: Message) -> str:
+    if message.author == Message.STAFF and message.author_user_id:
+        from support.desk.serializers import staff_name
+
+        return gettext("%(name)s from Sundry support") % {"name": staff_name(message.author_user)}
+    return gettext("Sundry's assistant")
+
+
+def _email(conversation: Conversation, replies: list[Message], follow_up: FollowUp) -> EmailMultiAlternatives:
+    """The e-mail, in the conversation's language (languages.of: what the widget set)."""
+    with translation.override(languages.of(conversation)):
+        return _email_in_language(conversation, replies, follow_up)
+
+
+def _email_in_language(conversation: Conversation, replies: list[Message], follow_up: FollowUp):
+    zone = zoneinfo.ZoneInfo(follow_up.time_zone) if valid_time_zone(follow_up.time_zone) else None
+    customer = conversation.customer
+    unsubscribe = desk_url(f"/c/unsubscribe/{unsubscribe_token(customer)}/")
+    context = {
+        "name": customer.name.split()[0] if customer.name.strip() else "",
+        "replies": [{"author": _author(m), "at": local_time(m.created_at, zone), "text": m.content} for m in replies],
+        "link": desk_url(f"/c/{link_token(conversation)}/"),
+        "unsubscribe": unsubscribe,
+        "language": translation.get_language(),
+    }
+    count = len(replies)
+    subject = ngettext("New reply from Sundry support", "%(count)d new replies from Sundry support",
+                       count) % {"count": count}
+    message = EmailMultiAlternatives(
+        subject=subject, body=render_to_string("support/email/replies.txt", context), to=[customer.email],
+        headers={"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+                 "Auto-Submitted": "auto-generated"})
+    message.attach_alternative(render_to_string("support/email/replies.html", context), "text/html")
+    return message

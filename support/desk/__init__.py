@@ -1,0 +1,1 @@
+"""The desk's use-cases: conversations, runs (runner, journal), approvals, staff actions, inbox."""

@@ -1,0 +1,150 @@
+"""Writes of the staff inbox: taking, assigning and unassigning a conversation, closing and reopening it, and
+each staff member's read marker. Each change is recorded (InboxEvent: who, when, what) and told to every
+staff console after the commit (`inbox.changed`; a read marker only to the reader's own consoles).
+
+Lock order (services.py's comment): these lock the conversation's row and no run's, so they never take a
+run's lock after the conversation's. Closing reads the runs (no lock) while holding the conversation's row:
+runs are created only under that lock, so none can start meanwhile.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from support.live import events
+
+from support.desk import feedback, permissions
+from support.models import Conversation, Run
+from support.models.desk import ConversationRead, InboxEvent
+from support.desk.selectors_inbox import person_json
+
+
+class InboxConflict(Exception):
+    """Someone else got there first, or the conversation's state forbids the change; the text says which."""
+
+
+class NotStaff(ValueError):
+    """The person to assign is not an active staff member."""
+
+
+def _at(value) -> str:
+    return value.astimezone(timezone.get_current_timezone()).strftime("%H:%M")
+
+
+def _record(conversation: Conversation, kind: str, actor, assignee=None) -> None:
+    InboxEvent.objects.create(conversation=conversation, kind=kind, actor=actor, assignee=assignee)
+    now = timezone.now()
+    event = {"type": "inbox.changed", "conversation": str(conversation.public_id), "seq": conversation.last_seq,
+             "change": kind, "by": person_json(actor), "assignee": person_json(assignee) if kind == "assigned"
+             else None, "at": now.isoformat().replace("+00:00", "Z")}
+    groups = [events.STAFF_GROUP, events.staff_conversation_group(conversation.public_id)]
+    transaction.on_commit(lambda: events.publisher.send(groups, event))
+
+
+def _locked(conversation: Conversation) -> Conversation:
+    # The assignee read apart: FOR UPDATE cannot take the nullable side of an outer join (PostgreSQL).
+    current = Conversation.objects.select_for_update(of=("self",)).get(pk=conversation.pk)
+    current.assignee  # noqa: B018  (loaded now, for the names in errors and events)
+    return current
+
+
+def conversation_take(*, conversation: Conversation, user) -> Conversation:
+    """Assign the conversation to `user` if nobody has it: the first of two people to act takes it, the
+    second is told who did (InboxConflict). Taking it again is a no-op."""
+    with transaction.atomic():
+        current = _locked(conversation)
+        if current.assignee_id == user.pk:
+            return current
+        if current.assignee_id is not None:
+            name = person_json(current.assignee)["name"]
+            since = f" at {_at(current.assigned_at)}" if current.assigned_at else ""
+            raise InboxConflict(f"{name} already took this conversation{since}.")
+        _assign(current, user, actor=user)
+    return current
+
+
+def conversation_assign(*, conversation: Conversation, actor, assignee_username: str) -> Conversation:
+    """Give the conversation to a colleague (or to oneself), whoever has it now: a deliberate hand-on."""
+    assignee = get_user_model().objects.filter(username=assignee_username, is_active=True, is_staff=True).first()
+    if assignee is None:
+        raise NotStaff("Conversations can be assigned to active staff members only.")
+    with transaction.atomic():
+        current = _locked(conversation)
+        if current.assignee_id != assignee.pk:
+            _assign(current, assignee, actor=actor)
+    return current
+
+
+def _assign(current: Conversation, assignee, *, actor) -> None:
+    now = timezone.now()
+    Conversation.objects.filter(pk=current.pk).update(assignee=assignee, assigned_at=now)
+    current.assignee, current.assigned_at = assignee, now
+    _record(current, InboxEvent.ASSIGNED, actor, assignee)
+
+
+def conversation_unassign(*, conversation: Conversation, actor) -> Conversation:
+    """Nobody has it any more. Not while a person holds it (taken over): they hand it back to the agent."""
+    with transaction.atomic():
+        current = _locked(conversation)
+        if current.assignee_id is None:
+            return current
+        if current.status == Conversation.TAKEN_OVER:
+            raise InboxConflict(f"{person_json(current.assignee)['name']} is answering the customer: hand the "
+                                "conversation back to the agent, or assign it to a colleague.")
+        previous = current.assignee
+        Conversation.objects.filter(pk=current.pk).update(assignee=None, assigned_at=None)
+        current.assignee, current.assigned_at = None, None
+        _record(current, InboxEvent.UNASSIGNED, actor, previous)
+    return current
+
+
+def conversation_close(*, conversation: Conversation, actor) -> Conversation:
+    """Done with. Not while the agent works on it or an approval waits (decide it, or take it over first).
+    A customer who writes afterwards reopens it (selectors_inbox derives that from their message)."""
+    with transaction.atomic():
+        current = _locked(conversation)
+        if current.closed_at is not None and not current.messages.filter(
+                author="customer", created_at__gt=current.closed_at).exists():
+            return current  # closed already
+        if Run.objects.filter(conversation=current, status__in=Run.ACTIVE).exists():
+            raise InboxConflict("The agent is still working on this conversation or waiting for an approval: "
+                                "decide the approval or take the conversation over before closing it.")
+        now = timezone.now()
+        Conversation.objects.filter(pk=current.pk).update(closed_at=now, closed_by=actor)
+        current.closed_at, current.closed_by = now, actor
+        _record(current, InboxEvent.CLOSED, actor)
+        transaction.on_commit(lambda: feedback.publish_closed(current))  # the widget offers a rating
+    return current
+
+
+def conversation_reopen(*, conversation: Conversation, actor) -> Conversation:
+    with transaction.atomic():
+        current = _locked(conversation)
+        if current.closed_at is None:
+            return current
+        Conversation.objects.filter(pk=current.pk).update(closed_at=None, closed_by=None)
+        current.closed_at, current.closed_by = None, None
+        _record(current, InboxEvent.REOPENED, actor)
+    return current
+
+
+def conversation_mark_read(*, conversation: Conversation, user, seq: int) -> int:
+    """The user has read the conversation up to `seq` (never past its last seq, never backwards). Returns the
+    marker now; the user's consoles are told (`inbox.read`), so their other tabs update the unread count."""
+    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+    seq = max(0, min(int(seq), last_seq))
+    rows = ConversationRead.objects.filter(user=user, conversation=conversation)
+    if not rows.filter(last_read_seq__lt=seq).update(last_read_seq=seq, read_at=timezone.now()):
+        if not rows.exists():
+            try:
+                with transaction.atomic():
+                    ConversationRead.objects.create(user=user, conversation=conversation, last_read_seq=seq)
+            except IntegrityError:  # another tab of the same person, at the same moment
+                rows.filter(last_read_seq__lt=seq).update(last_read_seq=seq, read_at=timezone.now())
+    marker = rows.values_list("last_read_seq", flat=True).first() or 0
+    event = {"type": "inbox.read", "conversation": str(conversation.public_id), "seq": last_seq,
+             "read_seq": marker}
+    events.publisher.send([permissions.staff_user_group(user.pk)], event)
+    return marker

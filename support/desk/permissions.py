@@ -1,0 +1,216 @@
+"""Who among the staff may do what, when a staff socket must close, and the record of every refusal.
+
+Any active staff account (is_staff) may read: the console, the staff API's lists and conversations, the
+staff socket. Deciding is narrower:
+  - approving or rejecting a gated call needs `support.decide_approval`;
+  - approving a refund above LARGE_REFUND_THRESHOLD (default 100.00) also needs
+    `support.approve_large_refund` (rejecting one needs only the first).
+Groups (created by migration 0007, and again by ensure_groups()): "Support agents" have decide_approval,
+"Support leads" have both. Both see the shop and desk records in the admin (view permissions, migration
+0008); leads may also edit customers, sellers and policy texts there. Superusers have every permission.
+
+Refusals that matter for security (a 403 on a staff endpoint, a refused or revoked staff socket) are
+logged as WARNING on the `support.security` logger with the user, the client address and the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from decimal import Decimal, InvalidOperation
+from importlib import import_module
+
+from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model, user_logged_out
+from django.db import transaction
+from django.db.models.signals import post_save
+from django.dispatch import receiver
+from django.utils.crypto import constant_time_compare
+
+security_log = logging.getLogger("support.security")
+
+DECIDE_APPROVAL = "support.decide_approval"
+APPROVE_LARGE_REFUND = "support.approve_large_refund"
+# codename -> name, on the Approval model's content type (migration 0007 writes the same).
+PERMISSIONS = {
+    "decide_approval": "Can approve or reject the agent's gated actions",
+    "approve_large_refund": "Can approve refunds above the large-refund threshold",
+}
+AGENTS, LEADS = "Support agents", "Support leads"
+# What staff may see in the admin (/admin/): every shop and desk record, read-only; leads may also edit the
+# texts a shop keeps up by hand. Refunds, approvals and the transcript stay read-only for everyone
+# (support/admin.py): editing them would bypass the desk's rules. Django's own view_/change_ permissions.
+ADMIN_VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel", "scan", "policydocument",
+                  "refund", "sellermessage", "conversation", "message", "run", "step", "toolcall", "approval",
+                  "inboxevent")
+LEAD_EDITABLE = ("customer", "seller", "policydocument")
+_VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
+GROUPS = {AGENTS: ["decide_approval", *_VIEW],
+          LEADS: ["decide_approval", "approve_large_refund", *_VIEW, *(f"change_{m}" for m in LEAD_EDITABLE)]}
+
+REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
+
+
+def large_refund_threshold() -> Decimal:
+    return settings.LARGE_REFUND_THRESHOLD
+
+
+def recheck_seconds() -> float:
+    """The longest a staff socket goes without checking its session and account again."""
+    return settings.STAFF_SOCKET_RECHECK_SECONDS
+
+
+# -- deciding approvals ---------------------------------------------------------------------------------
+
+def is_large_refund(tool: str, arguments) -> bool:
+    """A refund above the threshold. Arguments without a readable amount are not: the tool's schema refuses
+    them before anything runs (a 400, which says more than a 403 would)."""
+    if tool != "issue_refund" or not isinstance(arguments, dict):
+        return False
+    try:
+        return Decimal(str(arguments.get("amount"))) > large_refund_threshold()
+    except (InvalidOperation, TypeError, ValueError):
+        return False
+
+
+def decision_refusal(user, *, tool: str, approve: bool, arguments) -> str | None:
+    """Why `user` may not make this decision, in plain words; None when they may. `arguments`: what would run."""
+    if not user.has_perm(DECIDE_APPROVAL):
+        return ("Your account may read approvals but not decide them: that needs the permission "
+                f"“decide approvals” ({DECIDE_APPROVAL}), which the {AGENTS} and {LEADS} groups have.")
+    if approve and is_large_refund(tool, arguments) and not user.has_perm(APPROVE_LARGE_REFUND):
+        return (f"Refunds above {large_refund_threshold()} need a support lead to approve them (permission "
+                f"{APPROVE_LARGE_REFUND}, group {LEADS}). You may lower the amount or reject it.")
+    return None
+
+
+def viewer_json(user) -> dict:
+    """What the console may offer this staff member; the API enforces the same rules."""
+    return {"can_decide": user.has_perm(DECIDE_APPROVAL),
+            "can_approve_large_refunds": user.has_perm(APPROVE_LARGE_REFUND),
+            "large_refund_threshold": str(large_refund_threshold())}
+
+
+def ensure_groups() -> dict:
+    """The two permissions and two groups, created when missing (a flushed test database, an old one)."""
+    from django.contrib.auth.models import Group, Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    content_type, _ = ContentType.objects.get_or_create(app_label="support", model="approval")
+    perms = {codename: Permission.objects.get_or_create(content_type=content_type, codename=codename,
+                                                        defaults={"name": name})[0]
+             for codename, name in PERMISSIONS.items()}
+    perms.update(_model_permissions({c for codenames in GROUPS.values() for c in codenames} - set(perms)))
+    groups = {}
+    for name, codenames in GROUPS.items():
+        groups[name], _ = Group.objects.get_or_create(name=name)
+        groups[name].permissions.add(*(perms[c] for c in codenames))
+    return groups
+
+
+def _model_permissions(codenames) -> dict:
+    """Django's view_/change_ permissions of our models, created when missing (post_migrate makes them, but
+    a test database flushed between tests may not have them yet)."""
+    from django.apps import apps
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    found = {p.codename: p for p in Permission.objects.filter(content_type__app_label="support",
+                                                               codename__in=codenames)}
+    for codename in sorted(set(codenames) - set(found)):
+        action, model_name = codename.split("_", 1)
+        model = apps.get_model("support", model_name)
+        found[codename] = Permission.objects.get_or_create(
+            content_type=ContentType.objects.get_for_model(model), codename=codename,
+            defaults={"name": f"Can {action} {model._meta.verbose_name}"})[0]
+    return found
+
+
+# -- refusals on record ---------------------------------------------------------------------------------
+
+def who(user) -> str:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return "anonymous"
+    return f"{user.get_username()} (id {user.pk})"
+
+
+def log_refusal(user, address: str | None, reason: str) -> None:
+    security_log.warning("refused %s from %s: %s", who(user), address or "unknown address", reason)
+
+
+def request_address(request) -> str:
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def scope_address(scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+# -- staff sockets: who may keep one open ---------------------------------------------------------------
+
+def staff_user_group(user_id) -> str:
+    """The channel-layer group every staff socket of one user joins, so logging out closes them at once."""
+    return f"staff.user.{user_id}"
+
+
+def session_tag(session_key: str | None) -> str:
+    """A session's name in a revoke event: a hash, so the key itself never travels through the layer."""
+    return hashlib.sha256((session_key or "").encode()).hexdigest()[:32]
+
+
+def staff_session_problem(session_key: str | None, user_id) -> str | None:
+    """Why a staff socket opened on this session for this user must close now; None while all is well.
+
+    Read afresh each time: the account (gone, deactivated, no longer staff), then the session (logged out,
+    expired, or the password changed since, which Django's own check on every request would also refuse).
+    """
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None:
+        return "the account was deleted"
+    if not user.is_active:
+        return "the account was deactivated"
+    if not user.is_staff:
+        return "the account is no longer staff"
+    if not session_key:
+        return "the socket has no session"
+    data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()  # {} once gone or expired
+    if str(data.get(SESSION_KEY)) != str(user.pk):
+        return "the session ended (logged out or expired)"
+    stored = data.get(HASH_SESSION_KEY) or ""
+    hashes = [user.get_session_auth_hash(), *user.get_session_auth_fallback_hash()]
+    if not any(constant_time_compare(stored, h) for h in hashes):
+        return "the password changed since the session began"
+    return None
+
+
+def revoke_staff_sockets(user_id, *, session_key: str | None = None, reason: str) -> None:
+    """Ask every staff socket of the user to check itself now; those of `session_key` close at once.
+
+    Never raises: a layer that is down loses only the immediacy (each socket checks again within
+    STAFF_SOCKET_RECHECK_SECONDS anyway)."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    event = {"type": "staff.revoke", "reason": reason,
+             "session": session_tag(session_key) if session_key else None}
+    try:
+        async_to_sync(get_channel_layer().group_send)(staff_user_group(user_id), event)
+    except Exception:
+        security_log.warning("staff sockets of user id %s not told to close (%s); they close within %g s",
+                             user_id, reason, recheck_seconds(), exc_info=True)
+
+
+@receiver(user_logged_out, dispatch_uid="support.desk.permissions.logged_out")
+def _close_sockets_on_logout(sender, request, user, **kwargs):
+    if user is not None:
+        session_key = getattr(getattr(request, "session", None), "session_key", None)
+        revoke_staff_sockets(user.pk, session_key=session_key, reason="logged out")
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL, dispatch_uid="support.desk.permissions.account_changed")
+def _close_sockets_of_revoked_accounts(sender, instance, created, **kwargs):
+    # After the commit: a socket that checks before it would still read the account as it was.
+    if not created and (not instance.is_active or not instance.is_staff):
+        user_id = instance.pk
+        transaction.on_commit(lambda: revoke_staff_sockets(user_id, reason="account deactivated or no longer staff"))

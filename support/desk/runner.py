@@ -1,0 +1,557 @@
+"""Claim a run, drive the loop on the saved history, persist every message and step as it happens, publish.
+
+A run holds nothing between tasks: pausing for approval ends the task, and any task (a resume, the
+sweeper's retry after a crash, a late duplicate) starts again from the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from datetime import timedelta
+from dataclasses import replace
+from decimal import Decimal
+from functools import partial
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, connections, transaction
+from django.db.models import F, Q, Sum
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from support.desk import assistant, journal, serializers, services
+
+from support.customers import attachments, languages
+
+from support.ops import metrics
+from support.agent import types as agent
+from support.agent.loop import run_loop
+from support.agent.summary import handoff_reason, handoff_summary
+from support.agent.tools import Tool, ToolContext
+from support.models import Approval, Conversation, Message, Run, Step, ToolCall
+from support.tools import tool_by_name
+
+log = logging.getLogger(__name__)
+
+# What the customer is told, once, when the agent hands the conversation to a person (saved as an assistant
+# message by the system author: the model reads it as said, the customer sees it as a notice). Nobody has
+# joined yet, so it promises a reply, not a person in the chat; "X has joined" comes with the take-over.
+# Written in the conversation's language (languages.say; catalogues in support/locale/).
+NOTICE_ESCALATED = _("I've passed this to our support team. A member of our team will reply here.")
+NOTICE_STOPPED = _("I couldn't finish this on my own, so I've passed it to our support team. "
+                   "A member of our team will reply here.")
+
+
+class TakenOver(Exception):
+    """A staff member took the conversation over: the agent stops before its next model call."""
+
+
+def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], list[dict]]:
+    """The saved messages in the order the model must read them, and those held back.
+
+    A customer may write while tool calls are open (running, or waiting for approval); their message is
+    saved with the next seq, but the model must see each call's results right after the call. Such
+    messages are held back until the open calls are answered.
+
+    A customer's photos and PDFs are saved beside their message, not in it: here each message with files
+    gets a note per file and, with images=True (the run's model call: MODEL_ACCEPTS_IMAGES), its photos as
+    image parts. Summaries and hand-over reasons read the notes only.
+    """
+    out, held, open_ids = [], [], set()
+    with_files = attachments.model_wires(messages, images=images)
+    for m in messages:
+        if m.role == "assistant" and not m.tool_calls and not (m.content or "").strip():
+            continue  # an empty reply saved by an older version: servers refuse it in every later request
+        wire = with_files.get(m.pk) or m.wire()
+        if m.role == "tool":
+            if wire["tool_call_id"] in open_ids:
+                out.append(wire)
+                open_ids.discard(wire["tool_call_id"])
+                if not open_ids:
+                    out.extend(held)
+                    held = []
+            continue
+        if open_ids:
+            held.append(wire)
+            continue
+        out.append(wire)
+        if m.role == "assistant" and m.tool_calls:
+            open_ids = {c["id"] for c in m.tool_calls}
+    return out, held
+
+
+class DbObserver(agent.Observer):
+    """The loop's hooks, backed by the database and the channel layer, fenced by the run's lease.
+
+    What one step of the loop appends (a reply and its trace row; a tool's result, its trace row and its
+    call's record) is collected in a unit and written at once by support/desk/journal.py, which checks the
+    lease in the same statement: on PostgreSQL a read-only tool's whole step is one round trip.
+    """
+
+    # How old the conversation's state returned by our own last append may be for incoming() to use it
+    # instead of asking again: our appends hand out seqs, so a seq we did not expect, or a take-over, is in
+    # what they return. Between the last tool result and the next model call there is no wait.
+    STATE_FRESH_SECONDS = 0.05
+
+    def __init__(self, run: Run, conversation: Conversation, lease: str, held: list[dict], last_seq: int):
+        self.run, self.conversation, self.lease = run, conversation, lease
+        self.held, self.last_seq = held, last_seq
+        # The newest customer message this run has read; separate from last_seq, which our own appends move.
+        self.user_cursor = last_seq
+        # Someone else wrote since we last looked (one of our appends skipped a seq): read before the next call.
+        self.unread = False
+        self.auto_approved: dict[str, str] = {}
+        self._beat = time.monotonic()
+        self._unit: journal.Unit | None = None
+        self._transaction: ExitStack | None = None  # opened by a nested atomic(): a tool that may write
+        self._state_at: float | None = None  # when our last append read the conversation's state
+
+    # units and transactions
+    @contextmanager
+    def atomic(self, savepoint: bool = True):
+        """The outermost block is a unit: its messages and trace rows are written together when it ends. A
+        nested block is for a tool that may write: it opens the database transaction the unit then commits
+        in (its effects with their result), and a savepoint of its own so a failing tool undoes only itself."""
+        if self._unit is not None:
+            if self._transaction is None:
+                self._transaction = ExitStack()
+                self._transaction.enter_context(transaction.atomic())
+            with transaction.atomic(savepoint=savepoint):
+                yield
+            return
+        self._unit, self._transaction = journal.Unit(), None
+        try:
+            yield
+            self._write(self._unit)
+        except BaseException:
+            if self._transaction is not None:
+                self._transaction.__exit__(*sys.exc_info())  # rolls back; the error goes on below
+            raise
+        else:
+            if self._transaction is not None:
+                self._transaction.close()  # commits; the unit's events go out
+        finally:
+            self._unit = self._transaction = None
+
+    @contextmanager
+    def _in_unit(self):
+        if self._unit is not None:
+            yield self._unit
+        else:
+            with self.atomic():
+                yield self._unit
+
+    def _write(self, unit: journal.Unit) -> None:
+        if not unit:
+            return
+        beat = time.monotonic() - self._beat >= settings.RUN_HEARTBEAT_SECONDS
+        journal.write(unit, run=self.run, lease=self.lease, conversation=self.conversation, beat=beat)
+        if beat:
+            self._beat = time.monotonic()
+        for row in unit.messages:
+            if row.seq != self.last_seq + 1:
+                self.unread = True
+            self.last_seq = row.seq
+            transaction.on_commit(partial(serializers.publish_message, row))
+        if unit.messages:
+            self._state_at = time.monotonic()
+        for call in unit.tool_calls:
+            if call.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
+                Approval.objects.get_or_create(tool_call=call, defaults={
+                    "run": self.run, "requested_arguments": call.arguments, "executed_arguments": call.arguments,
+                    "decided_at": timezone.now(), "decision": Approval.APPROVED,
+                    "reason": self.auto_approved[call.call_id]})
+        for row in unit.steps:
+            transaction.on_commit(partial(serializers.publish_step, row, started=False))
+
+    # messages
+    def message(self, message: dict) -> None:
+        author = Message.AGENT if message["role"] == "assistant" else Message.TOOL
+        row = Message(conversation=self.conversation, role=message["role"], author=author, run=self.run,
+                      content=message.get("content"), tool_calls=message.get("tool_calls") or None,
+                      tool_call_id=message.get("tool_call_id", ""))
+        with self._in_unit() as unit:
+            unit.messages.append(row)
+
+    def incoming(self) -> list[dict]:
+        fresh_state = self._state_at is not None and time.monotonic() - self._state_at < self.STATE_FRESH_SECONDS
+        if fresh_state:  # our last append, just now, passed the lease check and read the conversation
+            status, last_seq = self.conversation.status, self.conversation.last_seq
+        else:
+            # A take-over stops the run and clears its lease: end here rather than pay for another model call.
+            lease, status, last_seq = Run.objects.filter(pk=self.run.pk).values_list(
+                "lease", "conversation__status", "conversation__last_seq").get()
+            if lease != self.lease and status != Conversation.TAKEN_OVER:
+                raise _lease_lost(self.run)
+        self._state_at = None
+        if status == Conversation.TAKEN_OVER:
+            raise TakenOver()
+        fresh = []
+        if self.unread or last_seq > self.last_seq:
+            fresh = list(self.conversation.messages.filter(seq__gt=self.user_cursor, role="user").order_by("seq"))
+            self.unread = False
+        if fresh:
+            self.user_cursor = fresh[-1].seq
+        with_files = attachments.model_wires(fresh, images=settings.MODEL_ACCEPTS_IMAGES)
+        out, self.held = self.held + [with_files.get(m.pk) or m.wire() for m in fresh], []
+        return out
+
+    # the trace
+    def step_started(self, step: agent.Step) -> None:
+        metrics.step_started(self, step)
+        if step.kind == "tool":
+            if not step.read_only:
+                _tool_call_started(self.run, self.lease, step)  # counted before an effect runs, crash or not
+            _fault_pause(settings.FAULT_PAUSE_BEFORE_TOOL, step.tool)
+        serializers.publish_step(Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label,
+                                      tool=step.tool), started=True)
+
+    def step(self, step: agent.Step) -> None:
+        # In the unit's write, behind the lease: a worker presumed dead while it waited on the model adds
+        # nothing to the trace when its reply finally arrives.
+        row = Step(run=self.run, kind=step.kind, turn=step.turn, label=step.label[:80], model=step.model[:120],
+                   tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
+                   result=step.result, error=step.error, finish_reason=(step.finish_reason or "")[:20],
+                   attempts=step.attempts, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
+                   cost_usd=step.cost_usd, duration_ms=step.duration_ms)
+        with self._in_unit() as unit:
+            unit.steps.append(row)
+            if step.kind == "model":
+                unit.turns += 1
+                unit.prompt_tokens += step.prompt_tokens
+                unit.completion_tokens += step.completion_tokens
+                unit.cost_usd += Decimal(str(step.cost_usd))
+            elif step.kind == "tool" and step.call_id:
+                unit.tool_calls.append(self._tool_call(step))
+        metrics.step_recorded(step, self.run)
+
+    def _tool_call(self, step: agent.Step) -> ToolCall:
+        """The call's record: inserted (a read-only tool, or a call answered without running: unknown tool,
+        bad arguments, a repeat), or its status and result updated (the row _tool_call_started made)."""
+        status = ToolCall.FAILED if step.error else ToolCall.EXECUTED
+        if step.error == "rejected by staff":
+            status = ToolCall.REJECTED
+        return ToolCall(run=self.run, call_id=step.call_id, name=step.tool[:64], status=status, result=step.result,
+                        arguments=_json_or_raw(step.arguments), attempts=int(step.read_only),
+                        idempotency_key=f"{self.run.public_id}:{step.call_id}")
+
+    def parallel(self, thunks: list) -> list:
+        # Each read runs in a pool thread with a database connection of its own (Django's are per
+        # thread): closed when the read is done, so no connection outlives the thread's work.
+        def own_connection(thunk):
+            def read():
+                try:
+                    return thunk()
+                finally:
+                    connections.close_all()
+            return read
+
+        return super().parallel([own_connection(t) for t in thunks])
+
+    # liveness
+    def heartbeat(self) -> None:
+        if time.monotonic() - self._beat >= settings.RUN_HEARTBEAT_SECONDS:
+            services.lease_check(self.run, self.lease)
+            self._beat = time.monotonic()
+
+    def token(self, delta: str) -> None:
+        metrics.token_streamed(self)
+        serializers.publish_token(self.conversation, self.run, self.last_seq, delta)
+        self.heartbeat()
+
+    def tokens_reset(self) -> None:
+        serializers.publish_token(self.conversation, self.run, self.last_seq, "")
+
+
+def _tool_call_started(run: Run, lease: str, step: agent.Step) -> None:
+    """The call is about to run: its row is created, or (run again after a crash) its attempts counted.
+
+    One INSERT ... ON CONFLICT statement, committed on its own before the tool runs, so the count survives
+    a crash inside the tool's transaction; it writes only while `lease` is the run's claim.
+    """
+    now = timezone.now()
+    values = {"run_id": run.pk, "call_id": step.call_id, "name": step.tool[:64], "arguments": _json_or_raw(step.arguments),
+              "status": ToolCall.RUNNING, "idempotency_key": f"{run.public_id}:{step.call_id}", "attempts": 1,
+              "result": "", "created_at": now, "updated_at": now}
+    meta, quote = ToolCall._meta, connection.ops.quote_name
+    fields = [meta.get_field(name) for name in values]
+    table, run_col, call_col = quote(meta.db_table), quote(meta.get_field("run").column), quote(meta.get_field("call_id").column)
+    columns = ", ".join(quote(f.column) for f in fields)
+    status, attempts, updated = (quote(meta.get_field(n).column) for n in ("status", "attempts", "updated_at"))
+    runs, run_pk, run_lease = (quote(n) for n in (Run._meta.db_table, Run._meta.pk.column,
+                                                   Run._meta.get_field("lease").column))
+    # FOR SHARE: a take-over committing at this instant is waited for and its cleared lease seen, instead
+    # of the statement's starting snapshot (which would leave the row "running" for a call answered not run).
+    share = " FOR SHARE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {', '.join(['%s'] * len(fields))} "
+            f"WHERE EXISTS (SELECT 1 FROM {runs} WHERE {run_pk} = %s AND {run_lease} = %s{share}) "
+            f"ON CONFLICT ({run_col}, {call_col}) DO UPDATE SET {status} = excluded.{status}, "
+            f"{attempts} = {table}.{attempts} + 1, {updated} = excluded.{updated}",
+            [f.get_db_prep_save(values[f.attname if f.attname in values else f.name], connection) for f in fields]
+            + [run.pk, lease])
+        if cursor.rowcount == 0:
+            raise services.LeaseLost(f"run {run.public_id} was claimed by another worker")
+
+
+def _json_or_raw(arguments: str):
+    import json
+
+    try:
+        value = json.loads(arguments or "{}")
+        return value if isinstance(value, dict) else {"_raw": arguments}
+    except ValueError:
+        return {"_raw": arguments}
+
+
+def _fault_pause(setting: str, tool_name: str) -> None:
+    name, _, seconds = setting.partition(":")
+    if name and name == tool_name:
+        time.sleep(float(seconds or 5))
+
+
+def _with_fault_pause(tools: list[Tool]) -> list[Tool]:
+    """Recovery tests kill the worker at chosen points (off, empty, by default):
+    FAULT_PAUSE_BEFORE_TOOL="name:seconds" waits before the tool runs, outside any transaction;
+    FAULT_PAUSE_AFTER_TOOL waits after its effect, inside the transaction its result commits with."""
+    name, _, seconds = settings.FAULT_PAUSE_AFTER_TOOL.partition(":")
+    if not name:
+        return tools
+
+    def paused(fn):
+        def run(ctx, **arguments):
+            value = fn(ctx, **arguments)
+            time.sleep(float(seconds or 5))
+            return value
+        return run
+
+    return [replace(t, fn=paused(t.fn)) if t.name == name else t for t in tools]
+
+
+def decisions_and_rejections(run: Run, conversation: Conversation) -> tuple[dict[str, agent.Decision], dict[str, str]]:
+    """One read of the approvals a run starts from: the decisions on this run's calls (by call id), and what
+    staff rejected anywhere in the conversation, by what the call does (see Tool.fingerprint): it stays
+    rejected for the conversation, however the model words it again."""
+    decided = Q(run=run, decided_at__isnull=False)
+    rejected_here = Q(run__conversation=conversation, decision=Approval.REJECTED)
+    decisions, rejected = {}, {}
+    for a in Approval.objects.filter(decided | rejected_here).select_related("tool_call").order_by("id"):
+        if a.run_id == run.pk and a.decided_at is not None:
+            if a.decision == Approval.APPROVED:
+                decisions[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments)
+            else:
+                decisions[a.tool_call.call_id] = agent.Decision(
+                    approved=False, reason=a.reason, by="the system" if a.decision == Approval.EXPIRED else "staff")
+        if a.decision == Approval.REJECTED:
+            _add_rejection(rejected, a)
+    return decisions, rejected
+
+
+def run_execute(run_id: int) -> str:
+    """Claim the run if it is queued, work it until it stops or pauses. Returns what happened, for logs."""
+    lease = uuid.uuid4().hex
+    if not Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
+            status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
+        return "not claimed"  # a duplicate or late task: someone else has it, or it is over
+    run = Run.objects.select_related("conversation__customer").get(pk=run_id)
+    try:
+        return _work(run, lease)
+    except TakenOver:
+        _stop_taken_over(run, lease)
+        return agent.TAKEN_OVER
+    except services.LeaseLost:
+        if isinstance(_lease_lost(run), TakenOver):  # the lease went with a take-over: nothing is wrong
+            log.info("run %s: taken over by staff; the worker stops", run.public_id)
+            return agent.TAKEN_OVER
+        log.warning("run %s: lease lost; another worker carries on", run.public_id)
+        return "lease lost"
+    except Exception as e:  # our own failure: never leave the run "running" until the sweeper notices
+        log.exception("run %s (conversation %s) failed unexpectedly", run.public_id, run.conversation.public_id)
+        return _recover_from_error(run, lease, e)
+
+
+def _work(run: Run, lease: str) -> str:
+    conversation = run.conversation
+    serializers.publish_run(run)
+    problem = assistant.model_price_problem()
+    if problem:  # refused before any spending: a cost cap that cannot count is no cap
+        log.error("run %s not started: %s", run.public_id, problem)
+        return _stop_with(run, lease, agent.MODEL_ERROR, problem)
+    messages = list(conversation.messages.order_by("seq"))
+    history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
+    history = languages.with_model_line(history, conversation)  # the customer's language, told each run
+    history = assistant.with_time_zone_line(history, conversation)  # and their time zone and local time
+    observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
+    transcript = agent.Transcript(history)
+    options = dict(
+        model=assistant.shared_model(), tools=_with_fault_pause(assistant.tools()), limits=assistant.limits(),
+        observer=observer,
+        ctx=ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),
+                        run_id=str(run.public_id)),
+        needs_approval=_approval_policy(observer),
+    )
+    # Read even for a run that has not called the model: it can start with another run's open calls
+    # (a hand-back after a take-over), pause on them and be decided before its first model call.
+    decisions, rejected = decisions_and_rejections(run, conversation)
+    spent = run.spent()
+    options.update(rejected=rejected, day_before=spent_today(conversation, run))
+    while True:
+        result = run_loop(transcript, spent=spent, decisions=decisions, **options)
+        if _finish(run, conversation, lease, observer, result):
+            return result.stop_reason or result.status
+        spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
+
+
+def _add_rejection(out: dict[str, str], approval: Approval) -> None:
+    tool = tool_by_name(approval.tool_call.name)
+    if tool is not None:
+        out[tool.action(approval.requested_arguments)] = approval.reason
+
+
+def spent_today(conversation: Conversation, run: Run) -> agent.Spent:
+    """What the conversation's other runs of the last 24 hours spent, for its daily budget."""
+    totals = Run.objects.filter(conversation=conversation, created_at__gte=timezone.now() - timedelta(days=1)).exclude(
+        pk=run.pk).aggregate(turns=Sum("turns"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"),
+                             cost=Sum("cost_usd"))
+    return agent.Spent(turns=totals["turns"] or 0, prompt_tokens=totals["prompt"] or 0,
+                       completion_tokens=totals["completion"] or 0, cost_usd=float(totals["cost"] or 0))
+
+
+TRANSIENT_ERRORS = (OperationalError, InterfaceError)  # the database went away or is busy: worth another try
+
+
+def _recover_from_error(run: Run, lease: str, error: Exception) -> str:
+    """A transient database failure requeues the run at once (within its attempts); anything else stops
+    it as internal_error and hands it to a person. If even that cannot be written, the sweeper's
+    heartbeat check requeues it later."""
+    try:
+        _fresh_connection()
+        if isinstance(error, TRANSIENT_ERRORS) and run.attempts < settings.RUN_MAX_ATTEMPTS:
+            with transaction.atomic():
+                if Run.objects.filter(pk=run.pk, lease=lease).update(status=Run.QUEUED, lease="",
+                                                                      heartbeat_at=timezone.now()):
+                    services.run_enqueue(run)
+            return "requeued"
+        return _stop_with(run, lease, agent.INTERNAL_ERROR,
+                          f"the run failed unexpectedly ({type(error).__name__}); see the worker's log")
+    except Exception:
+        log.exception("run %s: could not record the failure; the sweeper will pick it up", run.public_id)
+        return "failed"
+
+
+def _fresh_connection() -> None:
+    """After a failure the connection may be unusable (a broken transaction, a dead server): start afresh."""
+    if connection.connection is not None and (connection.needs_rollback or not connection.is_usable()):
+        connection.close()
+
+
+def _stop_with(run: Run, lease: str, reason: str, detail: str) -> str:
+    """Stop the run now with `reason` (its lease still held), every open call answered as not run, and
+    hand the conversation to a person with a notice for the customer."""
+    conversation = run.conversation
+    with transaction.atomic():
+        messages = list(conversation.messages.order_by("seq"))
+        history, _ = history_for_model(messages)
+        if not Run.objects.filter(pk=run.pk, lease=lease).update(
+                status=Run.STOPPED, stop_reason=reason, lease="", finished_at=timezone.now(), detail=detail[:2000],
+                outcome=agent.HANDED_TO_PERSON, summary=handoff_summary(history, reason, detail)):
+            return "lease lost"
+        services.tool_calls_close_open(conversation, [run], "the run was stopped")
+        services.message_append(conversation=conversation, author=Message.SYSTEM, run=run,
+                                wire={"role": "assistant", "content": languages.say(conversation, NOTICE_STOPPED)})
+        services.conversation_flag(conversation_id=conversation.pk, reason=f"{reason}: {detail}")
+        transaction.on_commit(lambda: serializers.publish_run(Run.objects.get(pk=run.pk)))
+    return reason
+
+
+def _approval_policy(observer: DbObserver):
+    def needs_approval(tool: Tool, arguments: dict, call: agent.ToolCall) -> bool:
+        if not tool.needs_approval(arguments):
+            return False
+        if tool.name == "issue_refund" and services.refund_auto_approvable(arguments):
+            observer.auto_approved[call.id] = (
+                f"auto-approved: refunds up to {settings.AUTO_APPROVE_REFUNDS_UP_TO} need no person")
+            return False
+        return True
+
+    return needs_approval
+
+
+def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserver, result: agent.RunResult) -> bool:
+    """Record how the loop ended. False when the customer wrote while it answered: the run goes on."""
+    now = timezone.now()
+    with transaction.atomic():
+        # The run's row first, then the conversation's: the lock order of services.py, which every other
+        # write of this worker follows too (the opposite could deadlock with a take-over or a decision).
+        if not Run.objects.filter(pk=run.pk, lease=lease).update(heartbeat_at=now):
+            raise _lease_lost(run)
+        # Lock the conversation row (as a customer's append does) so a message cannot slip in between
+        # "nothing new" and "stopped" and be left without a run.
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
+        if result.status == agent.STOPPED and result.stop_reason == agent.ANSWERED:
+            if conversation.messages.filter(seq__gt=observer.user_cursor, role="user").exists():
+                observer.unread = True  # the next model call reads it, whatever the seqs said
+                return False
+        fields = dict(outcome=result.outcome or "", outcome_summary=result.outcome_summary,
+                      summary=result.summary, detail=result.detail[:2000], lease="")
+        if result.status == agent.AWAITING_APPROVAL:
+            # A clean pause: attempts count the claims since, so a run that pauses often is not taken
+            # for one whose worker keeps dying.
+            fields.update(status=Run.AWAITING_APPROVAL, attempts=0)
+        else:
+            fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
+        Run.objects.filter(pk=run.pk, lease=lease).update(**fields)  # its lock is ours: the lease holds
+        if result.status == agent.AWAITING_APPROVAL:
+            _request_approvals(run, result.pending)
+        elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
+            notice = NOTICE_ESCALATED if result.stop_reason == agent.ESCALATED else NOTICE_STOPPED
+            notice = languages.say(conversation, notice)
+            services.message_append(conversation=conversation, wire={"role": "assistant", "content": notice},
+                                    author=Message.SYSTEM, run=run)
+            # The queue's "why" line in plain words; the exact code and detail stay on the run.
+            if result.stop_reason == agent.ANSWERED:
+                why = f"The agent handed this over: {result.outcome_summary or 'it could not help further'}"[:300]
+            else:
+                history, _ = history_for_model(list(conversation.messages.order_by("seq")))
+                why = handoff_reason(history, result.stop_reason, result.detail)
+            services.conversation_flag(conversation_id=conversation.pk, reason=why)
+        for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are read back
+            setattr(run, name, value)
+        run.refresh_from_db(fields=["turns", "prompt_tokens", "completion_tokens", "cost_usd"])
+        transaction.on_commit(lambda: serializers.publish_run(run))
+    return True
+
+
+def _request_approvals(run: Run, pending: list[agent.PendingCall]) -> None:
+    for p in pending:
+        call, _ = ToolCall.objects.update_or_create(
+            run=run, call_id=p.call.id,
+            defaults={"name": p.call.name, "arguments": p.arguments, "status": ToolCall.PENDING_APPROVAL,
+                      "idempotency_key": f"{run.public_id}:{p.call.id}"})
+        approval, created = Approval.objects.get_or_create(
+            tool_call=call, defaults={"run": run, "requested_arguments": p.arguments})
+        if created:
+            transaction.on_commit(lambda a=approval: serializers.publish_approval(a))
+
+
+def _stop_taken_over(run: Run, lease: str) -> None:
+    """The worker's end after a take-over. The take-over has stopped the run, answered its open calls and
+    published it, so there is normally nothing left to write; the conditional UPDATE is for a run it
+    could not stop (none today), and does nothing once the lease is gone."""
+    if Run.objects.filter(pk=run.pk, lease=lease).update(
+            status=Run.STOPPED, stop_reason=agent.TAKEN_OVER, lease="", finished_at=timezone.now(),
+            detail=services.TAKEN_OVER):
+        serializers.publish_run(Run.objects.get(pk=run.pk))
+    log.info("run %s: taken over by staff; the worker stops", run.public_id)
+
+
+def _lease_lost(run: Run) -> Exception:
+    """What a worker whose lease is gone raises: TakenOver when a take-over stopped its run (it ends
+    quietly, like any run taken over), LeaseLost when another worker claimed it."""
+    if Run.objects.filter(pk=run.pk, status=Run.STOPPED, stop_reason=agent.TAKEN_OVER).exists():
+        return TakenOver()
+    return services.LeaseLost(f"run {run.public_id} was claimed by another worker")

@@ -1,0 +1,135 @@
+"""Reads for the API: what a customer or a staff member is shown, fetched in a fixed number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, Subquery
+from django.db.models.functions import Coalesce
+
+from support.desk import serializers
+from support.customers.identity import parse_uuid
+from support.models import Approval, Conversation, Message, Run, Step
+
+APPROVAL_STATUSES = ("pending", "decided", "all")
+CONVERSATION_STATUSES = tuple(value for value, _ in Conversation.STATUSES)
+STAFF_LIST_LIMIT = 200  # the most recently updated conversations; the console has no paging yet
+
+
+# -- lookups by public id -------------------------------------------------------------------------------
+
+def conversation_by_public_id(public_id) -> Conversation | None:
+    wanted = parse_uuid(public_id)
+    if wanted is None:
+        return None
+    return Conversation.objects.select_related("customer", "assignee").filter(public_id=wanted).first()
+
+
+def approval_by_public_id(public_id) -> Approval | None:
+    wanted = parse_uuid(public_id)
+    if wanted is None:
+        return None
+    return _approvals().filter(public_id=wanted).first()
+
+
+# -- messages and runs ----------------------------------------------------------------------------------
+
+def messages_after(conversation: Conversation, after_seq: int, *, staff: bool) -> list[Message]:
+    """Messages with seq > after_seq in order; a customer sees only what serializers.customer_can_see allows."""
+    messages = conversation.messages.filter(seq__gt=after_seq).select_related("author_user", "run").prefetch_related(
+        "attachments")
+    if not staff:
+        # Narrowed in the database, then the one rule applied, so the two can never disagree.
+        messages = messages.filter(role__in=("user", "assistant")).exclude(content__isnull=True).exclude(content="")
+        return [m for m in messages.order_by("seq") if serializers.customer_can_see(m)]
+    return list(messages.order_by("seq"))
+
+
+def latest_run(conversation: Conversation) -> Run | None:
+    """The conversation's newest run: the active one when there is one (a new run starts only when none is)."""
+    return conversation.runs.order_by("-created_at", "-pk").first()
+
+
+def run_summary(run: Run | None, *, staff: bool = False) -> dict | None:
+    if run is None:
+        return None
+    summary = {"id": str(run.public_id), "status": run.status, "stop_reason": run.stop_reason or None,
+               "outcome": run.outcome or None}
+    if staff:  # what a run cost is the desk's business, not the customer's
+        summary.update(cost_usd=str(run.cost_usd),
+                       created_at=run.created_at.isoformat().replace("+00:00", "Z") if run.created_at else None)
+    return summary
+
+
+def conversation_state(conversation: Conversation) -> dict:
+    """What a client needs besides the messages after it (re)connects: who answers, and what the run is at."""
+    conversation.refresh_from_db(fields=["status", "assignee", "last_seq"])
+    run = latest_run(conversation)
+    return {
+        "status": conversation.status,
+        "assignee": serializers.staff_name(conversation.assignee),
+        "run": run_summary(run),
+        "pending_approvals": Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count(),
+    }
+
+
+# -- approvals ------------------------------------------------------------------------------------------
+
+def _approvals():
+    return Approval.objects.select_related("tool_call", "run__conversation", "decided_by")
+
+
+def approvals_list(status: str = "pending") -> list[Approval]:
+    """Approvals oldest first: "pending", "decided" or "all" (anything else is a ValueError)."""
+    if status not in APPROVAL_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(APPROVAL_STATUSES)}")
+    approvals = _approvals().order_by("requested_at", "pk")
+    if status == "pending":
+        approvals = approvals.filter(decided_at__isnull=True)
+    elif status == "decided":
+        approvals = approvals.filter(decided_at__isnull=False)
+    return list(approvals)
+
+
+# -- the staff's conversations --------------------------------------------------------------------------
+
+def conversations_for_staff(status: str | None = None) -> list[Conversation]:
+    """Recently updated conversations, each with .latest_run (or None) and .pending_approvals; three queries."""
+    if status is not None and status not in CONVERSATION_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(CONVERSATION_STATUSES)}")
+    newest_run = Run.objects.filter(conversation=OuterRef("pk")).order_by("-created_at", "-pk").values("pk")[:1]
+    # Correlated subqueries rather than a join + GROUP BY: the same SQL is valid on SQLite and PostgreSQL.
+    pending = (Approval.objects.filter(run__conversation=OuterRef("pk"), decided_at__isnull=True).order_by()
+               .values("run__conversation").annotate(n=Count("pk")).values("n"))
+    conversations = (
+        Conversation.objects.select_related("customer", "assignee")
+        .annotate(pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
+                  latest_run_id=Subquery(newest_run))
+        .order_by("-updated_at", "-pk")
+    )
+    if status is not None:
+        conversations = conversations.filter(status=status)
+    conversations = list(conversations[:STAFF_LIST_LIMIT])
+    runs = Run.objects.in_bulk([c.latest_run_id for c in conversations if c.latest_run_id])
+    for conversation in conversations:
+        conversation.latest_run = runs.get(conversation.latest_run_id)
+    return conversations
+
+
+@dataclass(frozen=True)
+class ConversationDetail:
+    conversation: Conversation
+    messages: list[Message]
+    runs: list[Run]  # oldest first, each with its steps prefetched
+    approvals: list[Approval]
+
+
+def conversation_detail_for_staff(conversation: Conversation) -> ConversationDetail:
+    """Everything a staff member sees of one conversation: all messages, the runs with their trace, approvals."""
+    runs = (
+        conversation.runs.select_related("conversation").order_by("created_at", "pk")
+        .prefetch_related(Prefetch("steps", queryset=Step.objects.order_by("pk")))
+    )
+    approvals = _approvals().filter(run__conversation=conversation).order_by("requested_at", "pk")
+    return ConversationDetail(conversation=conversation, messages=messages_after(conversation, 0, staff=True),
+                              runs=list(runs), approvals=list(approvals))

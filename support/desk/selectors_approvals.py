@@ -1,0 +1,328 @@
+"""What an approval card shows besides the call, so a person can decide in seconds: a sentence saying what
+the agent asks and why, the order's money (live, this customer's order only), the limits of the amount a
+person may approve, the policy passages the agent read before asking, the customer's own words, the form's
+fields and when the request stops waiting.
+
+Everything but the order's money comes from the conversation's history as the agent saw it (its tool
+results), so the card shows what the agent relied on; the money is read afresh because it is what the
+decision changes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.utils import timezone
+
+from support.desk import permissions
+from support.agent.tools import ToolContext
+from support.models import Approval, Attachment, Message, Order
+from support.tools import tool_by_name
+from support.tools.common import customer_orders, money
+
+HISTORY_READ = 300  # messages before the request read for tool results: a run never needs more
+POLICIES_SHOWN = 6
+EXCERPT_CHARS = 400
+REQUEST_SHOWN = 3  # the customer's last messages before the request
+ORDER_NUMBER = re.compile(r"\bSU-\d{1,8}\b", re.IGNORECASE)
+MIN_AMOUNT = Decimal("0.01")
+
+# How a form names a tool's argument; anything else gets its own name, made readable.
+FIELD_LABELS = {
+    "order_id": "Order", "amount": "Amount (EUR)", "reason": "Reason", "summary": "Summary for the person",
+    "message": "Message to the seller", "query": "Search", "tracking": "Tracking number",
+}
+FIELD_HELP = {
+    ("issue_refund", "reason"): "Kept with the refund, for the record.",
+    ("escalate_to_human", "reason"): "Why a person is needed.",
+    ("message_seller", "message"): "Sent to the seller as written.",
+}
+FIXED_FIELDS = {"order_id"}  # another order would be another action: reject and let the agent ask again
+
+
+def asked_seq(approval: Approval) -> int | None:
+    """The seq of the agent's message that asked for the call (None for a row made without one)."""
+    call_id = approval.tool_call.call_id
+    for seq, calls in (Message.objects.filter(run_id=approval.run_id, role="assistant", tool_calls__isnull=False)
+                       .order_by("-seq").values_list("seq", "tool_calls")):
+        if any(isinstance(c, dict) and c.get("id") == call_id for c in calls or ()):
+            return seq
+    return None
+
+
+def approval_context(approval: Approval) -> dict:
+    """The card's reading aids, for serializers.approval_json."""
+    name = approval.tool_call.name
+    args = approval.requested_arguments if isinstance(approval.requested_arguments, dict) else {}
+    conversation = approval.run.conversation
+    asked = asked_seq(approval)
+    history = _History.read(conversation.pk, asked)
+    order = _order(conversation, _order_number(args, history, conversation))
+    context = {
+        "summary": _summary(name, args, history, order),
+        "why": _why(name, args),
+        "handover_summary": str(args.get("summary") or "") if name == "escalate_to_human" else "",
+        "order": _order_json(order) if order is not None else None,
+        "amount": _amount_limits(order) if name == "issue_refund" else None,
+        "fields": _fields(name, args),
+        "policies": history.policies(),
+        "customer_request": history.customer_request(),
+        "expires_at": _ts(effective_expiry(approval)),
+    }
+    return context
+
+
+def effective_expiry(approval: Approval) -> datetime:
+    """When no decision is accepted any more: the expiry stamped when asked, or sooner when the timeout was
+    shortened since (services._expired reads the same two)."""
+    by_timeout = approval.requested_at + timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS)
+    return min(approval.expires_at, by_timeout) if approval.expires_at else by_timeout
+
+
+# -- the conversation as the agent saw it before asking ---------------------------------------------------
+
+class _History:
+    def __init__(self, messages: list[dict]):
+        self.messages = messages
+        self.calls: dict[str, tuple[str, dict]] = {}  # call id -> (tool, arguments)
+        self.results: list[tuple[str, dict, object]] = []  # (tool, arguments, parsed result), in order
+        for m in messages:
+            if m["role"] == "assistant":
+                for call in m["tool_calls"] or ():
+                    if isinstance(call, dict):
+                        fn = call.get("function") or {}
+                        self.calls[call.get("id")] = (fn.get("name") or "", _json_object(fn.get("arguments")))
+            elif m["role"] == "tool" and m["tool_call_id"] in self.calls:
+                tool, arguments = self.calls[m["tool_call_id"]]
+                self.results.append((tool, arguments, _json(m["content"])))
+
+    @classmethod
+    def read(cls, conversation_id: int, asked: int | None) -> "_History":
+        rows = Message.objects.filter(conversation_id=conversation_id)
+        if asked is not None:
+            rows = rows.filter(seq__lt=asked)
+        rows = rows.order_by("-seq").values("id", "seq", "role", "author", "content", "tool_calls", "tool_call_id",
+                                            "created_at")[:HISTORY_READ]
+        return cls(list(rows)[::-1])
+
+    def latest(self, tool: str, match=lambda arguments, result: True):
+        for name, arguments, result in reversed(self.results):
+            if name == tool and isinstance(result, dict) and match(arguments, result):
+                return result
+        return None
+
+    def policies(self) -> list[dict]:
+        """The documents search_policy returned before the request, each once, in the order first seen."""
+        seen: dict[str, dict] = {}
+        for name, _, result in self.results:
+            if name != "search_policy" or not isinstance(result, dict):
+                continue
+            for doc in result.get("results") or ():
+                if not isinstance(doc, dict):
+                    continue
+                key = str(doc.get("doc_id") or doc.get("title") or "")
+                if key and key not in seen and len(seen) < POLICIES_SHOWN:
+                    seen[key] = {"doc_id": str(doc.get("doc_id") or ""), "title": str(doc.get("title") or ""),
+                                 "excerpt": str(doc.get("excerpt") or "")[:EXCERPT_CHARS],
+                                 "scope": str(doc.get("scope") or "")}
+        return list(seen.values())
+
+    def customer_request(self) -> list[dict]:
+        """The customer's last words before the request: what they asked for, with the photos and PDFs they
+        sent (signed links, as in the transcript)."""
+        said = [m for m in self.messages if m["author"] == Message.CUSTOMER and m["content"]][-REQUEST_SHOWN:]
+        files = _files_by_message([m["id"] for m in said])
+        return [{"seq": m["seq"], "text": m["content"], "created_at": _ts(m["created_at"]),
+                 **_with_files(m["content"], files.get(m["id"], []))} for m in said]
+
+
+def _files_by_message(message_ids: list[int]) -> dict[int, list]:
+    if not message_ids:
+        return {}
+    out: dict[int, list] = {}
+    for attachment in Attachment.objects.filter(message_id__in=message_ids).order_by("id"):
+        out.setdefault(attachment.message_id, []).append(attachment)
+    return out
+
+
+def _with_files(text: str, items: list) -> dict:
+    from support.customers.attachments import attachment_json, placeholder
+
+    if not items:
+        return {}
+    return {"attachments": [attachment_json(a, staff=True) for a in items],
+            "attachments_only": text == placeholder([a.kind for a in items])}
+
+
+def _json(text):
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def _json_object(text) -> dict:
+    value = _json(text)
+    return value if isinstance(value, dict) else {}
+
+
+# -- the order: named by the call, the agent's words, the conversation's scope or its last look-up --------
+
+def _order_number(args: dict, history: _History, conversation) -> str | None:
+    if args.get("order_id"):
+        return str(args["order_id"]).upper()
+    for text in (args.get("reason"), args.get("summary"), args.get("message")):
+        found = ORDER_NUMBER.search(str(text or ""))
+        if found:
+            return found.group(0).upper()
+    looked_up = history.latest("get_order")
+    if looked_up and looked_up.get("order_id"):
+        return str(looked_up["order_id"]).upper()
+    return None
+
+
+def _order(conversation, number: str | None) -> Order | None:
+    """The order, only when it is this conversation's customer's (within the conversation's order scope),
+    by the same rule the agent's tools follow."""
+    if not number:
+        return None
+    ctx = ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id))
+    queryset = Order.objects.select_related("seller").prefetch_related("items", "refunds")
+    return customer_orders(ctx, queryset).filter(number=number).first()
+
+
+def _order_json(order: Order) -> dict:
+    return {"number": order.number, "status": order.status, "currency": order.currency,
+            "total": money(order.total()), "refunded": money(order.refunded()),
+            "refundable": money(order.refundable()), "seller": order.seller.name,
+            "items": [item.title for item in order.items.all()]}
+
+
+def _amount_limits(order: Order | None) -> dict:
+    """What a refund may be: at least 0.01, at most what is left on the order and the per-refund ceiling
+    (the tool refuses more when it runs). Above the large-refund threshold only a lead may approve."""
+    ceiling = Decimal(str(settings.REFUND_CEILING))  # a test or a shell may set it as text
+    refundable = order.refundable() if order is not None else None
+    top = min(refundable, ceiling) if refundable is not None else ceiling
+    return {"min": money(MIN_AMOUNT), "max": money(top), "ceiling": money(ceiling),
+            "refundable": money(refundable) if refundable is not None else None,
+            "max_because": "refundable" if refundable is not None and refundable <= ceiling else "ceiling",
+            "large_refund_threshold": money(Decimal(str(permissions.large_refund_threshold())))}
+
+
+# -- the sentence ----------------------------------------------------------------------------------------
+
+def _summary(name: str, args: dict, history: _History, order: Order | None) -> str:
+    number = str(args.get("order_id") or (order.number if order else "")).upper()
+    if name == "issue_refund":
+        sentence = f"Refund {_amount(args.get('amount'))} EUR on {number}"
+        fact = _parcel_fact(history, number)
+        return f"{sentence} — {fact}" if fact else sentence
+    if name == "escalate_to_human":
+        reason = _clause(args.get("reason"))
+        return f"Hand over to a person — {reason}" if reason else "Hand over to a person"
+    if name == "message_seller":
+        seller = order.seller.name if order is not None else "the seller"
+        from support.tools.sellers import needs_person
+
+        why = needs_person(args)
+        return f"Send a message to {seller} about {number}" + (f" — {why}" if why else "")
+    return f"Run {name}"
+
+
+def _why(name: str, args: dict) -> str:
+    """The agent's own reason, when the tool has one."""
+    if name in ("issue_refund", "escalate_to_human"):
+        return str(args.get("reason") or "")
+    return ""
+
+
+def _parcel_fact(history: _History, number: str) -> str:
+    """"parcel marked delivered 5 days ago": the tracking the agent read for this order's parcel."""
+    order = history.latest("get_order", lambda a, r: str(r.get("order_id") or "").upper() == number)
+    parcels = [p for p in (order or {}).get("parcels") or () if isinstance(p, dict)]
+    trackings = {str(p.get("tracking")) for p in parcels}
+    tracked = history.latest("track_parcel", lambda a, r: str(r.get("tracking") or a.get("tracking")) in trackings)
+    if tracked is None:
+        status = next((str(p.get("status") or "") for p in parcels if p.get("status") == "delivered"),
+                      str(parcels[0].get("status") or "") if parcels else "")
+        return _status_words(status) if status else ""
+    status = str(tracked.get("status") or "")
+    last = tracked.get("last_scan") if isinstance(tracked.get("last_scan"), dict) else {}
+    at = _parse_ts(last.get("at"))
+    ago = _ago(timezone.now() - at) if at else ""
+    if status == "delivered":
+        return f"parcel marked delivered {ago}".strip()
+    words = _status_words(status)
+    return f"{words}, last scan {ago}" if ago else words
+
+
+def _status_words(status: str) -> str:
+    return {"delivered": "parcel marked delivered", "in_transit": "parcel in transit",
+            "out_for_delivery": "parcel out for delivery", "delayed": "parcel delayed",
+            "label_created": "parcel not picked up yet", "returned": "parcel returned to the sender"}.get(
+        status, f"parcel {status.replace('_', ' ')}")
+
+
+def _ago(delta: timedelta) -> str:
+    hours = int(delta.total_seconds() // 3600)
+    if hours < 1:
+        return "less than an hour ago"
+    if hours < 48:
+        return f"{hours} hour{'s' if hours != 1 else ''} ago"
+    return f"{hours // 24} days ago"
+
+
+def _amount(value) -> str:
+    try:
+        return money(Decimal(str(value)))
+    except (InvalidOperation, ValueError):
+        return str(value)
+
+
+def _clause(text, limit: int = 160) -> str:
+    text = " ".join(str(text or "").split()).rstrip(" .")
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+# -- the form --------------------------------------------------------------------------------------------
+
+def _fields(name: str, args: dict) -> list[dict]:
+    """One field per argument, in the schema's order: the amount as an amount, long texts as text areas,
+    the order fixed. Limits come along for the browser; the server checks them again."""
+    tool = tool_by_name(name)
+    properties = (tool.parameters.get("properties") or {}) if tool else {}
+    required = set((tool.parameters.get("required") or ()) if tool else ())
+    names = list(properties) + [key for key in args if key not in properties]
+    fields = []
+    for key in names:
+        if key not in args and key not in required:
+            continue
+        spec = properties.get(key) or {}
+        if key == "amount" and name == "issue_refund":
+            kind = "amount"
+        elif key in FIXED_FIELDS:
+            kind = "fixed"
+        elif spec.get("type") == "string" or isinstance(args.get(key), str):
+            kind = "textarea" if (spec.get("maxLength") or 0) > 300 else "text"
+        else:
+            kind = "json"
+        fields.append({"name": key, "label": FIELD_LABELS.get(key, key.replace("_", " ").capitalize()),
+                       "kind": kind, "required": key in required,
+                       "max_length": spec.get("maxLength"), "help": FIELD_HELP.get((name, key), "")})
+    return fields
+
+
+def _ts(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def _parse_ts(value) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None

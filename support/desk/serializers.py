@@ -1,0 +1,216 @@
+"""The JSON shapes of messages, runs, steps and approvals, for the API and for live events.
+
+Customers get a narrower view than staff: their own and the agent's words, never tool calls, tool
+results or the trace. Public ids only; integer keys never leave the server.
+"""
+
+from __future__ import annotations
+
+from support.live import events
+
+from support.desk import permissions, selectors_approvals
+from support.models import Approval, Conversation, Message, Run, Step
+
+
+def _ts(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def staff_name(user) -> str | None:
+    """How a staff member is named everywhere: first name, else username."""
+    return (user.get_short_name() or user.get_username()) if user is not None else None
+
+
+def customer_can_see(message: Message) -> bool:
+    return message.role in ("user", "assistant") and bool(message.content)
+
+
+def message_json(message: Message, *, staff: bool) -> dict:
+    data = {"seq": message.seq, "role": message.role, "author": message.author, "content": message.content,
+            "created_at": _ts(message.created_at)}
+    if message.client_id:  # the customer's own id for it: their widget matches it to what it sent
+        data["client_id"] = message.client_id
+    if message.author == Message.STAFF and message.author_user_id:
+        data["staff_name"] = staff_name(message.author_user)
+    if message.author == Message.CUSTOMER:  # photos and PDFs, with signed links (support/customers/attachments.py)
+        from support.customers.attachments import message_fields
+        data.update(message_fields(message, staff=staff))
+    if staff:
+        if message.tool_calls:
+            data["tool_calls"] = message.tool_calls
+        if message.tool_call_id:
+            data["tool_call_id"] = message.tool_call_id
+        data["run"] = str(message.run.public_id) if message.run_id else None
+    return data
+
+
+def run_json(run: Run) -> dict:
+    return {
+        "id": str(run.public_id), "conversation": str(run.conversation.public_id), "status": run.status,
+        "stop_reason": run.stop_reason or None, "outcome": run.outcome or None,
+        "outcome_summary": run.outcome_summary, "attempts": run.attempts,
+        "heartbeat_at": _ts(run.heartbeat_at), "turns": run.turns, "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens, "cost_usd": str(run.cost_usd), "summary": run.summary,
+        "detail": run.detail, "created_at": _ts(run.created_at), "finished_at": _ts(run.finished_at),
+    }
+
+
+def step_json(step: Step) -> dict:
+    return {
+        "run": str(step.run.public_id), "kind": step.kind, "turn": step.turn, "label": step.label, "tool": step.tool, "call_id": step.call_id,
+        "arguments": step.arguments, "result": step.result, "error": step.error, "model": step.model,
+        "finish_reason": step.finish_reason, "attempts": step.attempts, "prompt_tokens": step.prompt_tokens,
+        "completion_tokens": step.completion_tokens, "cost_usd": str(step.cost_usd),
+        "duration_ms": step.duration_ms, "created_at": _ts(step.created_at),
+    }
+
+
+SINCE_SHOWN = 20  # customer messages shown on an approval card; the count says how many there are in all
+
+
+def approval_json(approval: Approval) -> dict:
+    call = approval.tool_call
+    executed = approval.executed_arguments
+    since = customer_messages_since(approval)
+    since_count = since.count()
+    shown = list(since.order_by("-seq")[:SINCE_SHOWN])[::-1] if since_count else []
+    return {
+        "id": str(approval.public_id), "run": str(approval.run.public_id),
+        "conversation": str(approval.run.conversation.public_id), "tool": call.name, "call_id": call.call_id,
+        "status": "pending" if approval.pending else approval.decision, "requested_at": _ts(approval.requested_at),
+        "requested_arguments": approval.requested_arguments, "executed_arguments": executed,
+        "decided_at": _ts(approval.decided_at), "reason": approval.reason,
+        "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
+        # Approving it needs support.approve_large_refund (support/desk/permissions.py).
+        "large_refund": permissions.is_large_refund(call.name, executed if executed is not None
+                                                    else approval.requested_arguments),
+        # What the customer wrote after the agent asked (while it waited): a "cancel" must not go unseen.
+        "customer_messages_since": [{"seq": m.seq, "text": m.content, "created_at": _ts(m.created_at)}
+                                    for m in shown],
+        "customer_messages_since_count": since_count,
+        "needs_second_look": since_count > 0,
+        # Why the call never ran although decided (a take-over), and how it expired.
+        "not_run_reason": approval.not_run_reason,
+        # What the card shows to decide in seconds: a sentence, the order's money, the amount's limits,
+        # the policies the agent read, the customer's words, the form's fields, the expiry.
+        "context": selectors_approvals.approval_context(approval),
+    }
+
+
+def customer_messages_since(approval: Approval):
+    """The customer's messages written after the agent's message that asked for the call (and, once it is
+    decided, up to the decision), in seq order."""
+    run = approval.run
+    asked = selectors_approvals.asked_seq(approval)
+    messages = Message.objects.filter(conversation_id=run.conversation_id, author=Message.CUSTOMER)
+    messages = messages.filter(seq__gt=asked) if asked is not None else \
+        messages.filter(created_at__gte=approval.requested_at)
+    if approval.decided_at is not None:
+        messages = messages.filter(created_at__lte=approval.decided_at)
+    return messages.order_by("seq")
+
+
+def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
+    data = {"id": str(conversation.public_id), "status": conversation.status, "last_seq": conversation.last_seq,
+            "created_at": _ts(conversation.created_at)}
+    if staff:
+        data.update(customer=conversation.customer.email, attention_reason=conversation.attention_reason,
+                    assignee=staff_name(conversation.assignee) if conversation.assignee_id else None,
+                    # unique, unlike the first name above: the console tells "taken over by me" with it
+                    assignee_username=conversation.assignee.get_username() if conversation.assignee_id else None,
+                    updated_at=_ts(conversation.updated_at))
+    return data
+
+
+# -- live events (sent after commit); each carries the conversation's id and its seq ------------------
+
+def _event(conv: Conversation, event_type: str, /, **fields) -> dict:
+    return {"type": event_type, "conversation": str(conv.public_id), "seq": conv.last_seq, **fields}
+
+
+def _customer(conversation: Conversation, event: dict) -> None:
+    events.publisher.send([events.conversation_group(conversation.public_id)], event)
+
+
+def _staff(conversation: Conversation, event: dict, *, listed: bool = False) -> None:
+    groups = [events.staff_conversation_group(conversation.public_id)] + ([events.STAFF_GROUP] if listed else [])
+    events.publisher.send(groups, event)
+
+
+def publish_message(message: Message) -> None:
+    conversation = message.conversation
+    base = {"type": "message.saved", "conversation": str(conversation.public_id), "seq": message.seq}
+    _staff(conversation, {**base, "message": message_json(message, staff=True)})
+    if customer_can_see(message):
+        _customer(conversation, {**base, "message": message_json(message, staff=False)})
+    else:  # the seq alone: the customer's client then tells a seq it may not see from one it lost
+        _customer(conversation, {**base, "type": "message.hidden"})
+    if message.author in (Message.CUSTOMER, Message.STAFF):  # the console's list shows it moved
+        events.publisher.send([events.STAFF_GROUP], _event(conversation, "conversation.updated",
+                              status=conversation.status, detail=conversation_json(conversation, staff=True)))
+
+
+def publish_run(run: Run) -> None:
+    conversation = run.conversation
+    public = _event(conversation, "run.status", run=str(run.public_id), status=run.status,
+                    stop_reason=run.stop_reason or None, outcome=run.outcome or None)
+    _customer(conversation, public)
+    _staff(conversation, {**public, "detail": run_json(run)}, listed=True)
+
+
+def publish_step(step: Step, *, started: bool) -> None:
+    """step.started of a model step also tells both UIs that a new reply begins: a run resumed after its
+    worker died streams its reply again from the start, so a partial reply still shown is dropped."""
+    conversation = step.run.conversation
+    event_type = "step.started" if started else "step.finished"
+    _customer(conversation, _event(conversation, event_type, run=str(step.run.public_id), kind=step.kind,
+                                   label=step.label))
+    _staff(conversation, _event(conversation, event_type, step=step_json(step)))
+
+
+def publish_approval(approval: Approval) -> None:
+    conversation = approval.run.conversation
+    kind = "approval.requested" if approval.pending else "approval.decided"
+    data = approval_json(approval)
+    waiting = Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count()
+    _customer(conversation, _event(conversation, kind, status=data["status"], pending_approvals=waiting))
+    _staff(conversation, _event(conversation, kind, approval=data), listed=True)
+
+
+def publish_conversation(conversation: Conversation, event_type: str = "conversation.updated") -> None:
+    """conversation.updated, or conversation.assigned when a staff member took it over or handed it back."""
+    extra = {"status": conversation.status}
+    if event_type == "conversation.assigned":
+        extra["assignee"] = staff_name(conversation.assignee)
+    _customer(conversation, _event(conversation, event_type, detail=conversation_json(conversation, staff=False),
+                                   **extra))
+    _staff(conversation, _event(conversation, event_type, detail=conversation_json(conversation, staff=True),
+                                **extra), listed=True)
+
+
+def publish_token(conversation: Conversation, run: Run, seq: int, text: str) -> None:
+    event = {"type": "token.delta", "conversation": str(conversation.public_id), "seq": seq,
+             "run": str(run.public_id), "text": text}
+    events.publisher.send([events.conversation_group(conversation.public_id),
+                           events.staff_conversation_group(conversation.public_id)], event)
+
+
+# -- staff work on a conversation (support/desk/staff_actions.py): actions on record, notes, saved replies --------
+
+def staff_action_json(action) -> dict:
+    """A person's action, for the trace: who, when, what was asked, and what came of it (the codes as stored)."""
+    return {"id": str(action.public_id), "conversation": str(action.conversation.public_id), "kind": action.kind,
+            "status": action.status, "arguments": action.arguments, "result": action.result,
+            "by": staff_name(action.user) if action.user_id else None, "created_at": _ts(action.created_at)}
+
+
+def note_json(note) -> dict:
+    return {"id": str(note.public_id), "text": note.text, "created_at": _ts(note.created_at),
+            "author": staff_name(note.author) if note.author_id else None,
+            "author_username": note.author.get_username() if note.author_id else None}
+
+
+def saved_reply_json(reply) -> dict:
+    return {"id": str(reply.public_id), "title": reply.title, "body": reply.body,
+            "updated_at": _ts(reply.updated_at),
+            "updated_by": staff_name(reply.updated_by) if reply.updated_by_id else None}

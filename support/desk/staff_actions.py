@@ -1,0 +1,257 @@
+"""Writes of a staff member working a conversation: refunds, messages to the seller, internal notes, saved
+replies. Every rule is checked here, in server code, whatever the console offers.
+
+A person acts under the agent's rules where the agent has them (support/tools/): the order must be the
+conversation customer's and within the conversation's order scope (a conversation opened with one order acts
+on that order only, as its tools do), a refund never exceeds the order's refundable balance (checked again
+under the order's row lock), a seller message goes through the agent's own tool (Sundry-fulfilled orders
+have no seller, the conversation's daily limit, the same text sent once). What a person does not need is the
+agent's approval step: they are the person. Above the agent's limits a person needs the higher permission:
+
+  - issuing a refund at all needs `support.decide_approval` (the right to approve the agent's refunds);
+  - a refund above LARGE_REFUND_THRESHOLD, or above the agent's REFUND_CEILING, needs
+    `support.approve_large_refund` too, as approving the agent's would (support/desk/permissions.py).
+
+Every action is written with who, when, what was asked and what came of it (StaffAction), in the transaction
+that does it, refusals included; a double click or a retried request with the same key does it once.
+Lock order (see services.py): an action locks the order's row, then appends to the conversation (its row),
+as the agent's refund does (order, then the run, then the conversation); nothing here locks a run.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_lazy as _
+
+from support.customers import cleaning, languages
+
+from support.live import events
+
+from support.desk import permissions, serializers, services
+from support.agent.tools import ToolContext, ToolError
+from support.models import Conversation, Message, Note, Order, Refund, SavedReply, SellerMessage, StaffAction
+from support.tools.common import money, order_for_customer, parse_amount
+from support.tools.sellers import message_seller
+
+NOTE_MAX_CHARS = 4000
+REPLY_TITLE_MAX = 80
+
+
+class ActionRefused(Exception):
+    """The action was not done; `status` is the HTTP status that says why (400, 403, 404, 409)."""
+
+    status = 400
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+
+
+def _ctx(conversation: Conversation) -> ToolContext:
+    # The conversation's id makes the tools apply its order scope and its per-conversation limits.
+    return ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id))
+
+
+def _key(user, key) -> str | None:
+    """The stored idempotency key: the person's own namespace, so two people's keys never collide."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not cleaning.CLIENT_ID.fullmatch(key):
+        raise ActionRefused("key must be 1 to 64 letters, digits or . _ : -")
+    return f"{user.pk}:{key}"
+
+
+def _text(value, field: str, max_chars: int) -> str:
+    """Staff-written text, cleaned as a customer's is: no control characters, no bidi overrides, not blank."""
+    if not isinstance(value, str) or not cleaning.is_valid_unicode(value):
+        raise ActionRefused(f"{field} must be text.")
+    text = cleaning.without_bidi_controls(unicodedata.normalize("NFC", value.replace("\r\n", "\n"))).strip()
+    if cleaning.is_blank(text):
+        raise ActionRefused(f"Write the {field} first.")
+    if cleaning.first_forbidden(text) is not None:
+        raise ActionRefused(f"The {field} contains a control character; please remove it.")
+    if len(text) > max_chars:
+        raise ActionRefused(f"The {field} is too long: keep it under {max_chars} characters.")
+    return text
+
+
+def _publish_action(conversation: Conversation, action: StaffAction) -> None:
+    def send():
+        conversation.refresh_from_db(fields=["last_seq"])
+        events.publisher.send([events.staff_conversation_group(conversation.public_id)], {
+            "type": "staff.action", "conversation": str(conversation.public_id), "seq": conversation.last_seq,
+            "action": serializers.staff_action_json(action)})
+    transaction.on_commit(send)
+
+
+def _refused(conversation, user, kind: str, arguments: dict, error: ActionRefused) -> ActionRefused:
+    """Put a refusal on record (no key: the person may fix the request and send it again), and return it."""
+    action = StaffAction.objects.create(conversation=conversation, user=user, kind=kind, arguments=arguments,
+                                        status=StaffAction.REFUSED, result={"error": str(error)})
+    _publish_action(conversation, action)
+    return error
+
+
+# -- refunds ----------------------------------------------------------------------------------------------
+
+def refund_limit(user, order: Order | None = None) -> Decimal | None:
+    """The most this person may refund at once (None: they may not refund); the order's balance binds too."""
+    if not user.has_perm(permissions.DECIDE_APPROVAL):
+        return None
+    if user.has_perm(permissions.APPROVE_LARGE_REFUND):
+        return order.refundable() if order is not None else None
+    return min(settings.REFUND_CEILING, permissions.large_refund_threshold())
+
+
+def _refund_refusal(user, value: Decimal) -> ActionRefused | None:
+    if not user.has_perm(permissions.DECIDE_APPROVAL):
+        return ActionRefused("Your account may not issue refunds: that needs the permission to decide approvals "
+                             f"({permissions.DECIDE_APPROVAL}), which the {permissions.AGENTS} and "
+                             f"{permissions.LEADS} groups have.", 403)
+    limit = min(settings.REFUND_CEILING, permissions.large_refund_threshold())
+    if value > limit and not user.has_perm(permissions.APPROVE_LARGE_REFUND):
+        return ActionRefused(f"Refunds above {money(limit)} EUR need a support lead (permission "
+                             f"{permissions.APPROVE_LARGE_REFUND}, group {permissions.LEADS}). Issue up to "
+                             f"{money(limit)} EUR, or ask a lead.", 403)
+    return None
+
+
+REFUND_NOTICE = _("We've refunded %(amount)s %(currency)s on order %(order)s to your original payment method. "
+                  "It usually shows within 5 to 10 business days.")
+REFUND_NOTICE_WITH_REFERENCE = _("We've refunded %(amount)s %(currency)s on order %(order)s to your original "
+                                 "payment method (refund reference %(reference)s). It usually shows within 5 to "
+                                 "10 business days.")
+
+
+def refund_notice(amount: Decimal, order: Order, reference: str = "", conversation: Conversation | None = None) -> str:
+    """What the customer (and the model) read when a person refunds: the amount in plain words, in the
+    conversation's language."""
+    return languages.say(conversation, REFUND_NOTICE_WITH_REFERENCE if reference else REFUND_NOTICE,
+                         amount=money(amount), currency=order.currency, order=order.number, reference=reference)
+
+
+def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, key=None) -> StaffAction:
+    """A refund by a staff member, on record, told to the customer in the transcript. ActionRefused when not
+    allowed (the refusal is on record too)."""
+    arguments = {"order_id": order_id, "amount": amount, "reason": reason}
+    full_key = _key(user, key)
+    if full_key and (done := StaffAction.objects.filter(idempotency_key=full_key).first()) is not None:
+        return done  # the same request again (a double click, a retry): done once
+    try:
+        reason = _text(reason, "reason", 500)
+        value = parse_amount(amount)
+        order = order_for_customer(_ctx(conversation), order_id)
+    except ToolError as error:
+        raise _refused(conversation, user, StaffAction.REFUND, arguments, ActionRefused(str(error))) from None
+    except ActionRefused as error:
+        raise _refused(conversation, user, StaffAction.REFUND, arguments, error) from None
+    refusal = _refund_refusal(user, value)
+    if refusal is not None:
+        raise _refused(conversation, user, StaffAction.REFUND, arguments, refusal)
+    try:
+        with transaction.atomic():
+            locked = Order.objects.select_for_update().get(pk=order.pk)  # two refunds cannot share a balance
+            if full_key and (done := StaffAction.objects.filter(idempotency_key=full_key).first()) is not None:
+                return done  # the same request, committed while this one waited for the lock
+            left = locked.refundable()
+            if value > left:
+                raise ActionRefused(f"Order {order.number} has {money(left)} {order.currency} left to refund; "
+                                    f"{money(value)} was asked.", 409)
+            refund = Refund.objects.create(order=locked, amount=value, reason=reason)
+            locked = Order.objects.prefetch_related("items", "refunds").get(pk=order.pk)
+            action = StaffAction.objects.create(
+                conversation=conversation, user=user, kind=StaffAction.REFUND, arguments=arguments,
+                status=StaffAction.DONE, idempotency_key=full_key, refund=refund,
+                result={"refund_id": str(refund.public_id), "reference": refund.reference, "order_id": order.number,
+                        "amount": money(value),
+                        "refundable_remaining": money(locked.refundable())})
+            services.message_append(conversation=conversation, author=Message.SYSTEM, user=user,
+                                    wire={"role": "assistant",
+                                          "content": refund_notice(value, order, refund.reference, conversation)})
+            _publish_action(conversation, action)
+    except IntegrityError:  # the same key committed between our look and our insert
+        done = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+        if done is None:
+            raise
+        return done
+    except ActionRefused as error:
+        raise _refused(conversation, user, StaffAction.REFUND, arguments, error) from None
+    return action
+
+
+# -- messages to the seller -------------------------------------------------------------------------------
+
+def seller_message_send(*, conversation: Conversation, user, order_id, message, key=None) -> StaffAction:
+    """A message to the order's seller, sent through the agent's own tool (its rules, minus the approval a
+    message with the customer's contact data needs from the agent: a person is writing it)."""
+    arguments = {"order_id": order_id, "message": message}
+    full_key = _key(user, key)
+    if full_key and (done := StaffAction.objects.filter(idempotency_key=full_key).first()) is not None:
+        return done
+    try:
+        body = _text(message, "message", 2000)
+    except ActionRefused as error:
+        raise _refused(conversation, user, StaffAction.SELLER_MESSAGE, arguments, error) from None
+    ctx = _ctx(conversation)
+    ctx = ToolContext(customer_id=ctx.customer_id, conversation_id=ctx.conversation_id,
+                      idempotency_key=f"staff:{full_key}" if full_key else "")
+    try:
+        with transaction.atomic():
+            result = message_seller(ctx, order_id=order_id, message=body)
+            sent = SellerMessage.objects.get(public_id=result["message_id"])
+            action = StaffAction.objects.create(
+                conversation=conversation, user=user, kind=StaffAction.SELLER_MESSAGE, arguments=arguments,
+                status=StaffAction.DONE, idempotency_key=full_key, seller_message=sent, result=result)
+            _publish_action(conversation, action)
+    except ToolError as error:
+        raise _refused(conversation, user, StaffAction.SELLER_MESSAGE, arguments, ActionRefused(str(error))) \
+            from None
+    except IntegrityError:
+        done = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+        if done is None:
+            raise
+        return done
+    return action
+
+
+# -- internal notes ---------------------------------------------------------------------------------------
+
+def note_add(*, conversation: Conversation, user, text) -> Note:
+    """A note for staff only. It is not a Message: the model's history and the customer's view are built
+    from messages, so a note can reach neither."""
+    note = Note.objects.create(conversation=conversation, author=user, text=_text(text, "note", NOTE_MAX_CHARS))
+
+    def send():
+        conversation.refresh_from_db(fields=["last_seq"])
+        events.publisher.send([events.staff_conversation_group(conversation.public_id)], {
+            "type": "note.added", "conversation": str(conversation.public_id), "seq": conversation.last_seq,
+            "note": serializers.note_json(note)})
+    transaction.on_commit(send)
+    return note
+
+
+# -- saved replies ----------------------------------------------------------------------------------------
+
+def saved_reply_save(*, user, title, body, reply: SavedReply | None = None) -> SavedReply:
+    """Create a saved reply, or change `reply`. Titles are unique (they are what staff pick from)."""
+    title = _text(title, "title", REPLY_TITLE_MAX)
+    body = _text(body, "reply", settings.MAX_MESSAGE_BYTES)
+    if SavedReply.objects.filter(title__iexact=title).exclude(pk=getattr(reply, "pk", None)).exists():
+        raise ActionRefused(f"A saved reply called “{title}” exists already; choose another title.", 409)
+    reply = reply or SavedReply()
+    reply.title, reply.body, reply.updated_by = title, body, user
+    try:
+        with transaction.atomic():
+            reply.save()
+    except IntegrityError:
+        raise ActionRefused(f"A saved reply called “{title}” exists already; choose another title.", 409) from None
+    return reply
+
+
+def saved_reply_delete(*, reply: SavedReply) -> None:
+    reply.delete()

@@ -1,0 +1,1 @@
+"""Live events: their shapes, the channel layer, publishing after commit."""

@@ -1,0 +1,1 @@
+"""Operations: health probes, metrics, log context, rate limits."""

@@ -1,0 +1,1 @@
+"""The shop behind a port: the interface, its implementations, policy search."""

@@ -1,0 +1,1 @@
+"""The way in over HTTP and websockets: views, urls, consumers, middleware."""

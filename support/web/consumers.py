@@ -1,0 +1,457 @@
+"""Websocket consumers: relay events to the widget and the console, replay what a client missed.
+
+They read (replays) and hand customer messages to the same service the HTTP API uses; they write nothing
+themselves. The protocol is docs/events.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.conf import settings
+
+from support.customers import cleaning, identity, notify, words
+
+from support.live import events
+
+from support.ops import limits
+
+from support.desk import selectors, serializers, services
+from support.ops import metrics
+from support.models import Conversation
+from support.desk import permissions
+from support.models import Approval
+
+log = logging.getLogger(__name__)
+security_log = logging.getLogger("support.security")
+
+AUTH_TIMEOUT = 10.0  # seconds a customer socket may stay open without authenticating
+# Close codes, 4000 + the HTTP status that says the same (as 4401, 4403). RFC 6455's own (1003, 1007, 1009)
+# cannot be sent: daphne's websocket library lets an application close only with 1000 or 3000-4999.
+# Each close follows an error frame whose `code` names the problem.
+BAD_FRAME = 4400  # not JSON (malformed, truncated), or JSON nested deeper than MAX_FRAME_DEPTH
+UNAUTHORIZED = 4401  # no valid conversation token
+TOO_LARGE = 4413  # a frame longer than max_frame_chars()
+RATE_LIMITED = 4429  # too many sockets from the address
+UNSUPPORTED = 4415  # a binary frame: the protocol is JSON text
+MAX_FRAME_DEPTH = 8  # our frames are two levels deep
+SEQ_EVENTS = ("message.saved", "message.hidden")  # the live events that account for one seq each
+
+
+def db(fn):
+    """Run a read or a service call in the thread pool: each call is self-contained, and with the default
+    (thread-sensitive) every socket of the process would queue behind one thread."""
+    return database_sync_to_async(fn, thread_sensitive=False)
+
+
+class Delivered:
+    """The seqs of one conversation a socket's client has: all up to `floor`, and `above` it some more.
+
+    Events reach a process out of order (daphne and the workers publish separately), so a seq below the
+    highest sent may still be owed to the client: only a seq in here is a duplicate.
+    """
+
+    LIMIT = 512  # seqs held above a hole; forgetting one only risks sending it twice (clients dedupe)
+
+    def __init__(self):
+        self.floor, self.above = 0, set()
+
+    def __contains__(self, seq: int) -> bool:
+        return seq <= self.floor or seq in self.above
+
+    def add(self, seq: int) -> None:
+        if seq > self.floor:
+            self.above.add(seq)
+            self._settle()
+            if len(self.above) > self.LIMIT:
+                self.above.discard(min(self.above))
+
+    def cover(self, seq: int) -> None:
+        """Every seq up to `seq` is with the client (it said so, or a replay read that far)."""
+        if seq > self.floor:
+            self.floor = seq
+            self.above = {s for s in self.above if s > seq}
+            self._settle()
+
+    def _settle(self) -> None:
+        while self.floor + 1 in self.above:
+            self.floor += 1
+            self.above.discard(self.floor)
+
+
+class ReplayingConsumer(AsyncJsonWebsocketConsumer):
+    """Joins groups, replays messages after the client's last seq, then relays live events in order.
+
+    The group is joined before the replay reads the database, so nothing falls between the two; a
+    message.saved already replayed is dropped when its live event arrives. A client that finds a hole in
+    the seqs it received asks for a replay again from below the hole (docs/events.md).
+    """
+
+    staff = False
+
+    async def connect(self):
+        self.delivered: dict[str, Delivered] = {}
+        self.joined: set[str] = set()
+        self.recent_ids: deque[str] = deque(maxlen=256)  # events reaching us through two groups
+        await self.accept()
+        metrics.socket_opened(self)
+
+    async def disconnect(self, code):
+        metrics.socket_closed(self)
+        for group in getattr(self, "joined", ()):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """Each frame parsed here, so malformed input is told why and closed, never a 1011 and a traceback."""
+        content, refusal = parse_frame(text_data, bytes_data)
+        if refusal is not None:
+            close_code, code, why = refusal
+            log.info("%s socket closed with %s: %s", "staff" if self.staff else "customer", close_code, why)
+            await self.send_error(code, why)
+            await self.close(code=close_code)
+            return
+        await self.receive_json(content)
+
+    async def send_error(self, code: str, error: str, **fields) -> None:
+        """An error frame: `code` for programs (stable), `error` in plain words."""
+        await self.send_json({"type": "error", "code": code, "error": error, **fields})
+
+    async def join(self, group: str) -> None:
+        if group not in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.joined.add(group)
+
+    async def replay(self, conversation, last_seq: int) -> None:
+        key = str(conversation.public_id)
+        delivered = self.delivered.setdefault(key, Delivered())
+        delivered.cover(last_seq)
+        read_to, messages = await db(_replay_read)(conversation, last_seq, self.staff)
+        # All of them, even one this socket sent before: the client says it lacks what is after last_seq
+        # (a message lost on its way to the page is asked for too); it drops a seq it has already.
+        for m in messages:
+            await self.send_json({"type": "message.saved", "seq": m.seq, "conversation": key,
+                                  "message": serializers.message_json(m, staff=self.staff)})
+            delivered.add(m.seq)
+        # Every seq up to read_to was read: sent now or before, or one this client does not see.
+        delivered.cover(max([read_to] + [m.seq for m in messages]))
+        state = await db(selectors.conversation_state)(conversation)
+        await self.send_json({"type": "replay.done", "seq": delivered.floor, "conversation": key,
+                              "state": state})
+
+    async def desk_event(self, message):
+        event_id = message.get("id")
+        if event_id is not None:
+            if event_id in self.recent_ids:
+                return
+            self.recent_ids.append(event_id)
+        event = message["event"]
+        key = event.get("conversation")
+        if event["type"] in SEQ_EVENTS and key is not None:
+            delivered = self.delivered.setdefault(key, Delivered())
+            if event["seq"] in delivered:
+                return  # already sent by a replay, or this very event again
+            delivered.add(event["seq"])
+        await self.send_json(event)
+
+    async def last_seqs(self, conversations) -> dict[str, int]:
+        """Each conversation's last seq, for the answer to a ping: a client that lacks one asks for a replay,
+        so an event lost on the live path is found even when it was the last one."""
+        seqs = await db(_last_seqs)([c.pk for c in conversations])
+        return {str(c.public_id): seqs.get(c.pk, 0) for c in conversations}
+
+
+class CustomerConsumer(ReplayingConsumer):
+    async def connect(self):
+        self.conversation = None
+        self._auth_deadline = None
+        self.address = limits.scope_address(self.scope)
+        try:
+            await sync_to_async(limits.hit, thread_sensitive=False)(limits.sockets_from(self.address))
+        except limits.Limited as over:
+            # Accepted first so the client reads why: a refusal at the handshake is a bare 403.
+            await AsyncJsonWebsocketConsumer.accept(self)
+            await self.send_error("rate_limited", "Too many connections from your address; try again "
+                                  f"in {words.wait_words(over.retry_after)}.", retry_after=over.retry_after)
+            await self.close(code=RATE_LIMITED)
+            return
+        except limits.Unavailable as error:
+            limits.warn_unavailable("sockets not counted", error)
+        await super().connect()
+        self._auth_deadline = asyncio.get_running_loop().call_later(AUTH_TIMEOUT, self._close_unauthenticated)
+
+    def _close_unauthenticated(self):
+        if self.conversation is None:
+            asyncio.ensure_future(self.close(code=UNAUTHORIZED))
+
+    async def disconnect(self, code):
+        if self._auth_deadline is not None:
+            self._auth_deadline.cancel()
+        if self.conversation is not None:
+            await self.mark_seen()  # what was sent so far reached the customer; the wait for an e-mail starts now
+        await super().disconnect(code)
+
+    async def mark_seen(self) -> None:
+        """Record in the database that this conversation's customer is connected (support/customers/notify.py): no
+        reply e-mail while they are, and none for what reached them."""
+        self._seen_written = asyncio.get_running_loop().time()
+        try:
+            await db(notify.customer_seen)(self.conversation.pk)
+        except Exception:  # the database is away: the socket carries on; at worst an e-mail says it again
+            log.warning("customer presence of conversation %s not recorded", self.conversation.public_id,
+                        exc_info=True)
+
+    async def receive_json(self, content, **kwargs):
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "resume":
+            await self.resume(content)
+        elif self.conversation is None:
+            await self.close(code=UNAUTHORIZED)
+        elif kind == "message":
+            await self.post(content)
+        elif kind == "ping":
+            key = str(self.conversation.public_id)
+            seqs = await self.last_seqs([self.conversation])
+            if asyncio.get_running_loop().time() - self._seen_written >= settings.CUSTOMER_PRESENCE_SECONDS:
+                await self.mark_seen()
+            await self.send_json({"type": "pong", "conversation": key, "seq": seqs[key]})
+        else:
+            await self.send_error("unknown_type", "Unknown frame type.")
+
+    async def resume(self, content):
+        public_id = self.scope["url_route"]["kwargs"]["public_id"]
+        conversation = await db(identity.conversation_for_token)(content.get("token"), public_id)
+        if conversation is None or (self.conversation is not None and conversation.pk != self.conversation.pk):
+            security_log.warning("customer socket refused from %s: no valid token for conversation %s",
+                                 self.address, str(public_id)[:40])
+            await self.close(code=UNAUTHORIZED)
+            return
+        self.conversation = conversation
+        await self.join(events.conversation_group(conversation.public_id))
+        await self.replay(conversation, _seq(content.get("last_seq")))
+        await self.mark_seen()
+
+    async def post(self, content):
+        raw_id = content.get("client_id")
+        client_id = cleaning.client_id_or_none(raw_id)
+        if raw_id is not None and client_id is None:
+            # Not echoed back: it may be anything (a NUL byte, a surrogate, a megabyte).
+            await self.send_json({"type": "message.rejected", "client_id": None, "code": "invalid_client_id",
+                                  "error": "client_id must be 1 to 64 letters, digits or . _ : -"})
+            return
+        try:
+            message, _, _ = await db(services.conversation_post_message)(
+                conversation=self.conversation, text=content.get("text"), client_id=client_id,
+                client_address=self.address)
+        except services.InvalidMessage as e:
+            await self.send_json({"type": "message.rejected", "client_id": client_id, "code": e.code,
+                                  "error": str(e)})
+        except services.RateLimited as e:
+            await self.send_json({"type": "message.rejected", "client_id": client_id, "code": "rate_limited",
+                                  "error": str(e), "retry_after": e.retry_after})
+        else:
+            await self.send_json({"type": "message.accepted", "client_id": client_id, "seq": message.seq})
+
+
+class StaffConsumer(ReplayingConsumer):
+    """The console's socket: open only while its session and account are.
+
+    Both are read again on every client frame, before relaying an event once the last check is older than
+    STAFF_SOCKET_RECHECK_SECONDS, and at least that often while the socket is quiet; logging out closes
+    the session's sockets at once (staff.revoke on the user's group). A refused or revoked socket closes
+    with 4403 and is logged on support.security.
+    """
+
+    staff = True
+
+    async def connect(self):
+        user = self.scope.get("user")
+        self.revoked = True  # until accepted: nothing is relayed
+        if user is None or not user.is_authenticated or not user.is_staff:
+            reason = "not a staff account" if user is not None and user.is_authenticated else "not logged in"
+            permissions.log_refusal(user, permissions.scope_address(self.scope), f"staff socket: {reason}")
+            await self.close(code=permissions.REVOKED)
+            return
+        await super().connect()
+        self.user_id, self.session_key = user.pk, self.scope["session"].session_key
+        self.revoked, self.checked_at = False, self.now()
+        self.watched: dict[str, Conversation] = {}
+        self.with_pending: set[str] = set()  # conversations whose approval cards may change
+        await self.join(events.STAFF_GROUP)
+        await self.join(permissions.staff_user_group(user.pk))
+        self.with_pending |= await db(_conversations_with_pending_approvals)()
+        self.rechecks = asyncio.ensure_future(self.recheck_while_open())
+
+    async def disconnect(self, code):
+        if getattr(self, "rechecks", None) is not None:
+            self.rechecks.cancel()
+        await super().disconnect(code)
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def still_allowed(self) -> bool:
+        """Read the session and the account again; close the socket if it may no longer be open."""
+        if self.revoked:
+            return False
+        problem = await db(permissions.staff_session_problem)(self.session_key, self.user_id)
+        self.checked_at = self.now()
+        if problem is not None:
+            await self.revoke(problem)
+        return problem is None
+
+    async def revoke(self, reason: str) -> None:
+        if self.revoked:
+            return
+        self.revoked = True  # first: events that arrive while the close goes out are dropped
+        permissions.log_refusal(self.scope.get("user"), permissions.scope_address(self.scope),
+                                f"staff socket closed: {reason}")
+        for group in list(self.joined):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.joined.clear()
+        self.watched.clear()
+        await self.close(code=permissions.REVOKED)
+
+    async def recheck_while_open(self) -> None:
+        period = permissions.recheck_seconds()
+        while not self.revoked:
+            await asyncio.sleep(max(period - (self.now() - self.checked_at), 0.05))
+            if self.now() - self.checked_at < period:
+                continue  # a frame or an event checked meanwhile
+            try:
+                await self.still_allowed()
+            except Exception:  # the database is away: keep the socket, try again after the next period
+                self.checked_at = self.now()
+                log.warning("staff socket of user id %s: session not checked", self.user_id, exc_info=True)
+
+    async def staff_revoke(self, message):
+        """Logout (this session's sockets close at once) or an account change (each socket checks itself)."""
+        if message.get("session") and message["session"] == permissions.session_tag(self.session_key):
+            await self.revoke(message.get("reason") or "logged out")
+        else:
+            await self.still_allowed()
+
+    async def desk_event(self, message):
+        if self.revoked:
+            return
+        if self.now() - self.checked_at >= permissions.recheck_seconds() and not await self.still_allowed():
+            return
+        again = message.get("id") is not None and message["id"] in self.recent_ids  # through a second group
+        await super().desk_event(message)
+        if not again:
+            await self.keep_cards_current(message["event"])
+
+    async def keep_cards_current(self, event) -> None:
+        """A customer who writes while an approval waits changes its card (customer_messages_since): send
+        the card again as approval.requested. conversation.updated on the staff group follows every
+        customer message; only conversations with a pending approval are read again."""
+        key, kind = event.get("conversation"), event["type"]
+        if kind == "approval.requested" and key:
+            self.with_pending.add(key)
+        elif kind == "conversation.updated" and key in self.with_pending:
+            cards = await db(_pending_approvals_json)(key)
+            if not cards:
+                self.with_pending.discard(key)
+            for card in cards:
+                await self.send_json({"type": "approval.requested", "conversation": key, "seq": event.get("seq"),
+                                      "approval": card, "why": "customer_wrote"})
+
+    async def receive_json(self, content, **kwargs):
+        if not await self.still_allowed():
+            return
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "watch":
+            conversation = await db(selectors.conversation_by_public_id)(
+                content.get("conversation"))
+            if conversation is None:
+                await self.send_json({"type": "error", "error": "No such conversation."})
+                return
+            await self.join(events.staff_conversation_group(conversation.public_id))
+            self.watched[str(conversation.public_id)] = conversation
+            await self.replay(conversation, _seq(content.get("last_seq")))
+        elif kind == "unwatch":
+            group = events.staff_conversation_group(content.get("conversation"))
+            if group in self.joined:
+                await self.channel_layer.group_discard(group, self.channel_name)
+                self.joined.discard(group)
+            self.watched.pop(str(content.get("conversation")), None)
+        elif kind == "ping":
+            await self.send_json({"type": "pong", "seqs": await self.last_seqs(list(self.watched.values()))})
+        else:
+            await self.send_json({"type": "error", "error": "Unknown frame type."})
+
+
+def _conversations_with_pending_approvals() -> set[str]:
+    return {str(c) for c in Approval.objects.filter(decided_at__isnull=True)
+            .values_list("run__conversation__public_id", flat=True).distinct()}
+
+
+def _pending_approvals_json(conversation_key: str) -> list[dict]:
+    approvals = (Approval.objects.filter(run__conversation__public_id=conversation_key, decided_at__isnull=True)
+                 .select_related("tool_call", "run__conversation", "decided_by").order_by("requested_at"))
+    return [serializers.approval_json(a) for a in approvals]
+
+
+def _replay_read(conversation, after_seq: int, staff: bool):
+    """(the conversation's last seq, its messages after after_seq). The seq is read first: a seq is handed
+    out in the transaction that saves its message, so every message up to it is in the read that follows."""
+    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+    return last_seq, selectors.messages_after(conversation, after_seq, staff=staff)
+
+
+def _last_seqs(pks: list[int]) -> dict[int, int]:
+    return dict(Conversation.objects.filter(pk__in=pks).values_list("pk", "last_seq")) if pks else {}
+
+
+def _seq(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Any other websocket path: refused before the handshake completes (the server answers 403), instead
+    of the router raising and the server answering 500."""
+
+    async def connect(self):
+        await self.close()
+
+
+def max_frame_chars() -> int:
+    """The longest frame we read: a maximal message with every character escaped, plus room for the rest
+    (the HTTP API's body limit)."""
+    from support.web.views.common import body_limit
+
+    return body_limit()
+
+
+def parse_frame(text_data, bytes_data):
+    """(the frame's JSON, None), or (None, (close code, error code, why)) for a frame we will not read."""
+    if text_data is None:
+        return None, (UNSUPPORTED, "binary_frame", "Binary frames are not supported; send JSON text.")
+    if len(text_data) > max_frame_chars():
+        return None, (TOO_LARGE, "frame_too_large", "The frame is too large.")
+    try:
+        content = json.loads(text_data)
+    except RecursionError:  # deeper than the parser's own limit
+        return None, (BAD_FRAME, "too_deep", "The frame's JSON is nested too deeply.")
+    except ValueError:
+        return None, (BAD_FRAME, "invalid_json", "The frame is not valid JSON.")
+    if _depth(content) > MAX_FRAME_DEPTH:
+        return None, (BAD_FRAME, "too_deep", "The frame's JSON is nested too deeply.")
+    return content, None
+
+
+def _depth(value) -> int:
+    """How deeply lists and objects nest in `value`, walked without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_FRAME_DEPTH:  # deeper than that is refused whatever lies below
+                stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest

@@ -1,0 +1,130 @@
+"""Attachments over HTTP: the customer sends a message with photos or PDFs and reads fresh links to their
+conversation's files; staff read fresh links to any file; both open files through signed, expiring URLs.
+
+Who may see a file: the customer holding that conversation's token (the links they are given name their
+conversation's files only), and staff (a staff link also needs a staff session). Nothing is public: the
+storage has no URL of its own, and a link is only good for ATTACHMENT_URL_MAX_AGE seconds.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
+from django.http import FileResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from support.customers import attachments
+
+from support.ops import limits
+
+from support.desk import services
+from support.customers.identity import parse_uuid
+from support.models import Attachment
+from support.desk.serializers import message_json
+
+from .common import ApiError, api, staff_required
+from .customer import _conversation
+
+FIELD = "file"  # the form field each file is sent in, repeated for several
+
+
+def _refusal(status: int, code: str, message: str, **extra) -> JsonResponse:
+    return JsonResponse({"error": message, "code": code, "retryable": status in (429, 503), **extra}, status=status)
+
+
+@csrf_exempt
+@api("GET", "POST")
+def conversation_attachments(request, public_id):
+    """GET: the limits and the conversation's files with fresh links. POST (multipart/form-data): a message
+    with files: `file` once per file, `text` (optional), `client_id` (optional: a retry is saved once)."""
+    conversation = _conversation(request, public_id)
+    if request.method == "GET":
+        files = conversation.attachments.order_by("pk")
+        return JsonResponse({"limits": attachments.limits_json(),
+                             "attachments": [attachments.attachment_json(a, staff=False) for a in files]})
+    return _post(request, conversation)
+
+
+def _post(request, conversation):
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > attachments.request_size_limit():  # refused before a byte of the body is read
+        return _refusal(413, "attachment_too_large", "These files are too large to send together: each file can be "
+                        f"up to {attachments.limit_size(settings.ATTACHMENT_MAX_BYTES)}, and "
+                        f"{settings.ATTACHMENTS_PER_MESSAGE} files go in one message.")
+    if request.content_type != "multipart/form-data":
+        raise ApiError(415, "Send files as multipart/form-data, each in a field named \"file\".")
+    address = limits.request_address(request)
+    try:
+        limits.hit(attachments.upload_limit(address))
+    except limits.Limited as over:
+        return _refusal(429, "rate_limited", f"You have sent a lot of files in the last hour. Please wait "
+                        f"{over.retry_after // 60 + 1} minutes and try again.", retry_after=over.retry_after)
+    except limits.Unavailable as error:
+        limits.warn_unavailable("uploads not counted", error)
+    try:
+        uploads, text, client_id = request.FILES.getlist(FIELD), request.POST.get("text", ""), request.POST.get("client_id")
+    except (RequestDataTooBig, TooManyFilesSent):
+        return _refusal(413, "attachment_too_large", "That upload is too large to read.")
+    try:
+        message, run, created = attachments.conversation_post_files(
+            conversation=conversation, text=text, uploads=uploads, client_id=client_id or None,
+            client_address=address)
+    except attachments.Refused as refused:
+        return _refusal(refused.status, refused.code, str(refused), **({"file": refused.file} if refused.file else {}))
+    except services.InvalidMessage as error:
+        return _refusal(400, error.code, str(error))
+    except services.RateLimited as error:
+        raise ApiError(429, str(error), {"Retry-After": str(error.retry_after)}) from None
+    return JsonResponse({"message": message_json(message, staff=False),
+                         "run": {"id": str(run.public_id), "status": run.status} if run else None,
+                         "created": created}, status=202)
+
+
+@api("GET")
+@staff_required
+def staff_attachment(request, public_id):
+    """Fresh links to one file, for a console that held its links longer than they last."""
+    wanted = parse_uuid(public_id)
+    attachment = Attachment.objects.filter(public_id=wanted).first() if wanted else None
+    if attachment is None:
+        raise ApiError(404, "No such file.")
+    return JsonResponse({"attachment": attachments.attachment_json(attachment, staff=True)})
+
+
+@api("GET")
+def attachment_file(request, token):
+    """The file (or its thumbnail) a signed link names, while the link is fresh."""
+    try:
+        attachment, variant, staff_only = attachments.from_signed(token)
+    except attachments.BadLink as bad:
+        if bad.expired:
+            return _refusal(403, "link_expired", "This link has expired. Open the conversation again to see the file.")
+        raise ApiError(404, "No such file.") from None
+    if attachment is None:
+        raise ApiError(404, "No such file.")
+    if staff_only and not (request.user.is_authenticated and request.user.is_staff):
+        raise ApiError(403, "Log in with a staff account to open this file.")
+    stored = attachment.file if variant == "file" else attachment.thumbnail
+    if not stored:
+        raise ApiError(404, "No such file.")
+    try:
+        handle = stored.open("rb")
+    except OSError:
+        raise ApiError(404, "This file is no longer available.") from None
+    thumbnail = variant == "thumbnail"
+    name = attachment.name if not thumbnail else f"{attachment.reference}-thumbnail.jpg"
+    response = FileResponse(handle, content_type="image/jpeg" if thumbnail else attachment.content_type,
+                            filename=name)
+    response["Cache-Control"] = "private, max-age=600"
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Referrer-Policy"] = "no-referrer"
+    if attachment.kind == Attachment.PDF and not thumbnail:
+        # The browser's PDF viewer does not run under the pages' policy (object-src 'none'). The PDF is the
+        # customer's own file, shown by the browser's viewer, never by us.
+        response._csp_exempt = True
+    else:
+        response["Content-Security-Policy"] = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
+    return response

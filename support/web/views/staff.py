@@ -1,0 +1,181 @@
+"""The staff's API, used by the console: approvals to decide, conversations with their runs and trace.
+
+Session login with is_staff; CSRF enforced on every POST (by staff_required, so failures answer in JSON).
+Any staff member may read; deciding needs the permissions of support/desk/permissions.py. Every 403 is logged
+on `support.security` with who, from where and why.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from django.http import JsonResponse
+
+from support.desk import permissions, selectors, services
+from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
+
+from .common import ApiError, api, json_body
+from .common import staff_required as _staff_required
+
+NO_SUCH_APPROVAL = "No such approval."
+
+
+def staff_required(view):
+    """common.staff_required (a staff session and the CSRF token, or 403), with its refusals logged."""
+    guarded = _staff_required(view)
+
+    @functools.wraps(guarded)
+    def wrapper(request, *args, **kwargs):
+        try:
+            response = guarded(request, *args, **kwargs)
+        except ApiError as error:
+            if error.status == 403:
+                _log_refusal(request, error.message)
+            raise
+        if response.status_code == 403:  # the CSRF check answers instead of raising
+            _log_refusal(request, "CSRF check failed")
+        return response
+
+    return wrapper
+
+
+def _log_refusal(request, reason: str) -> None:
+    permissions.log_refusal(request.user, permissions.request_address(request),
+                            f"{request.method} {request.path}: {reason}")
+
+
+def _approval(public_id):
+    approval = selectors.approval_by_public_id(public_id)
+    if approval is None:
+        raise ApiError(404, NO_SUCH_APPROVAL)
+    return approval
+
+
+def _status_filter(request, allowed, default):
+    status = request.GET.get("status") or default
+    if status is not None and status not in allowed:
+        raise ApiError(400, f"status must be one of: {', '.join(allowed)}.")
+    return status
+
+
+@api("GET")
+@staff_required
+def approvals(request):
+    status = _status_filter(request, selectors.APPROVAL_STATUSES, "pending")
+    # `viewer`: what this staff member may decide, so the console offers only that.
+    return JsonResponse({"approvals": [approval_json(a) for a in selectors.approvals_list(status)],
+                         "viewer": permissions.viewer_json(request.user)})
+
+
+@api("POST")
+@staff_required
+def approve(request, public_id):
+    approval = _approval(public_id)
+    body = json_body(request)
+    confirm_seen = body.get("confirm_seen", False)
+    if not isinstance(confirm_seen, bool):
+        raise ApiError(400, "confirm_seen must be true or false.")
+    arguments = body.get("arguments")
+    _may_decide(request, approval, approve=True,
+                arguments=approval.requested_arguments if arguments is None else arguments)
+    return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen)
+
+
+@api("POST")
+@staff_required
+def reject(request, public_id):
+    approval = _approval(public_id)
+    reason = json_body(request).get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ApiError(400, "reason must be text.")
+    _may_decide(request, approval, approve=False, arguments=None)
+    # An empty reason is refused by the service, which owns that rule.
+    return _decide(request, approval, approve=False, reason=reason or "")
+
+
+def _may_decide(request, approval, *, approve: bool, arguments) -> None:
+    refusal = permissions.decision_refusal(request.user, tool=approval.tool_call.name, approve=approve,
+                                           arguments=arguments)
+    if refusal is not None:
+        raise ApiError(403, refusal)  # logged by staff_required, as every 403 here
+
+
+def _decide(request, approval, **decision):
+    try:
+        services.approval_decide(approval=approval, user=request.user, **decision)
+    except services.NeedsSecondLook as error:
+        # The card as it is now, so the console shows what the customer wrote before asking again.
+        return JsonResponse({"error": str(error), "code": "needs_second_look", "retryable": False,
+                             "approval": _fresh(approval)}, status=409)
+    except services.AlreadyDecided as error:  # or ApprovalExpired: the text says which
+        return JsonResponse({"error": str(error), "code": "conflict", "retryable": False,
+                             "approval": _fresh(approval)}, status=409)
+    except services.InvalidArguments as error:
+        raise ApiError(400, str(error)) from None
+    return JsonResponse({"approval": _fresh(approval)})
+
+
+def _fresh(approval) -> dict:
+    return approval_json(selectors.approval_by_public_id(approval.public_id))
+
+
+@api("GET")
+@staff_required
+def conversations(request):
+    status = _status_filter(request, selectors.CONVERSATION_STATUSES, None)
+    return JsonResponse({"conversations": [
+        {**conversation_json(c, staff=True), "run": selectors.run_summary(c.latest_run, staff=True),
+         "pending_approvals": c.pending_approvals}
+        for c in selectors.conversations_for_staff(status)
+    ]})
+
+
+def _conversation(public_id):
+    conversation = selectors.conversation_by_public_id(public_id)
+    if conversation is None:
+        raise ApiError(404, "No such conversation.")
+    return conversation
+
+
+@api("GET")
+@staff_required
+def conversation(request, public_id):
+    conversation = _conversation(public_id)
+    detail = selectors.conversation_detail_for_staff(conversation)
+    return JsonResponse({
+        "conversation": conversation_json(conversation, staff=True),
+        "messages": [message_json(m, staff=True) for m in detail.messages],
+        "runs": [{**run_json(run), "steps": [step_json(s) for s in run.steps.all()]} for run in detail.runs],
+        "approvals": [approval_json(a) for a in detail.approvals],
+    })
+
+
+@api("POST")
+@staff_required
+def take_over(request, public_id):
+    conversation = services.conversation_take_over(conversation=_conversation(public_id), user=request.user)
+    return JsonResponse({"conversation": conversation_json(conversation, staff=True)})
+
+
+@api("POST")
+@staff_required
+def hand_back(request, public_id):
+    conversation = _conversation(public_id)
+    run = services.conversation_hand_back(conversation=conversation, user=request.user)
+    conversation.refresh_from_db()
+    return JsonResponse({"conversation": conversation_json(conversation, staff=True),
+                         "run": selectors.run_summary(run, staff=True)})
+
+
+@api("POST")
+@staff_required
+def reply(request, public_id):
+    conversation = _conversation(public_id)
+    try:
+        message = services.conversation_staff_reply(conversation=conversation, user=request.user,
+                                                    text=json_body(request).get("text"))
+    except services.InvalidMessage as error:
+        raise ApiError(400, str(error)) from None
+    except services.NotTakenOver as error:
+        raise ApiError(409, str(error)) from None
+    return JsonResponse({"message": message_json(message, staff=True)}, status=201)
