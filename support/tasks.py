@@ -2,11 +2,9 @@
 
 from celery import shared_task
 
-from support.ops import health
-
-from support.customers import notify
-
+from support.customers import attachments, notify
 from support.desk import runner, services
+from support.ops import sweeper
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -20,15 +18,13 @@ def sweep() -> dict:
     """Periodic (the beat, every RUN_SWEEP_SECONDS): resume runs whose worker died, expire old approvals.
     Its last run is recorded, so `manage.py check_workers` and /metrics can tell whether the beat runs."""
     done = {"requeued": services.runs_recover(), "expired": services.approvals_expire()}
-    health.sweeper_ran()
+    sweeper.sweeper_ran()
     return done
 
 
 @shared_task(ignore_result=True)
 def sweep_attachment_orphans() -> int:
     """Periodic (the beat, hourly): files a dead process stored for a message it never saved."""
-    from support.customers import attachments
-
     return attachments.sweep_orphans()
 
 

@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 
 from support.customers import identity
 
-from support.desk import services
+from support.desk import queue, services
 from support.agent.types import Observer
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 
@@ -55,15 +55,13 @@ def make_user(username: str, *, staff: bool, group: str | None = "agents"):
 
 
 class RunDelays(list):
-    """The run ids passed to support.tasks.run_agent.delay, in order."""
+    """The run ids the desk queued for a worker (support.desk.queue.run_agent), in order."""
 
 
 def record_run_delays(monkeypatch) -> RunDelays:
     """Replace the Celery enqueue with a recorder: there is no broker in these tests."""
-    from support import tasks
-
     delays = RunDelays()
-    monkeypatch.setattr(tasks.run_agent, "delay", lambda run_id: delays.append(run_id))
+    monkeypatch.setattr(queue, "run_agent", lambda run_id: delays.append(run_id))
     return delays
 
 

@@ -355,7 +355,7 @@ def test_every_api_refusal_carries_its_code(client, chat, sam_client, settings, 
                             content_type="application/json")  # a different decision (the same one is a 200)
     assert_api_error(again, 409, "conflict", False)
     settings.MESSAGES_PER_MINUTE = 1
-    monkeypatch.setattr("support.tasks.run_agent.delay", lambda run_id: None)  # no broker needed to count
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)  # no broker needed to count
     say(client, chat, "one")
     limited = say(client, chat, "two")
     body = assert_api_error(limited, 429, "rate_limited", True)

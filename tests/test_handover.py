@@ -14,7 +14,7 @@ from support.customers import identity
 
 from support.desk import runner, services
 from support.models import Approval, Conversation, Message, Run
-from support.desk.runner import NOTICE_ESCALATED
+from support.desk.notices import ESCALATED as NOTICE_ESCALATED
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

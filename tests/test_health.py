@@ -25,7 +25,7 @@ class _Redis:
 
 @pytest.fixture
 def redis_up(monkeypatch):
-    monkeypatch.setattr("support.ops.metrics._redis", lambda url: _Redis())
+    monkeypatch.setattr("support.ops.health.redis_client", lambda url: _Redis())
 
 
 def _closed_port() -> int:
@@ -69,7 +69,7 @@ def test_readyz_checks_the_limits_redis_too_when_it_is_another_server(client, se
         def __init__(self, url):
             asked.append(url)
 
-    monkeypatch.setattr("support.ops.metrics._redis", Recording)
+    monkeypatch.setattr("support.ops.health.redis_client", Recording)
     settings.LIMITS_REDIS_URL = "redis://127.0.0.1:1/5"
     assert client.get("/readyz").status_code == 200
     assert sorted(asked) == sorted([settings.REDIS_URL, "redis://127.0.0.1:1/5"])

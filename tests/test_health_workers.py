@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from agentsite.celery import app
-from support.ops import health
+from support.ops import health, sweeper
 from support.models import Run
 from support.tasks import sweep
 from tests.desk_factories import start_conversation
@@ -69,9 +69,9 @@ def test_a_beat_that_never_ran_or_stopped_running_fails_the_check(broker, worker
     workers.append("celery@w1")
     assert check()[1]["checks"]["beat"]["ok"] is False  # never ran
     settings.RUN_SWEEP_SECONDS = 10
-    from support.ops.metrics import _redis
+    from support.ops.sweeper import redis_client as _redis
 
-    _redis(broker).set(health.SWEEPER_LAST_RUN_KEY, repr(timezone.now().timestamp() - 31))  # 3 periods + 1 s
+    _redis(broker).set(sweeper.SWEEPER_LAST_RUN_KEY, repr(timezone.now().timestamp() - 31))  # 3 periods + 1 s
     status, report = check()
     assert status == 1 and report["checks"]["beat"]["ok"] is False
     assert report["checks"]["beat"]["allowed_seconds"] == 30

@@ -17,7 +17,7 @@ from support.desk import assistant, runner, services
 
 from support.customers import identity, languages
 from support.models import Conversation, Message
-from support.desk.runner import NOTICE_ESCALATED, NOTICE_STOPPED
+from support.desk.notices import ESCALATED as NOTICE_ESCALATED, STOPPED as NOTICE_STOPPED
 from tests.desk_factories import start_conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)

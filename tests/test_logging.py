@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from celery.signals import before_task_publish, task_postrun, task_prerun
 
-import agentsite.celery  # noqa: F401  (its signal handlers)
+import support.worker  # noqa: F401  (its signal handlers)
 from support.ops import log_context
 from support.models import Run
 from tests.desk_factories import start_conversation

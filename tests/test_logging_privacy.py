@@ -14,7 +14,7 @@ import logging
 import pytest
 from django.test import Client
 
-import agentsite.celery  # noqa: F401  (its signal handlers bind the run's ids to the task's lines)
+import support.worker  # noqa: F401  (its signal handlers bind the run's ids to the task's lines)
 from support.customers import identity
 from support.ops import log_context
 from support.models import Run

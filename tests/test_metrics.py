@@ -17,6 +17,7 @@ from django.test import Client
 from prometheus_client import REGISTRY
 
 from support.ops import metrics
+from support.ops import scrape as exposition
 
 from support.desk import runner, services
 from support.agent import types as agent
@@ -88,7 +89,7 @@ def test_metrics_show_the_celery_queue_when_redis_answers(client, settings, monk
         def hlen(self, key):
             return 3 if key == "unacked" else 0
 
-    monkeypatch.setattr(metrics, "_redis", lambda url: Broker())
+    monkeypatch.setattr(exposition, "redis_client", lambda url: Broker())
     samples = scrape(client)
     assert samples['desk_queue_messages{state="waiting"}'] == 7
     assert samples['desk_queue_messages{state="reserved"}'] == 3
@@ -184,9 +185,9 @@ def test_a_worker_serves_its_own_metrics_and_a_taken_port_is_logged_not_raised(c
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    metrics.serve_worker_metrics("127.0.0.1", port)
+    exposition.serve_worker_metrics("127.0.0.1", port)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         body = response.read().decode()
     assert "desk_run_tasks_total" in body or "# HELP desk_run_tasks_total" in body
-    metrics.serve_worker_metrics("127.0.0.1", port)  # a second worker given the same port
+    exposition.serve_worker_metrics("127.0.0.1", port)  # a second worker given the same port
     assert "cannot listen" in caplog.text

@@ -15,7 +15,7 @@ from django.test import Client
 
 from support.live import events
 
-from support.ops import health
+from support.ops import sweeper
 
 from support.customers import identity
 
@@ -95,7 +95,7 @@ def test_a_scripted_refund_run_moves_every_counter_an_operator_watches(desk, que
     # The beat's sweeper leaves its pulse, and the scrape shows when it last ran.
     assert "desk_sweeper_last_run_timestamp_seconds" not in after
     sweep.apply()
-    assert scrape(web)["desk_sweeper_last_run_timestamp_seconds"] == pytest.approx(health.sweeper_last_run())
+    assert scrape(web)["desk_sweeper_last_run_timestamp_seconds"] == pytest.approx(sweeper.sweeper_last_run())
 
     # The customer writes faster than MESSAGES_PER_MINUTE: the refusal is counted by what the limit counts.
     settings.MESSAGES_PER_MINUTE = 2

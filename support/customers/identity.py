@@ -9,7 +9,6 @@ import uuid
 
 from django.conf import settings
 from django.core import signing
-from django.db import transaction
 
 from support.customers.cleaning import token_or_none
 from support.models import Conversation, Customer, Order
@@ -94,18 +93,6 @@ def customer_from_order(email, order_number) -> Customer | None:
     """The customer when that order exists and is theirs; a missing order and someone else's look the same."""
     order = order_of(email, order_number)
     return order.customer if order is not None else None
-
-
-def conversation_open(*, customer: Customer, order_scope: Order | None = None) -> Conversation:
-    """A new conversation; opened with an order number, it sees that order only (support/tools/common.py)."""
-    from support.desk import services
-
-    with transaction.atomic():  # the scope is set before the token that opens it exists
-        conversation = services.conversation_start(customer=customer)
-        if order_scope is not None:
-            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order_scope)
-            conversation.order_scope = order_scope
-    return conversation
 
 
 # -- the conversation token ---------------------------------------------------------------------------

@@ -29,6 +29,8 @@ from django.utils.translation import gettext, ngettext
 
 from support.customers import languages
 from support.models import Conversation, Customer, FollowUp, Message, ReplyEmailOptOut
+from support.customers.identity import parse_uuid
+from support.customers.words import staff_name
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +147,6 @@ def reply_emails_resume(customer: Customer) -> None:
 
 
 def _is_uuid(value) -> bool:
-    from support.customers.identity import parse_uuid
-
     return parse_uuid(value) is not None
 
 
@@ -230,8 +230,6 @@ def _send_one(conversation_pk: int, now: datetime) -> Sent | None:
 
 def _author(message: Message) -> str:
     if message.author == Message.STAFF and message.author_user_id:
-        from support.desk.serializers import staff_name
-
         return gettext("%(name)s from Sundry support") % {"name": staff_name(message.author_user)}
     return gettext("Sundry's assistant")
 

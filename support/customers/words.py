@@ -15,3 +15,7 @@ def wait_words(seconds: float) -> str:
     minutes = -(-seconds // 60)  # rounded up: telling someone to wait less than they must only fails again
     return f"{minutes} minutes"
 
+
+def staff_name(user) -> str | None:
+    """How a staff member is named everywhere: first name, else username."""
+    return (user.get_short_name() or user.get_username()) if user is not None else None

@@ -14,6 +14,8 @@ from django.dispatch import receiver
 from support.agent.llm import OpenAIModel
 from support.agent.types import Limits, Transcript
 from support.tools import SHOP_TOOLS
+from support.agent.loop import OUTCOME_TOOL
+from support.customers.notify import zone_of
 
 SYSTEM_PROMPT = """You are Sundry's customer support agent. Sundry is a marketplace: orders ship from \
 Sundry's own warehouse or from marketplace sellers, and sellers may add their own policy supplements.
@@ -38,8 +40,6 @@ PROMPT_VERSION = "13"
 
 
 def prompt_fingerprint() -> str:
-    from support.agent.loop import OUTCOME_TOOL
-
     read = {"system": SYSTEM_PROMPT, "tools": [t.spec() for t in [*tools(), OUTCOME_TOOL]]}
     return hashlib.sha256(json.dumps(read, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
 
@@ -61,8 +61,6 @@ def time_zone_line(zone, now: datetime | None = None) -> dict:
 def with_time_zone_line(history: list[dict], conversation, now: datetime | None = None) -> list[dict]:
     """The history with the customer's time zone after the leading system message(s), when the widget told
     us the zone (support/customers/notify.py keeps it). Not saved: local time moves on between runs."""
-    from support.customers.notify import zone_of
-
     zone = zone_of(conversation)
     if zone is None:
         return history

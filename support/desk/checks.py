@@ -1,12 +1,11 @@
 """Start-up checks: configuration the desk cannot run correctly with, said before the first run fails."""
 
 from django.core import checks
+from support.desk.assistant import model_price_problem
 
 
 @checks.register()
 def model_is_priced(app_configs, **kwargs):
-    from support.desk.assistant import model_price_problem
-
     problem = model_price_problem()
     if not problem:
         return []

@@ -22,7 +22,7 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from support.desk import assistant, journal, serializers, services
+from support.desk import assistant, notices, journal, serializers, services
 
 from support.customers import attachments, languages
 
@@ -35,15 +35,6 @@ from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.tools import tool_by_name
 
 log = logging.getLogger(__name__)
-
-# What the customer is told, once, when the agent hands the conversation to a person (saved as an assistant
-# message by the system author: the model reads it as said, the customer sees it as a notice). Nobody has
-# joined yet, so it promises a reply, not a person in the chat; "X has joined" comes with the take-over.
-# Written in the conversation's language (languages.say; catalogues in support/locale/).
-NOTICE_ESCALATED = _("I've passed this to our support team. A member of our team will reply here.")
-NOTICE_STOPPED = _("I couldn't finish this on my own, so I've passed it to our support team. "
-                   "A member of our team will reply here.")
-
 
 class TakenOver(Exception):
     """A staff member took the conversation over: the agent stops before its next model call."""
@@ -226,7 +217,7 @@ class DbObserver(agent.Observer):
                 unit.cost_usd += Decimal(str(step.cost_usd))
             elif step.kind == "tool" and step.call_id:
                 unit.tool_calls.append(self._tool_call(step))
-        metrics.step_recorded(step, self.run)
+        metrics.step_recorded(step, self.run, known_tool=step.kind == "tool" and tool_by_name(step.tool) is not None)
 
     def _tool_call(self, step: agent.Step) -> ToolCall:
         """The call's record: inserted (a read-only tool, or a call answered without running: unknown tool,
@@ -462,7 +453,7 @@ def _stop_with(run: Run, lease: str, reason: str, detail: str) -> str:
             return "lease lost"
         services.tool_calls_close_open(conversation, [run], "the run was stopped")
         services.message_append(conversation=conversation, author=Message.SYSTEM, run=run,
-                                wire={"role": "assistant", "content": languages.say(conversation, NOTICE_STOPPED)})
+                                wire={"role": "assistant", "content": languages.say(conversation, notices.STOPPED)})
         services.conversation_flag(conversation_id=conversation.pk, reason=f"{reason}: {detail}")
         transaction.on_commit(lambda: serializers.publish_run(Run.objects.get(pk=run.pk)))
     return reason
@@ -508,7 +499,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         if result.status == agent.AWAITING_APPROVAL:
             _request_approvals(run, result.pending)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
-            notice = NOTICE_ESCALATED if result.stop_reason == agent.ESCALATED else NOTICE_STOPPED
+            notice = notices.ESCALATED if result.stop_reason == agent.ESCALATED else notices.STOPPED
             notice = languages.say(conversation, notice)
             services.message_append(conversation=conversation, wire={"role": "assistant", "content": notice},
                                     author=Message.SYSTEM, run=run)

@@ -23,6 +23,8 @@ from support.agent.tools import ToolContext
 from support.models import Approval, Attachment, Message, Order
 from support.tools import tool_by_name
 from support.tools.common import customer_orders, money
+from support.customers.attachments import attachment_json, placeholder
+from support.tools.sellers import needs_person
 
 HISTORY_READ = 300  # messages before the request read for tool results: a run never needs more
 POLICIES_SHOWN = 6
@@ -150,8 +152,6 @@ def _files_by_message(message_ids: list[int]) -> dict[int, list]:
 
 
 def _with_files(text: str, items: list) -> dict:
-    from support.customers.attachments import attachment_json, placeholder
-
     if not items:
         return {}
     return {"attachments": [attachment_json(a, staff=True) for a in items],
@@ -227,8 +227,6 @@ def _summary(name: str, args: dict, history: _History, order: Order | None) -> s
         return f"Hand over to a person — {reason}" if reason else "Hand over to a person"
     if name == "message_seller":
         seller = order.seller.name if order is not None else "the seller"
-        from support.tools.sellers import needs_person
-
         why = needs_person(args)
         return f"Send a message to {seller} about {number}" + (f" — {why}" if why else "")
     return f"Run {name}"

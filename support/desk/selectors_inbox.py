@@ -17,6 +17,7 @@ from django.db.models.functions import Coalesce
 
 from support.models import Approval, Conversation, Message, Order, Rating, Run
 from support.models.desk import ConversationRead, InboxEvent
+from support.desk.feedback import rating_json
 
 AGENT_WORKING, WAITING_APPROVAL, NEEDS_PERSON = "agent_working", "waiting_approval", "needs_person"
 WITH_PERSON, RESOLVED, CLOSED = "with_person", "resolved", "closed"
@@ -240,8 +241,6 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
 
 
 def _rating(conversation: Conversation) -> dict | None:
-    from support.desk.feedback import rating_json
-
     try:
         return rating_json(conversation.rating)  # joined by _annotated: no query
     except Rating.DoesNotExist:

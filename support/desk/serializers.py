@@ -10,15 +10,12 @@ from support.live import events
 
 from support.desk import permissions, selectors_approvals
 from support.models import Approval, Conversation, Message, Run, Step
+from support.customers.attachments import message_fields
+from support.customers.words import staff_name
 
 
 def _ts(value) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value else None
-
-
-def staff_name(user) -> str | None:
-    """How a staff member is named everywhere: first name, else username."""
-    return (user.get_short_name() or user.get_username()) if user is not None else None
 
 
 def customer_can_see(message: Message) -> bool:
@@ -33,7 +30,6 @@ def message_json(message: Message, *, staff: bool) -> dict:
     if message.author == Message.STAFF and message.author_user_id:
         data["staff_name"] = staff_name(message.author_user)
     if message.author == Message.CUSTOMER:  # photos and PDFs, with signed links (support/customers/attachments.py)
-        from support.customers.attachments import message_fields
         data.update(message_fields(message, staff=staff))
     if staff:
         if message.tool_calls:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 from datetime import timedelta
 from datetime import timezone as dt_timezone
@@ -32,9 +33,12 @@ from support.live import events
 
 from support.ops import limits, metrics
 
-from support.desk import serializers
-from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
+from support.agent.tools import ToolContext, ToolError
+from support.desk import assistant, notices, queue, serializers
+from support.models import Approval, Conversation, Customer, Message, Order, Run, ToolCall
 from support.tools import tool_by_name
+
+log = logging.getLogger(__name__)
 
 
 class InvalidMessage(ValueError):
@@ -68,13 +72,21 @@ class LeaseLost(Exception):
 
 def conversation_start(*, customer: Customer) -> Conversation:
     """A new conversation, opened with the agent's system prompt (dated today, fixed for its life)."""
-    from support.desk import assistant
-
     with transaction.atomic():
         conversation = Conversation.objects.create(customer=customer)
         message_append(conversation=conversation, wire={"role": "system", "content": assistant.system_prompt()},
                        author=Message.SYSTEM)
         transaction.on_commit(lambda: serializers.publish_conversation(conversation))
+    return conversation
+
+
+def conversation_open(*, customer: Customer, order_scope: Order | None = None) -> Conversation:
+    """A new conversation; opened with an order number, it sees that order only (support/tools/common.py)."""
+    with transaction.atomic():  # the scope is set before the token that opens it exists
+        conversation = conversation_start(customer=customer)
+        if order_scope is not None:
+            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order_scope)
+            conversation.order_scope = order_scope
     return conversation
 
 
@@ -217,15 +229,10 @@ def run_enqueue(run: Run) -> None:
     A run the broker did not take stays queued; the sweeper (runs_recover) sends it again once its
     heartbeat is RUN_STALE_SECONDS old, which is how it reaches a worker after a Redis outage.
     """
-    import logging
-
-    from support import tasks
-
-    log = logging.getLogger(__name__)
 
     def send():
         try:
-            tasks.run_agent.delay(run.pk)
+            queue.run_agent(run.pk)
         except Exception as error:  # kombu's OperationalError once its publish retries are spent, or worse
             log.error("run %s (conversation id %s) stays queued: the broker did not take it (%s: %s); "
                       "the sweeper sends it again", run.public_id, run.conversation_id,
@@ -348,8 +355,6 @@ def _check_as_the_tool_would(approval: Approval, tool, arguments: dict) -> None:
     balance), so an impossible edit is refused here, in plain words, instead of failing after approval."""
     if tool.check is None:
         return
-    from support.agent.tools import ToolContext, ToolError
-
     conversation = approval.run.conversation
     ctx = ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),
                       run_id=str(approval.run.public_id), call_id=approval.tool_call.call_id)
@@ -454,11 +459,10 @@ def runs_recover(*, now=None) -> list[int]:
                     detail=f"the run's worker was lost {run.attempts} times; recovery gave up",
                     summary="The agent's worker stopped repeatedly on this conversation; please take it over."):
                 with transaction.atomic():
-                    from support.desk.runner import NOTICE_STOPPED
 
                     message_append(conversation=run.conversation, author=Message.SYSTEM, run=run,
                                    wire={"role": "assistant",
-                                         "content": languages.say(run.conversation, NOTICE_STOPPED)})
+                                         "content": languages.say(run.conversation, notices.STOPPED)})
                     conversation_flag(conversation_id=run.conversation_id, reason="the agent's run stalled")
                 serializers.publish_run(Run.objects.get(pk=run.pk))
             continue

@@ -16,15 +16,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
+from io import BytesIO
 from unittest import mock
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.db.models import Count, F, Max, Sum
 from django.test.utils import override_settings
+from PIL import Image
 
 from support.live import events
 
-from support.desk import runner, services
+from support.desk import runner, services, uploads
 
 from support import tasks
 from support.desk.demo import demo_staff_user, seed_demo
@@ -177,13 +180,6 @@ def _customer_says(conversation: Conversation, text: str) -> None:
 
 def _customer_sends_files(conversation: Conversation, text: str, kinds: tuple) -> None:
     """The customer's message with files, through the desk's own upload path (checked and stored as any)."""
-    from io import BytesIO
-
-    from django.core.files.uploadedfile import SimpleUploadedFile
-    from PIL import Image
-
-    from support.customers import attachments
-
     def upload(n: int, kind: str):
         if kind == "pdf":
             return SimpleUploadedFile(f"receipt-{n}.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n",
@@ -192,8 +188,8 @@ def _customer_sends_files(conversation: Conversation, text: str, kinds: tuple) -
         Image.new("RGB", (1200, 900), (120, 90, 60)).save(out, "JPEG")
         return SimpleUploadedFile(f"photo-{n}.jpg", out.getvalue(), "image/jpeg")
 
-    attachments.conversation_post_files(conversation=conversation, text=text,
-                                        uploads=[upload(n, kind) for n, kind in enumerate(kinds, 1)])
+    uploads.conversation_post_files(conversation=conversation, text=text,
+                                    uploads=[upload(n, kind) for n, kind in enumerate(kinds, 1)])
 
 
 def _work(conversation: Conversation, staff, decisions: list[Decision], scope: str) -> list[dict]:

@@ -62,6 +62,15 @@ class Attachment(models.Model):
 @receiver(post_delete, sender=Attachment)
 def _files_go_too(sender, instance: Attachment, **kwargs):
     """A deleted attachment (its conversation deleted) takes its files along, once the delete commits."""
-    from support.customers.attachments import delete_files
+    names = [f.name for f in (instance.file, instance.thumbnail, instance.preview) if f]
+    transaction.on_commit(lambda: remove_stored(names))
 
-    transaction.on_commit(lambda: delete_files(instance))
+
+def remove_stored(names: list[str]) -> None:
+    """Delete stored files by name; one that cannot be deleted is an orphan, never a leak: it has no URL."""
+    storage = attachment_storage()
+    for name in names:
+        try:
+            storage.delete(name)
+        except Exception:
+            pass

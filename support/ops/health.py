@@ -14,7 +14,15 @@ import time
 
 from django.conf import settings
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Min
 from django.http import JsonResponse
+from django.utils import timezone
+
+from agentsite.celery import app
+from support.models import Run
+from support.ops.scrape import metrics_view
+from support.ops.sweeper import redis_client, sweeper_last_run
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +72,6 @@ def _schema() -> str | None:
     global _schema_ready
     if _schema_ready:
         return None
-    from django.db.migrations.executor import MigrationExecutor
-
     executor = MigrationExecutor(connection)
     unapplied = executor.migration_plan(executor.loader.graph.leaf_nodes())
     if unapplied:
@@ -76,50 +82,17 @@ def _schema() -> str | None:
 
 def _redis() -> str | None:
     """Every Redis the site uses: the broker and channel layer, and the limits' store when it is another."""
-    from support.ops.metrics import _redis as client
-
     for url in {settings.REDIS_URL, getattr(settings, "LIMITS_REDIS_URL", settings.REDIS_URL)}:
-        client(url).ping()
+        redis_client(url).ping()
     return None
 
 
 # -- the Celery side: workers, the beat, the queue (manage.py check_workers) ------------------------------
 
-# The sweeper records when it ran in the broker's Redis: the beat's one visible sign of life.
-SWEEPER_LAST_RUN_KEY = "desk:sweeper:last_run"
-
-
-def sweeper_ran() -> None:
-    """Called by the sweep task each time it runs (best effort: a lost Redis only hides the beat's pulse)."""
-    from support.ops.metrics import _redis as client
-
-    try:
-        client(settings.CELERY_BROKER_URL).set(SWEEPER_LAST_RUN_KEY, repr(time.time()), ex=24 * 3600)
-    except Exception as e:
-        log.warning("sweeper: could not record its run: %s", type(e).__name__)
-
-
-def sweeper_last_run(client=None) -> float | None:
-    """The Unix time the sweeper last ran, or None (never, or more than a day ago, or Redis unreadable)."""
-    from support.ops.metrics import _redis
-
-    try:
-        raw = (client or _redis(settings.CELERY_BROKER_URL)).get(SWEEPER_LAST_RUN_KEY)
-        return float(raw) if raw is not None else None
-    except Exception:
-        return None
-
-
 def workers_report(*, ping_timeout: float = 2.0, max_queued_age: float = 60.0) -> dict:
     """What `manage.py check_workers` checks: a worker answers a ping, the beat's sweeper ran within three
     periods (RUN_SWEEP_SECONDS), and the oldest queued run waited at most `max_queued_age` seconds.
     Returns {"ok": bool, "checks": {name: {"ok", ...}}}: names of workers, ages, never data."""
-    from django.db.models import Min
-    from django.utils import timezone
-
-    from agentsite.celery import app
-    from support.models import Run
-
     checks = {}
     try:
         answers = app.control.ping(timeout=ping_timeout) or []
@@ -157,8 +130,6 @@ class ProbeMiddleware:
             if request.method not in ("GET", "HEAD"):
                 return JsonResponse({"error": "GET only."}, status=405, headers={"Allow": "GET, HEAD"})
             if path == "/metrics":
-                from support.ops.metrics import metrics_view
-
                 return metrics_view(request)
             return PROBES[path](request)
         return self.get_response(request)

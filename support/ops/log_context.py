@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timezone
 
+from support.ops import metrics
+
 # The fields a line may carry besides its own, in the order the plain format prints them.
 FIELDS = ("request_id", "conversation", "run", "task")
 _context: ContextVar[dict] = ContextVar("log_context", default={})
@@ -167,8 +169,6 @@ class RequestContextMiddleware:
 
 
 def _after(request, response, seconds: float) -> None:
-    from support.ops import metrics
-
     route = metrics.route_of(request)
     metrics.http_request(request.method, route, response.status_code, seconds)
     if request.path_info not in QUIET_PATHS:

@@ -1,4 +1,4 @@
-"""Prometheus metrics: what each process counts, the desk's state read at scrape time, and the endpoints.
+"""Prometheus metrics: what each process counts (support/ops/scrape.py reads the desk's state and serves them).
 
 One endpoint per process, no shared files: every daphne answers /metrics with its own counters, and each
 Celery worker serves its own on WORKER_METRICS_PORT; Prometheus scrapes every process and sums. (The
@@ -11,14 +11,11 @@ client cannot grow the number of series.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import re
 import time
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import choose_encoder
+from prometheus_client import Counter, Gauge, Histogram
 
 from support.agent.types import STOP_REASONS
 
@@ -99,10 +96,11 @@ def socket_closed(consumer) -> None:
         SOCKETS_OPEN.labels(kind).dec()
 
 
-def step_recorded(step, run=None) -> None:
+def step_recorded(step, run=None, *, known_tool: bool = False) -> None:
     """A row of the trace was saved (support.agent.types.Step) for `run`: a model call or a tool call. A
     failed one is also logged, at WARNING with the run's and conversation's ids (the operator's view of
-    model and tool errors; the error text is ours or the endpoint's, never the customer's message)."""
+    model and tool errors; the error text is ours or the endpoint's, never the customer's message).
+    A tool step is counted under its name only when `known_tool` (one of the desk's tools), else "unknown"."""
     if step.error and step.error != "rejected by staff":
         _log_step_error(step, run)
     if step.kind == "model":
@@ -117,9 +115,7 @@ def step_recorded(step, run=None) -> None:
         return
     if step.kind != "tool":  # a compaction of the history: no call to count
         return
-    from support.tools import tool_by_name
-
-    tool = step.tool if tool_by_name(step.tool) is not None else "unknown"
+    tool = step.tool if known_tool else "unknown"
     result = "rejected" if step.error == "rejected by staff" else "error" if step.error else "ok"
     TOOL_CALLS.labels(tool, result).inc()
     TOOL_SECONDS.labels(tool).observe(step.duration_ms / 1000)
@@ -203,121 +199,3 @@ def task_ended(task_name: str, retval, seconds: float | None) -> None:
 def _count(done) -> int:
     """The sweeper's results are lists of ids or counts (services.runs_recover, approvals_expire)."""
     return done if isinstance(done, int) else len(done or ())
-
-
-# -- the desk's state, read at scrape time ----------------------------------------------------------
-
-class DeskState:
-    """Gauges read from the database and Redis on each scrape of a site process. A dependency that does not
-    answer leaves its gauges out (and /readyz says why), rather than failing the whole scrape."""
-
-    def collect(self):
-        yield from self._database()
-        yield from self._queue()
-
-    def _database(self):
-        from django.db.models import Count, Min
-        from django.utils import timezone
-
-        from support.models import Approval, Conversation, Run
-
-        try:
-            by_status = dict(Run.objects.filter(status__in=Run.ACTIVE).values_list("status").annotate(n=Count("id")))
-            oldest = Run.objects.filter(status=Run.QUEUED).aggregate(t=Min("heartbeat_at"))["t"]
-            waiting = Approval.objects.filter(decided_at__isnull=True).aggregate(n=Count("id"), t=Min("requested_at"))
-            pending, oldest_approval = waiting["n"], waiting["t"]
-            attention = Conversation.objects.filter(status=Conversation.NEEDS_ATTENTION).count()
-        except Exception as e:
-            log.warning("metrics: the database did not answer: %s", type(e).__name__)
-            return
-        runs = GaugeMetricFamily("desk_runs", "Runs not yet stopped, by status.", labels=["status"])
-        for status in Run.ACTIVE:
-            runs.add_metric([status], by_status.get(status, 0))
-        yield runs
-        age = (timezone.now() - oldest).total_seconds() if oldest else 0.0
-        yield GaugeMetricFamily("desk_oldest_queued_run_seconds",
-                                "How long the oldest queued run has waited for a worker since it was last "
-                                "sent (new, resumed or requeued; 0: none waits).", value=age)
-        yield GaugeMetricFamily("desk_approvals_pending", "Approvals waiting for a person.", value=pending)
-        age = (timezone.now() - oldest_approval).total_seconds() if oldest_approval else 0.0
-        yield GaugeMetricFamily("desk_oldest_pending_approval_seconds",
-                                "How long the oldest approval has waited for a person (0: none waits).", value=age)
-        yield GaugeMetricFamily("desk_conversations_needing_attention",
-                                "Conversations handed to a person and not yet taken.", value=attention)
-
-    def _queue(self):
-        from django.conf import settings
-
-        try:
-            client = _redis(settings.CELERY_BROKER_URL)
-            waiting, reserved = client.llen("celery"), client.hlen("unacked")
-        except Exception as e:
-            log.warning("metrics: Redis did not answer: %s", type(e).__name__)
-            return
-        queue = GaugeMetricFamily("desk_queue_messages", "Celery messages: waiting in the queue, or reserved by "
-                                  "a worker and not yet acknowledged.", labels=["state"])
-        queue.add_metric(["waiting"], waiting)
-        queue.add_metric(["reserved"], reserved)
-        yield queue
-        from support.ops.health import sweeper_last_run
-
-        last = sweeper_last_run(client)
-        if last is not None:
-            yield GaugeMetricFamily("desk_sweeper_last_run_timestamp_seconds", "When the sweeper (scheduled by "
-                                    "the beat) last ran, as a Unix time: alert when it falls behind.", value=last)
-
-
-_redis_clients: dict = {}
-
-
-def _redis(url: str):
-    """One client per URL and process, with short timeouts: a scrape must not hang on a lost server."""
-    import redis
-
-    if url not in _redis_clients:
-        _redis_clients[url] = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
-    return _redis_clients[url]
-
-
-class _ProcessCounters:
-    """The default registry (this process's counters, CPU and memory) as one collector among others."""
-
-    def collect(self):
-        return REGISTRY.collect()
-
-
-# What a site process's /metrics answers: its own counters and the desk's state, in one exposition.
-_site = CollectorRegistry(auto_describe=False)
-_site.register(_ProcessCounters())
-_site.register(DeskState())
-
-
-# -- the endpoints ------------------------------------------------------------------------------------
-
-def metrics_view(request):
-    """GET /metrics: this process's counters and the desk's state. With METRICS_TOKEN set, only for a
-    scraper that sends it as a bearer token."""
-    from django.conf import settings
-    from django.http import HttpResponse
-
-    token = settings.METRICS_TOKEN
-    if token:
-        sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(sent.encode(), token.encode()):
-            return HttpResponse("A bearer token is required.\n", status=401, content_type="text/plain",
-                                headers={"WWW-Authenticate": "Bearer"})
-    encode, content_type = choose_encoder(request.headers.get("Accept", ""))  # Prometheus text or OpenMetrics
-    return HttpResponse(encode(_site), content_type=content_type)
-
-
-def serve_worker_metrics(host: str, port: int) -> None:
-    """A worker's own endpoint (its counters and the process's CPU and memory), on a thread of its own.
-    A port already taken is logged, not raised: a worker that cannot be scraped still works its runs."""
-    from prometheus_client import start_http_server
-
-    try:
-        start_http_server(port, addr=host)
-    except OSError as e:
-        log.error("worker metrics: cannot listen on %s:%s (%s); this worker is not scraped", host, port, e)
-        return
-    log.info("worker metrics on http://%s:%s/metrics", host, port)

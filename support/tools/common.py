@@ -8,6 +8,8 @@ from decimal import Decimal, InvalidOperation
 
 from support.agent.tools import ToolContext, ToolError
 from support.models import Order
+from support.customers.identity import parse_uuid
+from support.models import Conversation
 
 ORDER_ID = {"type": "string", "pattern": "^SU-[0-9]{1,8}$", "maxLength": 11, "description": 'e.g. "SU-41207"'}
 _AMOUNT = re.compile(r"[0-9]{1,7}(\.[0-9]{1,2})?")
@@ -25,9 +27,6 @@ def customer_orders(ctx: ToolContext, queryset=None):
 
 
 def _order_scope(conversation_id) -> int | None:
-    from support.customers.identity import parse_uuid
-    from support.models import Conversation
-
     public_id = parse_uuid(conversation_id) if conversation_id else None
     if public_id is None:
         return None

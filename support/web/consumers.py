@@ -27,6 +27,7 @@ from support.ops import metrics
 from support.models import Conversation
 from support.desk import permissions
 from support.models import Approval
+from support.web.views.common import body_limit
 
 log = logging.getLogger(__name__)
 security_log = logging.getLogger("support.security")
@@ -423,8 +424,6 @@ class NotFoundConsumer(AsyncWebsocketConsumer):
 def max_frame_chars() -> int:
     """The longest frame we read: a maximal message with every character escaped, plus room for the rest
     (the HTTP API's body limit)."""
-    from support.web.views.common import body_limit
-
     return body_limit()
 
 

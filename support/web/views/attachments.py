@@ -17,7 +17,7 @@ from support.customers import attachments
 
 from support.ops import limits
 
-from support.desk import services
+from support.desk import services, uploads
 from support.customers.identity import parse_uuid
 from support.models import Attachment
 from support.desk.serializers import message_json
@@ -65,12 +65,12 @@ def _post(request, conversation):
     except limits.Unavailable as error:
         limits.warn_unavailable("uploads not counted", error)
     try:
-        uploads, text, client_id = request.FILES.getlist(FIELD), request.POST.get("text", ""), request.POST.get("client_id")
+        files, text, client_id = request.FILES.getlist(FIELD), request.POST.get("text", ""), request.POST.get("client_id")
     except (RequestDataTooBig, TooManyFilesSent):
         return _refusal(413, "attachment_too_large", "That upload is too large to read.")
     try:
-        message, run, created = attachments.conversation_post_files(
-            conversation=conversation, text=text, uploads=uploads, client_id=client_id or None,
+        message, run, created = uploads.conversation_post_files(
+            conversation=conversation, text=text, uploads=files, client_id=client_id or None,
             client_address=address)
     except attachments.Refused as refused:
         return _refusal(refused.status, refused.code, str(refused), **({"file": refused.file} if refused.file else {}))

@@ -123,7 +123,7 @@ def conversations(request):
                             "in the one you have.", {"Retry-After": str(over.retry_after)}) from None
     except limits.Unavailable as error:
         limits.warn_unavailable("new conversations not counted", error)
-    conversation = identity.conversation_open(customer=customer, order_scope=order_scope)
+    conversation = services.conversation_open(customer=customer, order_scope=order_scope)
     if zone:
         notify.set_time_zone(conversation, zone)
     return JsonResponse({"conversation": conversation_json(conversation, staff=False),
