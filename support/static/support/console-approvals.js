@@ -1,10 +1,11 @@
-// Approval cards (approve / change the arguments then approve / reject with a reason) and the queue built of
-// them. A card is meant to be decided in seconds: one sentence saying what the agent asks and why, the
-// order's money, what the customer asked and wrote since, the policies the agent read, the time left, and a
-// form of plain fields (console-approval-form.js) rather than JSON. The same card serves the queue page, the
-// side panel of the list and the conversation page. A card offers only what its viewer may decide (the API
-// refuses the rest anyway), and one whose customer wrote after the request shows those messages and asks
-// for a tick before approving (a "cancel" must not go unseen).
+// Approval cards: approve, change the arguments then approve, or reject with a reason. A card is meant to be
+// decided in seconds: one sentence saying what the agent asks and why, the order's money, what the customer
+// asked and wrote since, the policies the agent read, the time left, and a form of plain fields
+// (console-approval-form.js) rather than JSON. The same card serves the queue page, the side panel of the
+// list and the conversation page; the lists themselves are console-approval-list.js, which imports this
+// module (never the other way round). A card offers only what its viewer may decide (the API refuses the
+// rest anyway), and one whose customer wrote after the request shows those messages and asks for a tick
+// before approving (a "cancel" must not go unseen).
 
 import { ApiError, staffApi } from "./console-api.js";
 import { ArgumentsForm } from "./console-approval-form.js";
@@ -440,6 +441,3 @@ export class ApprovalCard {
     }
   }
 }
-
-// The queue and the conversation page's list of cards live in their own module; imported from here as before.
-export { ApprovalList } from "./console-approval-list.js";

@@ -4,7 +4,7 @@
 // the trace and chart, take over / reply / hand back. Each panel is one module; this page wires them.
 
 import { ApiError, deskApi, feedbackApi, staffApi } from "./console-api.js";
-import { ApprovalList } from "./console-approvals.js";
+import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
 import { NotesPanel, SavedReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
