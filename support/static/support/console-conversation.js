@@ -8,9 +8,8 @@ import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
 import { NotesPanel, SavedReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
-import {
-  announce, badge, fill, fmtCost, fmtInt, h, label, plural, runPhrase, shortId, STOP_REASON_HELP, timeEl, visibleText,
-} from "./console-dom.js";
+import { announce, badge, fill, h, shortId, timeEl, visibleText } from "./console-dom.js";
+import { fmtCost, fmtInt, label, plural, runPhrase, STOP_REASON_HELP } from "./console-format.js";
 import { Trace } from "./console-trace.js";
 import { Transcript } from "./console-transcript.js";
 
