@@ -14,7 +14,7 @@ import { filesEl } from "./console-transcript.js";
 import {
   announce, badge, fill, conversationUrl, h, shortId, timeEl, uniqueId,
 } from "./console-dom.js";
-import { label, money } from "./console-format.js";
+import { fmtDateTime, label, money } from "./console-format.js";
 
 const ALREADY_DECIDED = "Someone else decided this approval a moment ago; their decision is shown below.";
 const SECOND_LOOK = "Read what the customer wrote since the request, then tick the box to approve.";
@@ -149,7 +149,7 @@ export class ApprovalCard {
           badge("approval", a.status, "approval-status"),
           expiry ? h("span", { class: `expiry${expiry.urgent ? " is-urgent" : ""}`, "data-testid": "approval-expiry",
             "data-expires": context.expires_at, "data-over": String(expiry.over),
-            title: `No decision is accepted after ${new Date(context.expires_at).toLocaleString("en-GB")}` }, expiry.text) : null),
+            title: `No decision is accepted after ${fmtDateTime(context.expires_at)}` }, expiry.text) : null),
         h("span", { class: "approval-meta" }, conversationLink,
           timeEl(a.requested_at, "approval-requested-at", "requested "),
           h("code", { "data-testid": "approval-tool", title: "The tool the agent called" }, a.tool))),
