@@ -76,7 +76,7 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
     for page in (sam, alex):
         alert = page.locator(f'[data-testid="alert"][data-conversation="{refund_conv}"]')
         expect(alert).to_have_attribute("data-kind", "approval", timeout=20000)
-        expect(alert).to_contain_text("Refund 64.00 on SU-41310 waits for approval")
+        expect(alert).to_contain_text("Refund 64.00 EUR on SU-41310 waits for approval")
         expect(alert).to_contain_text("Maya Okafor")
     expect(sam).to_have_title(re.compile(r"^\(\d+\) Inbox"))
     assert int(sam.get_by_test_id("approvals-badge").get_attribute("data-count")) >= 1
@@ -102,7 +102,7 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
     assert alex.evaluate("document.body.dataset.beeps") == "0"
     titles = [n["title"] for n in sam.evaluate("window.__notes")]
     assert "Ines Duarte needs a person · SU-41620" in titles, titles
-    assert any(t.startswith("Refund 64.00 on SU-41310") for t in titles), titles
+    assert any(t.startswith("Refund 64.00 EUR on SU-41310") for t in titles), titles
     assert alex.evaluate("window.__notes") == []
     screens(sam, "notify-alerts")
 

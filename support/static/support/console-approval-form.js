@@ -4,6 +4,7 @@
 // name (showServerError).
 
 import { h, uniqueId } from "./console-dom.js";
+import { centsToDecimal, money } from "./console-format.js";
 
 const AMOUNT = /^\d{1,7}(\.\d{1,2})?$/;
 
@@ -39,17 +40,19 @@ export function amountLimits(limits, viewer) {
   return { min, max, why, limits };
 }
 
-function money(centsValue) {
-  return `${Math.floor(centsValue / 100)}.${String(centsValue % 100).padStart(2, "0")}`;
+/** The money of an amount in cents: 6400 -> "64.00 EUR". */
+function centsMoney(centsValue) {
+  return money(centsToDecimal(centsValue));
 }
 
 function limitHint(bounds, order) {
-  const top = `${money(bounds.max)} EUR`;
-  if (bounds.why === "refundable") return `Between ${money(bounds.min)} and ${top}: what is left to refund on ${order || "the order"}.`;
+  const low = centsToDecimal(bounds.min);
+  const top = centsMoney(bounds.max);
+  if (bounds.why === "refundable") return `Between ${low} and ${top}: what is left to refund on ${order || "the order"}.`;
   if (bounds.why === "lead") {
-    return `Between ${money(bounds.min)} and ${top}. Above ${top} a support lead approves (the order has ${bounds.limits.refundable ?? "?"} EUR left).`;
+    return `Between ${low} and ${top}. Above ${top} a support lead approves (the order has ${money(bounds.limits.refundable ?? "?")} left).`;
   }
-  return `Between ${money(bounds.min)} and ${top}: the most one refund may be.`;
+  return `Between ${low} and ${top}: the most one refund may be.`;
 }
 
 /** The plain-words problem with an amount, or "" when it may be approved by this viewer. */
@@ -58,11 +61,11 @@ export function amountProblem(text, bounds, order) {
   const value = cents(text);
   if (!Number.isFinite(value)) return "Write the amount in euros with at most two decimals, like 40.00.";
   if (!bounds) return "";
-  if (value < bounds.min) return `The amount must be at least ${money(bounds.min)} EUR.`;
+  if (value < bounds.min) return `The amount must be at least ${centsMoney(bounds.min)}.`;
   if (value > bounds.max) {
-    if (bounds.why === "refundable") return `Only ${money(bounds.max)} EUR is left to refund on ${order || "this order"}.`;
-    if (bounds.why === "lead") return `Refunds above ${money(bounds.max)} EUR need a support lead to approve. Lower the amount, or ask a lead.`;
-    return `One refund may be at most ${money(bounds.max)} EUR.`;
+    if (bounds.why === "refundable") return `Only ${centsMoney(bounds.max)} is left to refund on ${order || "this order"}.`;
+    if (bounds.why === "lead") return `Refunds above ${centsMoney(bounds.max)} need a support lead to approve. Lower the amount, or ask a lead.`;
+    return `One refund may be at most ${centsMoney(bounds.max)}.`;
   }
   return "";
 }
@@ -102,8 +105,8 @@ export class ArgumentsForm {
       input.value = normaliseAmount(value) || String(value ?? "");
       if (this.bounds) {
         hint = limitHint(this.bounds, this.order);
-        input.dataset.min = money(this.bounds.min);
-        input.dataset.max = money(this.bounds.max);
+        input.dataset.min = centsToDecimal(this.bounds.min);
+        input.dataset.max = centsToDecimal(this.bounds.max);
       }
       input.addEventListener("input", () => { this.clearError(field.name); this.onAmount?.(this.amountToApprove()); });
     } else if (field.kind === "textarea" || field.kind === "json") {

@@ -1,18 +1,20 @@
-// Approval cards (approve / change the arguments then approve / reject with a reason) and the queue built of
-// them. A card is meant to be decided in seconds: one sentence saying what the agent asks and why, the
-// order's money, what the customer asked and wrote since, the policies the agent read, the time left, and a
-// form of plain fields (console-approval-form.js) rather than JSON. The same card serves the queue page, the
-// side panel of the list and the conversation page. A card offers only what its viewer may decide (the API
-// refuses the rest anyway), and one whose customer wrote after the request shows those messages and asks
-// for a tick before approving (a "cancel" must not go unseen).
+// Approval cards: approve, change the arguments then approve, or reject with a reason. A card is meant to be
+// decided in seconds: one sentence saying what the agent asks and why, the order's money, what the customer
+// asked and wrote since, the policies the agent read, the time left, and a form of plain fields
+// (console-approval-form.js) rather than JSON. The same card serves the queue page, the side panel of the
+// list and the conversation page; the lists themselves are console-approval-list.js, which imports this
+// module (never the other way round). A card offers only what its viewer may decide (the API refuses the
+// rest anyway), and one whose customer wrote after the request shows those messages and asks for a tick
+// before approving (a "cancel" must not go unseen).
 
 import { ApiError, staffApi } from "./console-api.js";
 import { ArgumentsForm } from "./console-approval-form.js";
 import { customers } from "./console-store.js";
 import { filesEl } from "./console-transcript.js";
 import {
-  announce, badge, fill, conversationUrl, h, label, shortId, timeEl, uniqueId,
+  announce, badge, fill, conversationUrl, h, shortId, timeEl, uniqueId,
 } from "./console-dom.js";
+import { fmtDateTime, label, money } from "./console-format.js";
 
 const ALREADY_DECIDED = "Someone else decided this approval a moment ago; their decision is shown below.";
 const SECOND_LOOK = "Read what the customer wrote since the request, then tick the box to approve.";
@@ -74,10 +76,6 @@ function tickExpiries() {
 let expiryTimer = null;
 function startExpiryTimer() {
   if (!expiryTimer) expiryTimer = window.setInterval(tickExpiries, 5000);
-}
-
-function money(value) {
-  return value === null || value === undefined || value === "" ? "—" : `${value} EUR`;
 }
 
 /** The arguments as a person reads them: "Amount 64.00 EUR", "Order SU-41310", "Reason …". */
@@ -151,7 +149,7 @@ export class ApprovalCard {
           badge("approval", a.status, "approval-status"),
           expiry ? h("span", { class: `expiry${expiry.urgent ? " is-urgent" : ""}`, "data-testid": "approval-expiry",
             "data-expires": context.expires_at, "data-over": String(expiry.over),
-            title: `No decision is accepted after ${new Date(context.expires_at).toLocaleString("en-GB")}` }, expiry.text) : null),
+            title: `No decision is accepted after ${fmtDateTime(context.expires_at)}` }, expiry.text) : null),
         h("span", { class: "approval-meta" }, conversationLink,
           timeEl(a.requested_at, "approval-requested-at", "requested "),
           h("code", { "data-testid": "approval-tool", title: "The tool the agent called" }, a.tool))),
@@ -252,7 +250,7 @@ export class ApprovalCard {
     }
     const mayApprove = !a.large_refund || v.can_approve_large_refunds;
     const note = mayApprove ? null : h("p", { class: "hint", "data-testid": "approval-needs-lead" },
-      `Refunds above ${v.large_refund_threshold} EUR need a support lead to approve. You may lower the amount, or reject it.`);
+      `Refunds above ${money(v.large_refund_threshold)} need a support lead to approve. You may lower the amount, or reject it.`);
     return [h("div", { class: "actions", role: "group", "aria-label": "Decide" }, mayApprove ? this.approveBtn : null, this.editBtn, this.rejectBtn), note];
   }
 
@@ -263,7 +261,7 @@ export class ApprovalCard {
     this.error = h("p", { class: "error", role: "alert", "data-testid": "approval-error", hidden: true });
     const amount = this.isRefund ? a.requested_arguments?.amount : null;
     this.approveBtn = h("button", { type: "button", class: "btn btn-primary", "data-testid": "approve-button",
-      onclick: () => this.decide({ approve: true }) }, amount ? `Approve ${amount} EUR` : "Approve");
+      onclick: () => this.decide({ approve: true }) }, amount ? `Approve ${money(amount)}` : "Approve");
     this.editBtn = h("button", { type: "button", class: "btn", "data-testid": "edit-button", "aria-expanded": "false",
       "aria-controls": editId, onclick: () => this.toggleForm(this.openForm === "edit" ? null : "edit") },
     this.isRefund ? "Change amount…" : "Edit…");
@@ -272,7 +270,7 @@ export class ApprovalCard {
 
     const submitEdited = h("button", { type: "submit", class: "btn btn-primary", "data-testid": "approve-edited-button" });
     // The button names the amount it approves, once the field holds one this person may approve.
-    const name = (value) => { submitEdited.textContent = value ? `Approve ${value} EUR` : amount ? "Approve this amount" : "Approve with these values"; };
+    const name = (value) => { submitEdited.textContent = value ? `Approve ${money(value)}` : amount ? "Approve this amount" : "Approve with these values"; };
     this.form = new ArgumentsForm({ approval: a, viewer: this.viewer, onAmount: name });
     name(this.form.amountToApprove());
     this.editForm = h("form", { id: editId, class: "decide-form", hidden: true, novalidate: true, "aria-label": "Change what runs",
@@ -316,7 +314,7 @@ export class ApprovalCard {
     if (a.status === "approved") {
       if (!changed.length) decision = "Approved as requested";
       else if (this.isRefund && changed.includes("amount")) {
-        decision = `Approved ${a.executed_arguments.amount} EUR instead of ${a.requested_arguments.amount} EUR`;
+        decision = `Approved ${money(a.executed_arguments.amount)} instead of ${money(a.requested_arguments.amount)}`;
       } else decision = "Approved with changes";
     }
     if (a.status === "expired") decision = "Expired: no one decided in time, so it did not run";
@@ -390,7 +388,7 @@ export class ApprovalCard {
     }
     if (approve && !edited && this.approval.large_refund && !this.viewer.can_approve_large_refunds) {
       this.toggleForm("edit");
-      this.form.showError("amount", `Refunds above ${this.viewer.large_refund_threshold} EUR need a support lead to approve. Lower the amount, or ask a lead.`);
+      this.form.showError("amount", `Refunds above ${money(this.viewer.large_refund_threshold)} need a support lead to approve. Lower the amount, or ask a lead.`);
       return;
     }
     this.busy = true;
@@ -431,7 +429,7 @@ export class ApprovalCard {
     this.openForm = null;
     this.el.removeAttribute("aria-busy");
     const words = decided.status === "approved" && decided.executed_arguments && this.isRefund
-      ? `Approved: refund of ${decided.executed_arguments.amount} EUR` : `${label(decided.status)}: ${decided.context?.summary || decided.tool}`;
+      ? `Approved: refund of ${money(decided.executed_arguments.amount)}` : `${label(decided.status)}: ${decided.context?.summary || decided.tool}`;
     if (!this.store.upsert(decided)) this.update(decided);
     if (this.afterDecision) this.afterDecision(this, words);
     else {
@@ -440,6 +438,3 @@ export class ApprovalCard {
     }
   }
 }
-
-// The queue and the conversation page's list of cards live in their own module; imported from here as before.
-export { ApprovalList } from "./console-approval-list.js";

@@ -5,16 +5,11 @@
 // what it would allow.
 
 import { ApiError, deskApi } from "./console-api.js";
-import { announce, conversationUrl, excerpt, fill, h, label, timeEl } from "./console-dom.js";
-
-const dateOnly = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", year: "numeric" });
+import { announce, conversationUrl, excerpt, fill, h, timeEl } from "./console-dom.js";
+import { fmtDate, label, money } from "./console-format.js";
 
 function newKey() {
   return window.crypto?.randomUUID ? window.crypto.randomUUID() : `k${Date.now()}${Math.random().toString(36).slice(2)}`;
-}
-
-function money(amount, currency = "EUR") {
-  return `${amount} ${currency}`;
 }
 
 export class ContextPanel {
@@ -68,7 +63,7 @@ export class ContextPanel {
       h("div", { class: "customer-card", "data-testid": "context-customer" },
         h("p", { class: "customer-name" }, h("strong", { "data-testid": "context-customer-name" }, c.name)),
         h("p", { class: "customer-email" }, h("a", { href: `mailto:${c.email}`, "data-testid": "context-customer-email" }, c.email)),
-        h("p", { class: "muted" }, `Customer since ${c.since ? dateOnly.format(new Date(c.since)) : "—"}`)),
+        h("p", { class: "muted" }, `Customer since ${fmtDate(c.since)}`)),
       d.scope ? h("p", { class: "scope-note", "data-testid": "context-scope" },
         `The customer signed in with order ${d.scope} only: the agent sees that order alone, and actions here act on it alone. You see all their orders.`) : null,
       h("h3", { class: "context-h" }, "Orders"),
@@ -161,7 +156,7 @@ export class ContextPanel {
     const submit = h("button", { type: "submit", class: "btn btn-primary", "data-testid": "refund-submit" });
     const sync = () => {
       form.values = { amount: amount.value, reason: reason.value };
-      submit.textContent = /^\d+(\.\d{1,2})?$/.test(amount.value.trim()) ? `Refund ${Number(amount.value).toFixed(2)} ${o.currency}` : "Refund";
+      submit.textContent = /^\d+(\.\d{1,2})?$/.test(amount.value.trim()) ? `Refund ${money(amount.value, o.currency)}` : "Refund";
     };
     amount.addEventListener("input", sync);
     reason.addEventListener("input", sync);

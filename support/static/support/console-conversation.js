@@ -4,13 +4,12 @@
 // the trace and chart, take over / reply / hand back. Each panel is one module; this page wires them.
 
 import { ApiError, deskApi, feedbackApi, staffApi } from "./console-api.js";
-import { ApprovalList } from "./console-approvals.js";
+import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
 import { NotesPanel, SavedReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
-import {
-  announce, badge, fill, fmtCost, fmtInt, h, label, plural, runPhrase, shortId, STOP_REASON_HELP, timeEl, visibleText,
-} from "./console-dom.js";
+import { announce, badge, fill, h, shortId, timeEl, visibleText } from "./console-dom.js";
+import { fmtCost, fmtInt, label, plural, runPhrase, STOP_REASON_HELP } from "./console-format.js";
 import { Trace } from "./console-trace.js";
 import { Transcript } from "./console-transcript.js";
 

@@ -7,6 +7,7 @@
 
 import { inboxApi } from "./console-api.js";
 import { announce, conversationUrl, h } from "./console-dom.js";
+import { money } from "./console-format.js";
 
 const COUNT_EVENTS = ["conversation.updated", "conversation.assigned", "inbox.changed", "run.status"];
 const RECOUNT_AFTER_MS = 300;
@@ -27,11 +28,6 @@ function store(key, value) {
   try {
     window.localStorage.setItem(key, value);
   } catch { /* private mode: the choice lasts for this page */ }
-}
-
-function money(value) {
-  const n = Number(value);
-  return Number.isFinite(n) ? n.toFixed(2) : String(value ?? "");
 }
 
 export class Alerts {

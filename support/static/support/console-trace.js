@@ -2,9 +2,8 @@
 // actions between the steps (by time: a refund or a seller message a person made, live from staff.action),
 // and the small chart of tokens and cost per model call, drawn as SVG with DOM calls (no chart library).
 
-import {
-  badge, clear, compactJson, plural, excerpt, fmtCost, fmtInt, fmtMs, h, prettyJson, runPhrase, shortId, svg,
-} from "./console-dom.js";
+import { badge, clear, compactJson, excerpt, h, prettyJson, shortId, svg } from "./console-dom.js";
+import { fmtCost, fmtInt, fmtMs, plural, runPhrase } from "./console-format.js";
 
 const ACTION_NAMES = { refund: "refund by a person", seller_message: "message to the seller" };
 

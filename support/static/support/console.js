@@ -1,7 +1,7 @@
 // The staff console's entry point: one staff socket and one approval store per page, then the page's part
 // (the conversation list with the queue beside it, one conversation, or the approval queue).
 
-import { ApprovalList } from "./console-approvals.js";
+import { ApprovalList } from "./console-approval-list.js";
 import { ConversationPage } from "./console-conversation.js";
 import { tickTimes } from "./console-dom.js";
 import { ConversationList, bindNextConversation, keepRead } from "./console-list.js";
