@@ -1,7 +1,7 @@
 """Server dialects: how OpenAI-compatible servers other than OpenAI shape their streams and what their
 request validators refuse, one named combination per server family.
 
-Each dialect combines behaviours its family is documented or reported to show (sources in the README's
+Each dialect combines behaviours its family is documented or reported to show (sources in docs/agent-loop.md's
 "Dialects" section); the default, `openai`, is OpenAI itself. A dialect changes how a reply is written
 (ids, chunks, finish reason, usage, reasoning) and adds refusals on top of OpenAI's own rules.
 """

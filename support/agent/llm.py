@@ -105,7 +105,7 @@ def _drain(lines) -> None:
 class _Reply:
     """One streamed attempt as it arrives, read the way every OpenAI-compatible server can send it.
 
-    Servers differ from OpenAI (see README, "Model servers"): a call may come whole in one chunk, with
+    Servers differ from OpenAI (docs/agent-loop.md, "Model servers"): a call may come whole in one chunk, with
     `index` missing or 0 for every call, `arguments` as a JSON object; `reasoning_content` / `reasoning`
     deltas carry thinking that is neither the customer's text nor part of the history, so only `content`
     is read; chunks with no choices (usage, keep-alives) carry nothing else. A chunk whose structure has

@@ -1,4 +1,4 @@
-// The staff JSON API (README "staff"): every POST carries the csrftoken cookie's value in X-CSRFToken.
+// The staff JSON API (docs/api.md): every POST carries the csrftoken cookie's value in X-CSRFToken.
 
 export class ApiError extends Error {
   /** status: HTTP status (0: unreachable); code: the API's stable error code; body: the whole error answer. */

@@ -2,7 +2,7 @@
 
 Every error under /api/ has one shape: {"error": "<plain words for a person>", "code": "<stable code>",
 "retryable": true|false}. Clients branch on `code` (or the status), never on the words; the codes are
-listed in ERROR_CODES and in the README. support/web/middleware.py gives errors raised outside a view's
+listed in ERROR_CODES and in docs/api.md. support/web/middleware.py gives errors raised outside a view's
 ApiError (a database that is down, an unexpected exception, Django's own 404) the same shape.
 """
 
