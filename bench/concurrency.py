@@ -30,7 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.clients import close_widgets, create_conversations, customer_tokens, open_widgets  # noqa: E402
 from bench.common import (  # noqa: E402
-    COMMANDS, PY, ROOT, django_setup, record_command, section_main, start_daphne, start_worker,
+    COMMANDS,
+    PY,
+    ROOT,
+    django_setup,
+    record_command,
+    section_main,
+    start_daphne,
+    start_worker,
 )
 from bench.measure import CpuMeter, RssSampler, cpu_table, md_table, mmm, pct  # noqa: E402
 

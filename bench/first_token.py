@@ -26,7 +26,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.clients import (  # noqa: E402
-    close_widgets, create_conversations, customer_tokens, open_widgets, standin_ttft,
+    close_widgets,
+    create_conversations,
+    customer_tokens,
+    open_widgets,
+    standin_ttft,
 )
 from bench.common import django_setup, section_main, start_daphne, start_worker  # noqa: E402
 from bench.measure import CpuMeter, cpu_table, md_table, med, mmm, pct  # noqa: E402
@@ -61,8 +65,8 @@ def run(stack, quick: bool = False) -> dict:
 
 
 def _standin_body() -> bytes:
-    from support.desk import assistant
     from support.agent.loop import OUTCOME_TOOL
+    from support.desk import assistant
 
     tools = [t.spec() for t in [*assistant.tools(), OUTCOME_TOOL]]
     messages = [{"role": "system", "content": assistant.system_prompt()}, {"role": "user", "content": TEXT}]

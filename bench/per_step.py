@@ -31,8 +31,8 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import django_setup, section_main  # noqa: E402
-from bench.measure import md_table, med, mmm  # noqa: E402
 from bench.floor import ROWS_PER_MODEL_CALL, Floor, database_floor  # noqa: E402
+from bench.measure import md_table, med, mmm  # noqa: E402
 
 TEXT = "Tracking says my parcel was delivered but nothing arrived. #steps:{n}"
 TARGET_WALL_MS = 5.0  # the durable path per model call: saved, traced, published
@@ -75,13 +75,11 @@ def run(stack, quick: bool = False) -> dict:
     from django.db import connection
     from django.db.models import Sum
 
-    from support.desk import assistant, runner, services
-
-    from support.live import events
-
     from support import tasks
     from support.agent.loop import OUTCOME_TOOL
     from support.agent.tools import ToolContext
+    from support.desk import assistant, runner, services
+    from support.live import events
     from support.models import Customer, Run, Step
     from support.tools.policies import search_policy
 

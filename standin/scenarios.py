@@ -8,7 +8,6 @@ after. Nothing but the conversation is consulted, so the same conversation alway
 from __future__ import annotations
 
 import json
-
 import re
 from dataclasses import dataclass, replace
 from decimal import Decimal

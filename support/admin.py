@@ -11,7 +11,22 @@ the desk's rules, editing the rows would not.
 from django.contrib import admin
 
 from support.models import (
-    Approval, Charge, Conversation, Customer, Message, Run, Step, ToolCall, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
+    Approval,
+    Charge,
+    Conversation,
+    Customer,
+    Message,
+    Order,
+    OrderItem,
+    Parcel,
+    PolicyDocument,
+    Refund,
+    Run,
+    Scan,
+    Seller,
+    SellerMessage,
+    Step,
+    ToolCall,
 )
 from support.models.desk import InboxEvent
 

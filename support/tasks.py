@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from support.customers import attachments, notify
-from support.desk import runner, services
+from support.desk import gate, runner, services
 from support.ops import sweeper
 
 
@@ -17,7 +17,7 @@ def run_agent(run_id: int) -> str:
 def sweep() -> dict:
     """Periodic (the beat, every RUN_SWEEP_SECONDS): resume runs whose worker died, expire old approvals.
     Its last run is recorded, so `manage.py check_workers` and /metrics can tell whether the beat runs."""
-    done = {"requeued": services.runs_recover(), "expired": services.approvals_expire()}
+    done = {"requeued": services.runs_recover(), "expired": gate.approvals_expire()}
     sweeper.sweeper_ran()
     return done
 

@@ -8,8 +8,15 @@ from __future__ import annotations
 import logging
 import time
 
-from celery.signals import (after_setup_logger, after_setup_task_logger, before_task_publish, task_postrun,
-                            task_prerun, worker_init, worker_ready)
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    before_task_publish,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_ready,
+)
 from django.conf import settings
 
 from support.desk.assistant import model_price_problem

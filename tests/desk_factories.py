@@ -16,10 +16,9 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from support.customers import identity
-
-from support.desk import queue, services
 from support.agent.types import Observer
+from support.customers import identity
+from support.desk import queue, services
 from support.models import Approval, Conversation, Customer, Message, Run, ToolCall
 
 REFUND_ARGUMENTS = {"order_id": "SU-41310", "amount": "64.00", "reason": "missing"}
@@ -143,10 +142,10 @@ class StepRecorder(Observer):
 def work_ticket(server, text, customer="maya@example.com", decide=None, *, run_id="t", **model_options):
     """Run the loop on a new ticket from `customer` against the model server `server`; approvals, if any,
     are answered with `decide` and the loop resumed. Returns (result, transcript, tools called, paused on)."""
-    from support.desk import assistant
     from support.agent.loop import run_loop
     from support.agent.tools import ToolContext
     from support.agent.types import AWAITING_APPROVAL
+    from support.desk import assistant
     from support.models import Customer
 
     person = Customer.objects.get(email=customer)

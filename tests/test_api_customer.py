@@ -16,11 +16,16 @@ from unittest import mock
 import pytest
 
 from support.customers import identity
-
 from support.desk import services
 from support.models import Conversation, Message, Run
-from tests.desk_factories import customer_messages, pending_refund_approval, start_conversation
-from tests.desk_factories import maya_chat, queued, widget  # noqa: F401  (fixtures)
+from tests.desk_factories import (  # noqa: F401  (fixtures)
+    customer_messages,
+    maya_chat,
+    pending_refund_approval,
+    queued,
+    start_conversation,
+    widget,
+)
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.usefixtures("limits_redis")

@@ -32,10 +32,9 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from support.customers import identity
-
 from support.desk import services
-from support.web.middleware import unavailable_message
 from support.models import Approval, Conversation, Message, Run
+from support.web.middleware import unavailable_message
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
 from tests.redis_fixture import free_port, start_redis
 

@@ -14,8 +14,7 @@ from django.test import Client
 
 from support.models import Conversation, Run
 from support.web.views.common import ApiError, json_body
-from tests.desk_factories import Widget, customer_messages
-from tests.desk_factories import maya_chat, queued, widget  # noqa: F401  (fixtures)
+from tests.desk_factories import Widget, customer_messages, maya_chat, queued, widget  # noqa: F401  (fixtures)
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.usefixtures("limits_redis")

@@ -20,8 +20,13 @@ from django.test.utils import CaptureQueriesContext
 
 from support.desk import permissions
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
-from tests.desk_factories import REFUND_ARGUMENTS, make_user, pending_refund_approval, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    REFUND_ARGUMENTS,
+    make_user,
+    pending_refund_approval,
+    queued,  # noqa: F401  (fixture)
+    start_conversation,
+)
 
 
 @pytest.fixture

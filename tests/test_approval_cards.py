@@ -16,7 +16,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from support.desk import runner, serializers, services
+from support.desk import gate, runner, serializers, services
 from support.models import Approval, Message, Order, Refund, ToolCall
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
 
@@ -133,7 +133,7 @@ def test_the_expiry_shown_is_the_one_the_desk_enforces(demo, settings):
 def test_an_expired_card_says_how_it_expired(demo):
     approval = pending_refund_approval(start_conversation(demo.maya))
     Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    services.approvals_expire()
+    gate.approvals_expire()
     data = serializers.approval_json(Approval.objects.get(pk=approval.pk))
     assert data["status"] == "expired" and data["reason"].startswith("no one decided within")
 
@@ -151,7 +151,7 @@ def test_the_staff_api_lists_cards_with_their_context(demo, client):
 def test_a_refund_approved_for_less_tells_the_model_and_the_customer_the_amount_refunded(desk, queued):
     conversation, run_id, approval = paused_refund(desk, queued)
     edited = {**approval.requested_arguments, "amount": "40.00"}
-    services.approval_decide(approval=approval, user=None, approve=True, arguments=edited)
+    gate.approval_decide(approval=approval, user=None, approve=True, arguments=edited)
     assert runner.run_execute(queued.pop()) == "answered"
     result = json.loads(tool_result(run_id, "issue_refund"))
     assert result["amount"] == "40.00"
@@ -163,7 +163,7 @@ def test_a_refund_approved_for_less_tells_the_model_and_the_customer_the_amount_
 
 def test_a_refund_approved_as_asked_carries_no_note(desk, queued):
     conversation, run_id, approval = paused_refund(desk, queued)
-    services.approval_decide(approval=approval, user=None, approve=True)
+    gate.approval_decide(approval=approval, user=None, approve=True)
     runner.run_execute(queued.pop())
     assert "staff_decision" not in json.loads(tool_result(run_id, "issue_refund"))
     assert "I've refunded 64.00 EUR" in answer(conversation)
@@ -172,7 +172,7 @@ def test_a_refund_approved_as_asked_carries_no_note(desk, queued):
 @pytest.mark.parametrize("reason", ["we need a photo of the packaging first.", "we need a photo first"])
 def test_a_rejection_reason_is_relayed_with_one_full_stop(desk, queued, reason):
     conversation, run_id, approval = paused_refund(desk, queued)
-    services.approval_decide(approval=approval, user=None, approve=False, reason=reason)
+    gate.approval_decide(approval=approval, user=None, approve=False, reason=reason)
     runner.run_execute(queued.pop())
     assert tool_result(run_id, "issue_refund") == f"ERROR: rejected by staff: {reason}"
     said = answer(conversation)
@@ -182,7 +182,7 @@ def test_a_rejection_reason_is_relayed_with_one_full_stop(desk, queued, reason):
 def test_an_expired_refund_is_explained_as_not_reviewed_in_time(desk, queued):
     conversation, run_id, approval = paused_refund(desk, queued)
     Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    services.approvals_expire()
+    gate.approvals_expire()
     runner.run_execute(queued.pop())
     result = tool_result(run_id, "issue_refund")
     assert result.startswith("ERROR: not run: the request expired before anyone on the team decided (no one "
@@ -196,7 +196,6 @@ def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, se
     from django.core.files.base import ContentFile
 
     from support.customers import attachments
-
     from support.desk import selectors_approvals
     from support.models import Attachment
 

@@ -13,10 +13,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from support.desk import services
+from support.desk import gate, services
 from support.models import Approval, Conversation, ToolCall
-from tests.desk_factories import make_user, pending_refund_approval, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    make_user,
+    pending_refund_approval,
+    queued,  # noqa: F401  (fixture)
+    start_conversation,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the requeue is sent after the commit
 
@@ -54,31 +58,31 @@ def test_an_approval_expires_the_timeout_after_it_was_asked_for(approval, settin
 
 def test_a_decision_in_time_is_accepted(approval, sam, queued):
     Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() + timedelta(seconds=30))
-    decided = services.approval_decide(approval=approval, user=sam, approve=True)
+    decided = gate.approval_decide(approval=approval, user=sam, approve=True)
     assert (decided.decision, decided.decided_by) == (Approval.APPROVED, sam)
 
 
 @pytest.mark.parametrize("approve", [True, False])
 def test_a_decision_after_the_expiry_is_refused_even_before_the_sweep_and_expires_it(approval, sam, queued, approve):
     past_its_time(approval)
-    with pytest.raises(services.ApprovalExpired, match="expired: no one decided within"):
-        services.approval_decide(approval=approval, user=sam, approve=approve, reason="no")
+    with pytest.raises(gate.ApprovalExpired, match="expired: no one decided within"):
+        gate.approval_decide(approval=approval, user=sam, approve=approve, reason="no")
     assert_expired_by_the_system(approval, queued)
-    assert services.approvals_expire() == 0  # nothing left for the sweeper
+    assert gate.approvals_expire() == 0  # nothing left for the sweeper
 
 
 def test_a_decision_after_the_sweep_is_told_it_expired(approval, sam, queued):
     past_its_time(approval)
-    assert services.approvals_expire() == 1
-    with pytest.raises(services.ApprovalExpired):
-        services.approval_decide(approval=approval, user=sam, approve=True)
+    assert gate.approvals_expire() == 1
+    with pytest.raises(gate.ApprovalExpired):
+        gate.approval_decide(approval=approval, user=sam, approve=True)
     assert_expired_by_the_system(approval, queued)
 
 
 def test_the_sweep_expires_by_expires_at(approval, queued):
-    assert services.approvals_expire() == 0
+    assert gate.approvals_expire() == 0
     past_its_time(approval)
-    assert services.approvals_expire() == 1
+    assert gate.approvals_expire() == 1
     assert_expired_by_the_system(approval, queued)
 
 

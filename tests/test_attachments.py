@@ -18,11 +18,9 @@ from django.test import Client
 from PIL import Image
 
 from support.customers import attachments, identity
-
-from support.desk import runner, services
+from support.desk import gate, runner, services
 from support.models import Approval, Attachment, Conversation, Message, Run
-from tests.desk_factories import customer_messages, make_user, start_conversation
-from tests.desk_factories import maya_chat, queued, widget  # noqa: F401  (fixtures)
+from tests.desk_factories import customer_messages, make_user, maya_chat, queued, start_conversation, widget  # noqa: F401  (fixtures)
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.usefixtures("limits_redis")
@@ -417,7 +415,7 @@ def test_the_agent_asks_for_a_photo_of_the_damage_and_goes_on_to_the_refund_once
     assert approval.requested_arguments["order_id"] == "SU-41402" and approval.requested_arguments["amount"] == "129.00"
     seen = [r.get("images", 0) for r in standin.requests() if r["status"] == 200]
     assert max(seen) == (1 if images else 0)  # image parts reached the model only when it reads them
-    services.approval_decide(approval=approval, user=None, approve=True)
+    gate.approval_decide(approval=approval, user=None, approve=True)
     assert _run(queued) == "answered"
     assert "Thank you for the photo." in conversation.messages.filter(author=Message.AGENT).last().content
 

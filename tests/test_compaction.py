@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from support.desk import assistant, runner, services
 from support.agent.compaction import SUMMARY_HEADER, compact, estimate_tokens
 from support.agent.loop import run_loop
 from support.agent.tools import Tool, ToolContext
 from support.agent.types import Limits, Observer, Transcript
+from support.desk import assistant, runner, services
 from support.models import Run, Step
 from tests.fake_model import ScriptedModel, answer, call, reply
 

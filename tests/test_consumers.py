@@ -13,11 +13,10 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from agentsite.asgi import application
-from support.live import events
 from support.customers import identity
 from support.desk import services
+from support.live import events
 from support.models import Message
-
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("limits_redis")]

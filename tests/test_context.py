@@ -13,8 +13,11 @@ from django.test import Client
 
 from support.desk import services
 from support.models import Conversation
-from tests.desk_factories import make_user, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    make_user,
+    queued,  # noqa: F401  (fixture)
+    start_conversation,
+)
 
 
 @pytest.fixture

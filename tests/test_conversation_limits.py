@@ -3,7 +3,7 @@ reworded, and a conversation's daily budget cannot be renewed by writing again."
 
 import pytest
 
-from support.desk import assistant, runner, services
+from support.desk import assistant, gate, runner, services
 from support.models import Approval, Conversation, Message, Run
 from tests.fake_model import ScriptedModel, answer, call, reply
 
@@ -30,7 +30,7 @@ def start_rejected(desk, queued, monkeypatch):
     conversation = services.conversation_start(customer=desk.maya)
     services.conversation_post_message(conversation=conversation, text="My parcel SU-41310 never came.")
     assert runner.run_execute(queued.pop()) == "awaiting_approval"
-    services.approval_decide(approval=Approval.objects.get(), user=None, approve=False, reason="we need a photo")
+    gate.approval_decide(approval=Approval.objects.get(), user=None, approve=False, reason="we need a photo")
     return conversation
 
 

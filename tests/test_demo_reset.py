@@ -10,10 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from support.ops import limits
-
 from support.desk import services
 from support.models import Conversation, Message, Refund, Run
+from support.ops import limits
 from tests.desk_factories import pending_refund_approval, start_conversation
 
 

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from standin.dialects import DIALECTS, THINKING
-from support.desk import runner, services
 from support.agent.types import Decision, Transcript
+from support.desk import gate, runner, services
 from support.models import Approval, Refund
 from tests.desk_factories import work_ticket
 from tests.standin_fixture import standin  # noqa: F401
@@ -114,7 +114,7 @@ def test_the_desk_works_a_refund_with_approval_under_each_dialect(desk, queued, 
     services.conversation_post_message(conversation=conversation, text="My parcel SU-41310 never came.")
     run_id = queued.pop()
     assert runner.run_execute(run_id) == "awaiting_approval"
-    services.approval_decide(approval=Approval.objects.get(run_id=run_id), user=None, approve=True)
+    gate.approval_decide(approval=Approval.objects.get(run_id=run_id), user=None, approve=True)
     assert runner.run_execute(queued.pop()) == "answered"
     assert Refund.objects.filter(order__number="SU-41310").count() == 1
 

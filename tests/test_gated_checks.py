@@ -3,7 +3,7 @@ approval queue, and one reply (or one conversation) opens at most one hand-over.
 
 import pytest
 
-from support.desk import assistant, runner, services
+from support.desk import assistant, gate, runner, services
 from support.models import Approval, Run, ToolCall
 from tests.fake_model import ScriptedModel, answer, call, reply
 
@@ -84,9 +84,9 @@ def test_an_edited_amount_the_tool_would_refuse_is_refused_when_staff_approve(de
     approval = Approval.objects.get()
     too_much = {"order_id": "SU-41310", "amount": "70.00", "reason": "parcel lost"}  # the order's total is 64.00
     with pytest.raises(services.InvalidArguments, match="left to refund"):
-        services.approval_decide(approval=approval, user=None, approve=True, arguments=too_much)
+        gate.approval_decide(approval=approval, user=None, approve=True, arguments=too_much)
     approval.refresh_from_db()
     assert approval.pending  # nothing decided: the person can correct the amount
-    services.approval_decide(approval=approval, user=None, approve=True,
+    gate.approval_decide(approval=approval, user=None, approve=True,
                              arguments={"order_id": "SU-41310", "amount": "40.00", "reason": "parcel lost"})
     assert Approval.objects.get().decision == "approved"

@@ -11,10 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from support.customers import identity
-
-from support.desk import runner, services
-from support.models import Approval, Conversation, Message, Run
+from support.desk import gate, runner, services, takeover
 from support.desk.notices import ESCALATED as NOTICE_ESCALATED
+from support.models import Approval, Conversation, Message, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,7 +58,7 @@ def test_a_shop_can_have_a_person_confirm_each_hand_over(desk, queued, client, s
     assert runner.run_execute(run_id) == "awaiting_approval"
     approval = Approval.objects.get(run_id=run_id)
     assert approval.tool_call.name == "escalate_to_human"
-    services.approval_decide(approval=approval, user=None, approve=True)
+    gate.approval_decide(approval=approval, user=None, approve=True)
     assert runner.run_execute(queued.pop()) == "escalated"
     notices = [m for m in customer_view(client, conversation) if m["author"] != "customer"]
     assert [m["content"] for m in notices] == [NOTICE_ESCALATED]  # one message, not three
@@ -68,8 +67,8 @@ def test_a_shop_can_have_a_person_confirm_each_hand_over(desk, queued, client, s
 def test_a_person_joining_is_one_message_in_both_transcripts(desk, queued, client, sam):
     conversation, run_id = ask(desk, queued, "I want a full refund for order SU-41533.")
     runner.run_execute(run_id)
-    services.conversation_take_over(conversation=conversation, user=sam)
-    services.conversation_take_over(conversation=conversation, user=sam)  # again: nothing new
+    takeover.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_take_over(conversation=conversation, user=sam)  # again: nothing new
     joined = conversation.messages.filter(content="Sam from our team has joined the conversation.")
     assert joined.count() == 1 and joined.get().author == Message.SYSTEM and joined.get().author_user == sam
     assert customer_view(client, conversation)[-1]["content"] == "Sam from our team has joined the conversation."
@@ -79,11 +78,11 @@ def test_the_agent_is_silent_while_a_person_has_it_and_after_hand_back_answers_o
         desk, queued, client, sam):
     conversation, run_id = ask(desk, queued, "I want a full refund for order SU-41533.")
     runner.run_execute(run_id)
-    services.conversation_take_over(conversation=conversation, user=sam)
-    services.conversation_staff_reply(conversation=conversation, user=sam, text="I've refunded it in full.")
+    takeover.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_staff_reply(conversation=conversation, user=sam, text="I've refunded it in full.")
     services.conversation_post_message(conversation=conversation, text="Thanks Sam")
     assert queued == []  # silent while Sam has it
-    assert services.conversation_hand_back(conversation=conversation, user=sam) is None
+    assert takeover.conversation_hand_back(conversation=conversation, user=sam) is None
     assert queued == []  # "Thanks Sam" was for Sam: no "You're welcome!" from the agent
     last = conversation.messages.order_by("seq").last()
     assert last.author == Message.SYSTEM and last.content.startswith("Sam from our team took care of the")
@@ -101,7 +100,7 @@ def test_a_conversation_handed_back_from_the_queue_answers_the_waiting_message(d
     runner.run_execute(run_id)
     services.conversation_post_message(conversation=conversation, text="Where is my order SU-41210?")
     assert queued == []  # waiting for a person
-    run = services.conversation_hand_back(conversation=conversation, user=sam)
+    run = takeover.conversation_hand_back(conversation=conversation, user=sam)
     assert run is not None and runner.run_execute(queued.pop()) == "answered"
 
 

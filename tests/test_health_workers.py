@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from agentsite.celery import app
-from support.ops import health, sweeper
 from support.models import Run
+from support.ops import health, sweeper
 from support.tasks import sweep
 from tests.desk_factories import start_conversation
 

@@ -13,11 +13,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
-from support.desk import assistant, runner, services
-
 from support.customers import identity, languages
+from support.desk import assistant, runner, services, takeover
+from support.desk.notices import ESCALATED as NOTICE_ESCALATED
+from support.desk.notices import STOPPED as NOTICE_STOPPED
 from support.models import Conversation, Message
-from support.desk.notices import ESCALATED as NOTICE_ESCALATED, STOPPED as NOTICE_STOPPED
 from tests.desk_factories import start_conversation
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,8 +71,8 @@ def test_a_person_joining_and_handing_back_is_told_in_the_customers_language(dem
     conversation = start_conversation(demo.maya)
     Conversation.objects.filter(pk=conversation.pk).update(language="de")
     conversation.refresh_from_db()
-    services.conversation_take_over(conversation=conversation, user=sam)
-    services.conversation_hand_back(conversation=conversation, user=sam)
+    takeover.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_hand_back(conversation=conversation, user=sam)
     assert notices(conversation) == [
         "Sam aus unserem Team ist dem Gespräch beigetreten.",
         "Sam aus unserem Team hat sich um das Gespräch oben gekümmert und es an unseren Assistenten "
@@ -83,7 +83,7 @@ def test_a_person_joining_and_handing_back_is_told_in_the_customers_language(dem
 def test_an_english_customer_reads_the_english_notices(demo, sam):
     conversation = start_conversation(demo.maya)
     with translation.override("de"):  # whatever the server's own language at the time
-        services.conversation_take_over(conversation=conversation, user=sam)
+        takeover.conversation_take_over(conversation=conversation, user=sam)
     assert notices(conversation) == ["Sam from our team has joined the conversation."]
 
 
@@ -91,8 +91,8 @@ def test_every_fixed_text_has_a_german_translation():
     conversation = Conversation(language="de")
     for text in (NOTICE_ESCALATED, NOTICE_STOPPED):
         assert languages.say(conversation, text) != str(text)
-    assert services.joined_notice(None, conversation=conversation) == "Jemand aus unserem Team ist dem Gespräch beigetreten."
-    assert services.handed_back_notice(None, joined=False, conversation=conversation).startswith("Unser Assistent")
+    assert takeover.joined_notice(None, conversation=conversation) == "Jemand aus unserem Team ist dem Gespräch beigetreten."
+    assert takeover.handed_back_notice(None, joined=False, conversation=conversation).startswith("Unser Assistent")
 
 
 def test_a_refund_a_person_issues_is_told_in_the_customers_language(demo, sam):

@@ -16,13 +16,17 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from support.desk import services, takeover
 from support.live import events
-
-from support.desk import services
 from support.models import Conversation, Message, Run
 from support.models.desk import ConversationRead, InboxEvent
-from tests.desk_factories import make_user, pending_refund_approval, record_events, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    make_user,
+    pending_refund_approval,
+    queued,  # noqa: F401  (fixture)
+    record_events,
+    start_conversation,
+)
 
 
 @pytest.fixture
@@ -117,7 +121,7 @@ def test_statuses_are_derived_for_people(demo, as_sam, sam):
     needs = start_conversation(demo.ines)
     services.conversation_flag(conversation_id=needs.pk, reason="escalated")
     held = start_conversation(demo.maya)
-    services.conversation_take_over(conversation=held, user=sam)
+    takeover.conversation_take_over(conversation=held, user=sam)
     resolved = start_conversation(demo.tom)
     say(resolved, "Where is it?")
     say(resolved, "It arrives tomorrow.", author=Message.AGENT)
@@ -228,7 +232,7 @@ def test_sorting_by_waiting_time_puts_the_longest_waiting_customer_first(demo, a
 def test_an_answered_customer_is_not_waiting(demo, as_sam, sam):
     conversation = start_conversation(demo.maya)
     say(conversation, "hi")
-    services.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_take_over(conversation=conversation, user=sam)
     say(conversation, "Sam here, how can I help?", author=Message.STAFF, user=sam)
     row = row_of(as_sam, conversation)
     assert row["waiting_since"] is None
@@ -306,7 +310,7 @@ def test_only_active_staff_can_be_assigned(demo, as_sam, db):
 
 def test_a_conversation_a_person_is_answering_cannot_be_left_without_them(demo, as_sam, sam):
     conversation = start_conversation(demo.maya)
-    services.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_take_over(conversation=conversation, user=sam)
     response = as_sam.post_json(url(conversation, "unassign"))
     assert response.status_code == 409
     assert "hand the conversation back" in response.json()["error"]

@@ -12,8 +12,12 @@ from django.test import Client
 
 from support.desk import demo as demo_data
 from support.models import Approval, Customer, Refund
-from tests.desk_factories import make_user, pending_refund_approval, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    make_user,
+    pending_refund_approval,
+    queued,  # noqa: F401  (fixture)
+    start_conversation,
+)
 
 
 def client_for(user) -> Client:

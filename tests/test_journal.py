@@ -147,8 +147,8 @@ def test_the_run_is_marked_alive_only_when_the_caller_says_a_beat_is_due(working
 # -- the runner's observer on top of it --------------------------------------------------------------------
 
 def test_after_its_own_append_the_run_asks_the_database_for_new_messages_only_when_someone_else_wrote(working):
-    from support.desk import runner
     from support.agent import types as agent
+    from support.desk import runner
 
     conversation, run = working
     observer = runner.DbObserver(run, conversation, "L", [], conversation.last_seq)

@@ -18,9 +18,9 @@ from django.test import Client
 
 from agentsite.asgi import application
 from support.customers import identity
-from support.ops import limits
 from support.desk import services
 from support.models import Message
+from support.ops import limits
 from tests.desk_factories import customer_messages, start_conversation
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 

@@ -17,9 +17,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from agentsite.asgi import application
-from support.live import events
 from support.customers import identity
 from support.desk import serializers, services
+from support.live import events
 from support.models import Message, Run, Step
 
 pytestmark = pytest.mark.django_db(transaction=True)

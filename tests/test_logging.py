@@ -18,8 +18,8 @@ import pytest
 from celery.signals import before_task_publish, task_postrun, task_prerun
 
 import support.worker  # noqa: F401  (its signal handlers)
-from support.ops import log_context
 from support.models import Run
+from support.ops import log_context
 from tests.desk_factories import start_conversation
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ from django.test import Client
 
 import support.worker  # noqa: F401  (its signal handlers bind the run's ids to the task's lines)
 from support.customers import identity
-from support.ops import log_context
 from support.models import Run
+from support.ops import log_context
 from support.tasks import run_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)

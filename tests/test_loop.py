@@ -9,7 +9,12 @@ import pytest
 from support.agent.loop import OUTCOME_TOOL, run_loop
 from support.agent.tools import Tool, ToolContext, ToolError
 from support.agent.types import (
-    AWAITING_APPROVAL, Decision, Limits, Observer, Step, Transcript,
+    AWAITING_APPROVAL,
+    Decision,
+    Limits,
+    Observer,
+    Step,
+    Transcript,
 )
 from tests.fake_model import Forever, ScriptedModel, answer, call, failing, reply
 

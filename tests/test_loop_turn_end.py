@@ -8,7 +8,12 @@ import pytest
 from support.agent.loop import SPIN_WARNING_PREFIX, run_loop
 from support.agent.tools import Tool, ToolContext
 from support.agent.types import (
-    AWAITING_APPROVAL, Decision, Limits, ModelError, Observer, Transcript,
+    AWAITING_APPROVAL,
+    Decision,
+    Limits,
+    ModelError,
+    Observer,
+    Transcript,
 )
 from tests.fake_model import Forever, ScriptedModel, answer, call, reply
 

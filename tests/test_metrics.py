@@ -16,12 +16,11 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from prometheus_client import REGISTRY
 
+from support.agent import types as agent
+from support.desk import runner, services
+from support.models import Run
 from support.ops import metrics
 from support.ops import scrape as exposition
-
-from support.desk import runner, services
-from support.agent import types as agent
-from support.models import Run
 from tests.desk_factories import pending_refund_approval, start_conversation
 from tests.standin_fixture import standin  # noqa: F401
 
@@ -136,7 +135,6 @@ def test_retries_and_failed_model_calls_are_counted():
 
 def test_a_workers_run_tasks_are_counted_by_what_happened_through_celerys_signals():
     from celery.signals import task_postrun, task_prerun
-
 
     from support.tasks import run_agent as task
 

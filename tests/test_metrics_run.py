@@ -13,14 +13,11 @@ import json
 import pytest
 from django.test import Client
 
-from support.live import events
-
-from support.ops import sweeper
-
 from support.customers import identity
-
-from support.desk import services
+from support.desk import gate, services
+from support.live import events
 from support.models import Approval, Run
+from support.ops import sweeper
 from support.tasks import run_agent, sweep
 from tests.desk_factories import make_user, start_conversation
 
@@ -68,7 +65,7 @@ def test_a_scripted_refund_run_moves_every_counter_an_operator_watches(desk, que
 
     # A person approves; the run resumes on the worker and answers.
     approval = Approval.objects.get(run=run)
-    services.approval_decide(approval=approval, user=make_user("lee", staff=True, group="leads"), approve=True)
+    gate.approval_decide(approval=approval, user=make_user("lee", staff=True, group="leads"), approve=True)
     run_agent.apply(args=[queued.pop()])
     run.refresh_from_db()
     assert (run.status, run.stop_reason) == (Run.STOPPED, "answered")

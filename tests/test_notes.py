@@ -10,12 +10,14 @@ import json
 import pytest
 from django.test import Client
 
-from support.desk import assistant, runner, services
-
 from support.customers import identity
+from support.desk import assistant, runner, services
 from support.models import Note, SavedReply
-from tests.desk_factories import make_user, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    make_user,
+    queued,  # noqa: F401  (fixture)
+    start_conversation,
+)
 from tests.fake_model import ScriptedModel, answer
 
 SECRET = "Customer has asked for 3 refunds this month; check before refunding again."

@@ -18,7 +18,6 @@ from django.test import Client
 from django.utils import timezone
 
 from support.customers import notify
-
 from support.desk import services
 from support.models import Conversation, FollowUp, Message
 from tests.smtp_fixture import smtp_inbox  # noqa: F401  (fixture)

@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from support.desk import assistant, runner, services
 from support.agent.loop import run_loop
 from support.agent.tools import Tool, ToolContext
 from support.agent.types import Observer, Transcript
+from support.desk import assistant, runner, services
 from support.models import Message, Step
 from tests.fake_model import ScriptedModel, answer, call, reply
 

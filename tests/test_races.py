@@ -20,8 +20,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from support.desk import runner, services
 from support.agent import types as agent
+from support.desk import gate, runner, services, takeover
 from support.models import Approval, Conversation, Message, Refund, Run, ToolCall
 from tests.desk_factories import REFUND_ARGUMENTS, pending_refund_approval, start_conversation
 from tests.standin_fixture import standin  # noqa: F401
@@ -87,11 +87,11 @@ def agent_refunds():
 
 
 def approve(approval, user=None):
-    return lambda: services.approval_decide(approval=approval, user=user, approve=True)
+    return lambda: gate.approval_decide(approval=approval, user=user, approve=True)
 
 
 def reject(approval, user=None):
-    return lambda: services.approval_decide(approval=approval, user=user, approve=False, reason="not this one")
+    return lambda: gate.approval_decide(approval=approval, user=user, approve=False, reason="not this one")
 
 
 # -- item: two gated calls of one run decided at the same instant --------------------------------------
@@ -104,7 +104,7 @@ def test_two_decisions_at_once_requeue_the_run_exactly_once(demo, queued, compet
             outcomes = at_once(approve(first), reject(second))
         else:
             make_expired(first)
-            outcomes = at_once(services.approvals_expire, approve(second))
+            outcomes = at_once(gate.approvals_expire, approve(second))
         assert not any(isinstance(o, Exception) for o in outcomes), outcomes
         assert Counter(queued)[run.pk] == 1, f"requeued {Counter(queued)[run.pk]} times"
         assert Run.objects.get(pk=run.pk).status == Run.QUEUED
@@ -116,8 +116,8 @@ def test_a_click_and_the_sweep_on_one_expired_approval_expire_it_once_and_the_cl
         approval = pending_refund_approval(start_conversation(demo.maya))
         approval = Approval.objects.select_related("tool_call").get(pk=approval.pk)
         make_expired(approval)
-        swept, clicked = at_once(services.approvals_expire, approve(approval, sam))
-        assert isinstance(clicked, services.ApprovalExpired), clicked
+        swept, clicked = at_once(gate.approvals_expire, approve(approval, sam))
+        assert isinstance(clicked, gate.ApprovalExpired), clicked
         assert swept in (0, 1)  # 0: the click expired it first
         approval.refresh_from_db()
         assert (approval.decision, approval.decided_by) == (Approval.EXPIRED, None)
@@ -133,19 +133,19 @@ def test_a_take_over_and_a_decision_at_once_neither_deadlock_nor_disagree(demo, 
         approval = Approval.objects.select_related("tool_call", "run__conversation").get(pk=approval.pk)
         conversation = approval.run.conversation
         decided, taken = at_once(approve(approval, sam),
-                                 lambda: services.conversation_take_over(conversation=conversation, user=sam))
+                                 lambda: takeover.conversation_take_over(conversation=conversation, user=sam))
         assert not isinstance(taken, Exception), taken  # a deadlock would be an OperationalError here
         assert decided is approval or isinstance(decided, services.AlreadyDecided), decided
         approval.refresh_from_db()
         run = Run.objects.get(pk=approval.run_id)
         assert (run.status, run.stop_reason) == (Run.STOPPED, "taken_over")
         results = list(conversation.messages.filter(role="tool", tool_call_id=approval.tool_call.call_id))
-        assert [m.content for m in results] == [services.TAKEN_OVER_RESULT]
+        assert [m.content for m in results] == [takeover.TAKEN_OVER_RESULT]
         assert ToolCall.objects.get(pk=approval.tool_call_id).status == ToolCall.REJECTED
         if decided is approval:  # the decision came first: it stands, and the record says the call never ran
-            assert (approval.decision, approval.not_run_reason) == (Approval.APPROVED, services.TAKEN_OVER)
+            assert (approval.decision, approval.not_run_reason) == (Approval.APPROVED, takeover.TAKEN_OVER)
         else:
-            assert approval.decision == Approval.EXPIRED and approval.reason == services.TAKEN_OVER
+            assert approval.decision == Approval.EXPIRED and approval.reason == takeover.TAKEN_OVER
         while queued:  # a resume queued before the take-over finds nothing to claim
             assert runner.run_execute(queued.pop()) == "not claimed"
     assert not agent_refunds().exists()
@@ -155,7 +155,7 @@ def test_a_take_over_and_a_customer_message_at_once_leave_no_run_going(demo, que
     for _ in range(TRIALS):
         conversation = start_conversation(demo.maya)
         _, outcome = at_once(lambda: services.conversation_post_message(conversation=conversation, text="Hello?"),
-                             lambda: services.conversation_take_over(conversation=conversation, user=sam))
+                             lambda: takeover.conversation_take_over(conversation=conversation, user=sam))
         assert not isinstance(outcome, Exception), outcome
         assert Conversation.objects.get(pk=conversation.pk).status == Conversation.TAKEN_OVER
         assert not Run.objects.filter(conversation=conversation, status__in=Run.ACTIVE).exists()
@@ -182,12 +182,12 @@ def test_a_worker_pausing_and_a_take_over_at_once_neither_deadlock_nor_leave_a_c
         run, observer, result = worker_about_to_pause(demo.maya)
         conversation = run.conversation
         paused, taken = at_once(lambda: runner._finish(run, conversation, "the-worker", observer, result),
-                                lambda: services.conversation_take_over(conversation=conversation, user=sam))
+                                lambda: takeover.conversation_take_over(conversation=conversation, user=sam))
         assert paused is True or isinstance(paused, runner.TakenOver), paused  # not a deadlock's error
         assert not isinstance(taken, Exception), taken
         run.refresh_from_db()
         assert (run.status, run.stop_reason) == (Run.STOPPED, "taken_over")
-        assert [m.content for m in conversation.messages.filter(role="tool")] == [services.TAKEN_OVER_RESULT]
+        assert [m.content for m in conversation.messages.filter(role="tool")] == [takeover.TAKEN_OVER_RESULT]
         assert not Approval.objects.filter(run=run, decided_at__isnull=True).exists()
 
 
@@ -210,7 +210,7 @@ def test_a_take_over_while_the_worker_runs_leaves_nothing_half_done_and_nothing_
 
         def take_over():
             threading.Event().wait(delay)
-            return services.conversation_take_over(conversation=conversation, user=sam)
+            return takeover.conversation_take_over(conversation=conversation, user=sam)
 
         worked, taken = at_once(lambda: runner.run_execute(run_id), take_over)
         assert not isinstance(worked, Exception) and not isinstance(taken, Exception), (worked, taken)
@@ -225,6 +225,6 @@ def test_a_take_over_while_the_worker_runs_leaves_nothing_half_done_and_nothing_
         refund_calls = [c["id"] for m in messages for c in m.tool_calls or [] if c["function"]["name"] == "issue_refund"]
         for call_id in refund_calls:  # an effect and its result commit together, or neither does
             result = next(m.content for m in messages if m.role == "tool" and m.tool_call_id == call_id)
-            assert agent_refunds().exists() == (result != services.TAKEN_OVER_RESULT), (trial, result)
+            assert agent_refunds().exists() == (result != takeover.TAKEN_OVER_RESULT), (trial, result)
         if not refund_calls:
             assert not agent_refunds().exists()

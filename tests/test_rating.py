@@ -14,15 +14,12 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from support.live import events
-
-from support.customers import identity
-
-from support.desk import inbox
 from support.agent import types as agent
+from support.customers import identity
+from support.desk import inbox
+from support.live import events
 from support.models import Conversation, Rating, Run
-from tests.desk_factories import make_user, record_events, start_conversation
-from tests.desk_factories import queued, widget  # noqa: F401  (fixtures)
+from tests.desk_factories import make_user, queued, record_events, start_conversation, widget  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

@@ -10,9 +10,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from support.desk import services, staff_actions
-
 from support.customers import words
+from support.desk import services, staff_actions
 from support.models import Message, Refund
 from support.models.shop import REFERENCE_ALPHABET, new_refund_reference
 from support.tools.refunds import issue_refund

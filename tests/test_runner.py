@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support.desk import runner, services
+from support.desk import gate, runner, services
 from support.models import Approval, Conversation, Message, Refund, Run, Step, ToolCall
 from tests.standin_fixture import standin  # noqa: F401
 
@@ -53,7 +53,7 @@ def test_a_gated_call_pauses_and_the_decision_resumes_it(desk, queued):
     approval = Approval.objects.get(run_id=run_id)
     assert approval.pending and approval.requested_arguments["amount"] == "64.00"
     assert not Refund.objects.filter(order__number="SU-41310").exists() and queued == []
-    services.approval_decide(approval=approval, user=None, approve=True)
+    gate.approval_decide(approval=approval, user=None, approve=True)
     assert queued == [run_id]  # the decision queued the resume
     assert runner.run_execute(queued.pop()) == "answered"
     assert Refund.objects.filter(order__number="SU-41310").count() == 1
@@ -65,7 +65,7 @@ def test_a_message_written_while_a_call_waits_is_read_after_the_calls_result(des
     runner.run_execute(run_id)
     _, same_run, _ = services.conversation_post_message(conversation=conversation, text="Any news?")
     assert same_run.pk == run_id and queued == []  # handed to the paused run, no second run
-    services.approval_decide(approval=Approval.objects.get(run_id=run_id), user=None, approve=False,
+    gate.approval_decide(approval=Approval.objects.get(run_id=run_id), user=None, approve=False,
                              reason="the carrier is still searching")
     # The stand-in enforces OpenAI's ordering rules: a misplaced message would be a 400 (model_error).
     assert runner.run_execute(queued.pop()) == "answered"
@@ -128,7 +128,7 @@ def test_an_escalation_approved_ends_the_run_escalated_and_waits_for_a_person(de
         if status != "awaiting_approval":
             break
         for approval in Approval.objects.filter(run_id=run_id, decided_at__isnull=True):
-            services.approval_decide(approval=approval, user=None, approve=True)
+            gate.approval_decide(approval=approval, user=None, approve=True)
         run_id = queued.pop()
     assert status == "escalated"
     conversation.refresh_from_db()

@@ -11,7 +11,16 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from support.models import (
-    Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, Scan, Seller, SellerMessage,
+    Charge,
+    Customer,
+    Order,
+    OrderItem,
+    Parcel,
+    PolicyDocument,
+    Refund,
+    Scan,
+    Seller,
+    SellerMessage,
 )
 
 SHOP_MODELS = [Customer, Seller, PolicyDocument, Order, OrderItem, Charge, Parcel, Scan, Refund, SellerMessage]

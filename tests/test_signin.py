@@ -13,11 +13,10 @@ import threading
 import pytest
 from django.test import Client
 
-from support.customers import identity, signin
-
-from support.ops import limits
 from support.agent.tools import ToolContext, ToolError
+from support.customers import identity, signin
 from support.models import Conversation
+from support.ops import limits
 from support.tools.common import customer_orders, order_for_customer
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.smtp_fixture import smtp_inbox  # noqa: F401  (fixture)

@@ -20,8 +20,12 @@ from django.test import Client
 
 from support.desk import staff_actions
 from support.models import Conversation, Message, Order, Refund, SellerMessage, StaffAction
-from tests.desk_factories import make_user, record_events, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    make_user,
+    queued,  # noqa: F401  (fixture)
+    record_events,
+    start_conversation,
+)
 
 
 @pytest.fixture

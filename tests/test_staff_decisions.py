@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta, timezone as dt_timezone
+from datetime import timedelta
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from support.desk import permissions, services
+from support.desk import gate, permissions, services
 from support.models import Approval
-from tests.desk_factories import REFUND_ARGUMENTS, pending_refund_approval, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    REFUND_ARGUMENTS,
+    pending_refund_approval,
+    queued,  # noqa: F401  (fixture)
+    start_conversation,
+)
 
 
 def agent(username: str, **names):
@@ -117,16 +122,16 @@ def test_someone_without_a_full_name_is_named_by_username(login, approval):
 
 
 def test_a_decision_of_another_day_is_named_with_its_date(sam_lee, approval, queued):
-    services.approval_decide(approval=approval, user=sam_lee, approve=True)
+    gate.approval_decide(approval=approval, user=sam_lee, approve=True)
     decided_at = timezone.now() - timedelta(days=3)
     Approval.objects.filter(pk=approval.pk).update(decided_at=decided_at)
     with pytest.raises(services.AlreadyDecided) as refused:
-        services.approval_decide(approval=approval, user=sam_lee, approve=False, reason="no")
+        gate.approval_decide(approval=approval, user=sam_lee, approve=False, reason="no")
     utc = decided_at.astimezone(dt_timezone.utc)
     assert str(refused.value) == f"Sam Lee already approved this at {utc:%H:%M} UTC on {utc:%d %b %Y}."
 
 
 def test_a_decision_made_by_the_system_says_so(approval, sam_lee, queued):
-    services.approval_decide(approval=approval, user=None, approve=True)  # as the auto-approval policy does
+    gate.approval_decide(approval=approval, user=None, approve=True)  # as the auto-approval policy does
     with pytest.raises(services.AlreadyDecided, match=r"^The system already approved this at \d\d:\d\d UTC\.$"):
-        services.approval_decide(approval=approval, user=sam_lee, approve=True)
+        gate.approval_decide(approval=approval, user=sam_lee, approve=True)

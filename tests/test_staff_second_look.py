@@ -20,11 +20,16 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agentsite.asgi import application
-from support.live import events
 from support.desk import permissions, serializers, services
+from support.live import events
 from support.models import Approval, Message
-from tests.desk_factories import make_user, pending_refund_approval, record_events, start_conversation
-from tests.desk_factories import queued  # noqa: F401  (fixture)
+from tests.desk_factories import (
+    make_user,
+    pending_refund_approval,
+    queued,  # noqa: F401  (fixture)
+    record_events,
+    start_conversation,
+)
 
 CANCEL = "cancel, I don't want the refund"
 

@@ -22,8 +22,8 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 
 from agentsite.asgi import application
-from support.live import events
 from support.desk import services
+from support.live import events
 from support.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)

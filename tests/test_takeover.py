@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from support.desk import runner, services
+from support.desk import gate, runner, services, takeover
 from support.models import Approval, Conversation, Message, Refund, Run, Step, ToolCall
 from tests.standin_fixture import standin  # noqa: F401
 
@@ -71,7 +71,7 @@ def test_a_working_run_stops_at_once_and_its_late_reply_is_neither_saved_nor_act
         assert time.monotonic() < deadline
         time.sleep(0.02)
     time.sleep(0.3)
-    services.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_take_over(conversation=conversation, user=sam)
     run = Run.objects.get(conversation=conversation)
     assert (run.status, run.stop_reason, run.lease) == ("stopped", "taken_over", "")  # now, not later
     worker.join(10)
@@ -114,9 +114,9 @@ def test_after_a_hand_back_the_agent_answers_what_the_customer_writes_next(desk,
 
 def test_handing_back_with_nothing_unanswered_starts_no_run(desk, queued, sam):
     conversation, _ = paused_refund(desk, queued)
-    services.conversation_take_over(conversation=conversation, user=sam)
-    services.conversation_staff_reply(conversation=conversation, user=sam, text="All sorted, refund issued.")
-    assert services.conversation_hand_back(conversation=conversation, user=sam) is None and queued == []
+    takeover.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_staff_reply(conversation=conversation, user=sam, text="All sorted, refund issued.")
+    assert takeover.conversation_hand_back(conversation=conversation, user=sam) is None and queued == []
 
 
 def test_an_approved_call_not_yet_run_is_answered_as_not_run_and_never_runs_after_hand_back(desk, queued, sam):
@@ -124,17 +124,17 @@ def test_an_approved_call_not_yet_run_is_answered_as_not_run_and_never_runs_afte
     # not happen later behind their back, nor be asked for again under a new approval.
     conversation, run = paused_refund(desk, queued)
     approval = Approval.objects.get(run=run)
-    services.approval_decide(approval=approval, user=sam, approve=True)
+    gate.approval_decide(approval=approval, user=sam, approve=True)
     assert queued == [run.pk]
-    services.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_take_over(conversation=conversation, user=sam)
     approval.refresh_from_db()
     call = ToolCall.objects.get(pk=approval.tool_call_id)
-    assert (approval.decision, approval.decided_by, approval.not_run_reason) == ("approved", sam, services.TAKEN_OVER)
-    assert (call.status, call.result) == (ToolCall.REJECTED, services.TAKEN_OVER_RESULT)
-    assert conversation.messages.get(role="tool", tool_call_id=call.call_id).content == services.TAKEN_OVER_RESULT
+    assert (approval.decision, approval.decided_by, approval.not_run_reason) == ("approved", sam, takeover.TAKEN_OVER)
+    assert (call.status, call.result) == (ToolCall.REJECTED, takeover.TAKEN_OVER_RESULT)
+    assert conversation.messages.get(role="tool", tool_call_id=call.call_id).content == takeover.TAKEN_OVER_RESULT
     assert runner.run_execute(queued.pop()) == "not claimed"  # the resume finds the run stopped
 
-    services.conversation_hand_back(conversation=conversation, user=sam)
+    takeover.conversation_hand_back(conversation=conversation, user=sam)
     services.conversation_post_message(conversation=conversation, text="Hello? Any news?")
     second = Run.objects.get(pk=queued[-1])
     assert runner.run_execute(queued.pop()) == "answered"
@@ -154,13 +154,13 @@ def test_a_half_run_call_of_a_queued_run_is_answered_as_not_run_and_not_run_agai
                             wire={"role": "assistant", "content": None, "tool_calls": [call]})
     ToolCall.objects.create(run=run, call_id="call_track_1", name="get_order", arguments={"order_id": "SU-41210"},
                             status=ToolCall.RUNNING, attempts=1, idempotency_key=f"{run.public_id}:call_track_1")
-    services.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_take_over(conversation=conversation, user=sam)
     run.refresh_from_db()
     assert (run.status, run.stop_reason) == ("stopped", "taken_over")
     assert ToolCall.objects.get(run=run).status == ToolCall.REJECTED
-    assert conversation.messages.get(role="tool").content == services.TAKEN_OVER_RESULT
+    assert conversation.messages.get(role="tool").content == takeover.TAKEN_OVER_RESULT
 
-    services.conversation_hand_back(conversation=conversation, user=sam)
+    takeover.conversation_hand_back(conversation=conversation, user=sam)
     services.conversation_post_message(conversation=conversation, text="And SU-41310?")
     second = Run.objects.get(pk=queued[-1])
     assert runner.run_execute(queued.pop()) == "answered"
@@ -181,8 +181,8 @@ def test_handing_back_a_stalled_run_answers_its_open_calls_as_not_run_first(desk
     Run.objects.filter(pk=run.pk).update(status=Run.STOPPED, stop_reason=Run.STALLED)
     services.conversation_flag(conversation_id=conversation.pk, reason="the agent's run stalled")
     services.conversation_post_message(conversation=conversation, text="Hello?")
-    second = services.conversation_hand_back(conversation=conversation, user=sam)
+    second = takeover.conversation_hand_back(conversation=conversation, user=sam)
     result = conversation.messages.get(role="tool", tool_call_id="call_track_2")
-    assert result.content == f"ERROR: not run: {services.HANDED_BACK}"
+    assert result.content == f"ERROR: not run: {takeover.HANDED_BACK}"
     assert runner.run_execute(queued.pop()) == "answered"
     assert not Step.objects.filter(run=second, call_id="call_track_2").exists()

@@ -14,11 +14,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.test import Client
 
-from support.desk import assistant, runner, services
-
-from support.customers import identity, notify
-from support.models import Conversation, FollowUp, Message
 from standin import facts
+from support.customers import identity, notify
+from support.desk import assistant, runner, services
+from support.models import Conversation, FollowUp, Message
 
 
 def start(body):

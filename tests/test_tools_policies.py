@@ -143,8 +143,8 @@ def test_it_returns_no_results_for_a_query_of_stop_words(ctx_for):
 @pytest.mark.django_db
 def test_an_edit_saved_in_this_process_is_searched_at_once_and_one_from_elsewhere_within_the_cache_time(
         demo, monkeypatch):
-    from support.shop import search
     from support.models import PolicyDocument
+    from support.shop import search
 
     def titles(query):
         return [r["title"] for r in search_policy(None, query=query)["results"]]

@@ -11,7 +11,6 @@ from decimal import Decimal
 from unittest import mock
 
 import pytest
-
 from django.db import connection
 
 from support.agent.tools import ToolError

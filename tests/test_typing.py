@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from support.live import events
-
 from support.customers import identity
+from support.live import events
 from tests.desk_factories import make_user, record_events, start_conversation
 
 

@@ -18,9 +18,34 @@ from .compaction import compact, estimate_tokens
 from .summary import handoff_summary
 from .tools import Tool, ToolContext, ToolError
 from .types import (
-    ANSWERED, AWAITING_APPROVAL, EMPTY_REPLY, ESCALATED, HANDED_TO_PERSON, MODEL_ERROR, OUTCOMES, OVER_BUDGET,
-    QUOTA_EXCEEDED, REJECTED_AGAIN, CONVERSATION_BUDGET, SPINNING, STOPPED, TURN_LIMIT, UNSTATED, Decision, Limits, Model, ModelError, ModelReply,
-    Observer, PendingCall, RunResult, Spent, Step, ToolCall, Transcript, parse_arguments,
+    ANSWERED,
+    AWAITING_APPROVAL,
+    CONVERSATION_BUDGET,
+    EMPTY_REPLY,
+    ESCALATED,
+    HANDED_TO_PERSON,
+    MODEL_ERROR,
+    OUTCOMES,
+    OVER_BUDGET,
+    QUOTA_EXCEEDED,
+    REJECTED_AGAIN,
+    SPINNING,
+    STOPPED,
+    TURN_LIMIT,
+    UNSTATED,
+    Decision,
+    Limits,
+    Model,
+    ModelError,
+    ModelReply,
+    Observer,
+    PendingCall,
+    RunResult,
+    Spent,
+    Step,
+    ToolCall,
+    Transcript,
+    parse_arguments,
 )
 
 OUTCOME_TOOL = Tool(

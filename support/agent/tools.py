@@ -5,10 +5,9 @@ Tools that touch the shop live in support/tools/; they build these values. The l
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
-
-import json
 
 import jsonschema
 

@@ -25,11 +25,9 @@ from django.utils import timezone
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from support.customers import cleaning
-
-from support.ops import limits
-
-from support.models import Attachment, Conversation, Message
+from support.models import Attachment, Message
 from support.models.attachments import attachment_storage, remove_stored
+from support.ops import limits
 
 log = logging.getLogger(__name__)
 

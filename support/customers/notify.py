@@ -28,9 +28,9 @@ from django.utils import dateformat, timezone, translation
 from django.utils.translation import gettext, ngettext
 
 from support.customers import languages
-from support.models import Conversation, Customer, FollowUp, Message, ReplyEmailOptOut
 from support.customers.identity import parse_uuid
 from support.customers.words import staff_name
+from support.models import Conversation, Customer, FollowUp, Message, ReplyEmailOptOut
 
 log = logging.getLogger(__name__)
 

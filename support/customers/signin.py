@@ -22,9 +22,8 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 
 from support.customers import identity
-
-from support.ops import limits
 from support.models import Customer, Order
+from support.ops import limits
 
 log = logging.getLogger(__name__)
 

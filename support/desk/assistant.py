@@ -12,10 +12,10 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from support.agent.llm import OpenAIModel
-from support.agent.types import Limits, Transcript
-from support.tools import SHOP_TOOLS
 from support.agent.loop import OUTCOME_TOOL
+from support.agent.types import Limits, Transcript
 from support.customers.notify import zone_of
+from support.tools import SHOP_TOOLS
 
 SYSTEM_PROMPT = """You are Sundry's customer support agent. Sundry is a marketplace: orders ship from \
 Sundry's own warehouse or from marketplace sellers, and sellers may add their own policy supplements.

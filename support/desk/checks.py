@@ -1,6 +1,7 @@
 """Start-up checks: configuration the desk cannot run correctly with, said before the first run fails."""
 
 from django.core import checks
+
 from support.desk.assistant import model_price_problem
 
 

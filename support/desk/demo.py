@@ -14,9 +14,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from support.desk import permissions
-
 from support.models import (
-    Charge, Customer, Order, OrderItem, Parcel, PolicyDocument, Refund, SavedReply, Scan, Seller, SellerMessage,
+    Charge,
+    Customer,
+    Order,
+    OrderItem,
+    Parcel,
+    PolicyDocument,
+    Refund,
+    SavedReply,
+    Scan,
+    Seller,
+    SellerMessage,
 )
 
 CUSTOMERS = [

@@ -12,12 +12,10 @@ import unicodedata
 
 from django.db import transaction
 
-from support.customers import cleaning, languages
-
-from support.live import events
-
-from support.desk import serializers
 from support.agent import types as agent
+from support.customers import cleaning, languages
+from support.desk import serializers
+from support.live import events
 from support.models import Conversation, Message, Rating, Run
 
 

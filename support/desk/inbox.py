@@ -13,12 +13,11 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from support.live import events
-
 from support.desk import feedback, permissions
+from support.desk.selectors_inbox import person_json
+from support.live import events
 from support.models import Conversation, Run
 from support.models.desk import ConversationRead, InboxEvent
-from support.desk.selectors_inbox import person_json
 
 
 class InboxConflict(Exception):

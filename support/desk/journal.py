@@ -26,8 +26,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from support.desk import services
-from support.models import Conversation, Message, Run, Step, ToolCall
 from support.desk.services import LeaseLost
+from support.models import Conversation, Message, Run, Step, ToolCall
 
 
 @dataclass

@@ -11,8 +11,8 @@ import sys
 import time
 import uuid
 from contextlib import ExitStack, contextmanager
-from datetime import timedelta
 from dataclasses import replace
+from datetime import timedelta
 from decimal import Decimal
 from functools import partial
 
@@ -20,18 +20,15 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
 
-from support.desk import assistant, notices, journal, serializers, services
-
-from support.customers import attachments, languages
-
-from support.ops import metrics
 from support.agent import types as agent
 from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
+from support.customers import attachments, languages
+from support.desk import assistant, journal, notices, serializers, services, takeover
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
+from support.ops import metrics
 from support.tools import tool_by_name
 
 log = logging.getLogger(__name__)
@@ -451,7 +448,7 @@ def _stop_with(run: Run, lease: str, reason: str, detail: str) -> str:
                 status=Run.STOPPED, stop_reason=reason, lease="", finished_at=timezone.now(), detail=detail[:2000],
                 outcome=agent.HANDED_TO_PERSON, summary=handoff_summary(history, reason, detail)):
             return "lease lost"
-        services.tool_calls_close_open(conversation, [run], "the run was stopped")
+        takeover.tool_calls_close_open(conversation, [run], "the run was stopped")
         services.message_append(conversation=conversation, author=Message.SYSTEM, run=run,
                                 wire={"role": "assistant", "content": languages.say(conversation, notices.STOPPED)})
         services.conversation_flag(conversation_id=conversation.pk, reason=f"{reason}: {detail}")
@@ -535,7 +532,7 @@ def _stop_taken_over(run: Run, lease: str) -> None:
     could not stop (none today), and does nothing once the lease is gone."""
     if Run.objects.filter(pk=run.pk, lease=lease).update(
             status=Run.STOPPED, stop_reason=agent.TAKEN_OVER, lease="", finished_at=timezone.now(),
-            detail=services.TAKEN_OVER):
+            detail=takeover.TAKEN_OVER):
         serializers.publish_run(Run.objects.get(pk=run.pk))
     log.info("run %s: taken over by staff; the worker stops", run.public_id)
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from django.db.models import Count, IntegerField, OuterRef, Prefetch, Subquery
 from django.db.models.functions import Coalesce
 
-from support.desk import serializers
 from support.customers.identity import parse_uuid
+from support.desk import serializers
 from support.models import Approval, Conversation, Message, Run, Step
 
 APPROVAL_STATUSES = ("pending", "decided", "all")

@@ -18,12 +18,12 @@ from decimal import Decimal, InvalidOperation
 from django.conf import settings
 from django.utils import timezone
 
-from support.desk import permissions
 from support.agent.tools import ToolContext
+from support.customers.attachments import attachment_json, placeholder
+from support.desk import permissions
 from support.models import Approval, Attachment, Message, Order
 from support.tools import tool_by_name
 from support.tools.common import customer_orders, money
-from support.customers.attachments import attachment_json, placeholder
 from support.tools.sellers import needs_person
 
 HISTORY_READ = 300  # messages before the request read for tool results: a run never needs more
@@ -80,7 +80,7 @@ def approval_context(approval: Approval) -> dict:
 
 def effective_expiry(approval: Approval) -> datetime:
     """When no decision is accepted any more: the expiry stamped when asked, or sooner when the timeout was
-    shortened since (services._expired reads the same two)."""
+    shortened since (gate._expired reads the same two)."""
     by_timeout = approval.requested_at + timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS)
     return min(approval.expires_at, by_timeout) if approval.expires_at else by_timeout
 

@@ -15,9 +15,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from support.desk.feedback import rating_json
 from support.models import Approval, Conversation, Message, Order, Rating, Run
 from support.models.desk import ConversationRead, InboxEvent
-from support.desk.feedback import rating_json
 
 AGENT_WORKING, WAITING_APPROVAL, NEEDS_PERSON = "agent_working", "waiting_approval", "needs_person"
 WITH_PERSON, RESOLVED, CLOSED = "with_person", "resolved", "closed"

@@ -6,12 +6,11 @@ results or the trace. Public ids only; integer keys never leave the server.
 
 from __future__ import annotations
 
-from support.live import events
-
-from support.desk import permissions, selectors_approvals
-from support.models import Approval, Conversation, Message, Run, Step
 from support.customers.attachments import message_fields
 from support.customers.words import staff_name
+from support.desk import permissions, selectors_approvals
+from support.live import events
+from support.models import Approval, Conversation, Message, Run, Step
 
 
 def _ts(value) -> str | None:

@@ -27,12 +27,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext_lazy as _
 
-from support.customers import cleaning, languages
-
-from support.live import events
-
-from support.desk import permissions, serializers, services
 from support.agent.tools import ToolContext, ToolError
+from support.customers import cleaning, languages
+from support.desk import permissions, serializers, services
+from support.live import events
 from support.models import Conversation, Message, Note, Order, Refund, SavedReply, SellerMessage, StaffAction
 from support.tools.common import money, order_for_customer, parse_amount
 from support.tools.sellers import message_seller

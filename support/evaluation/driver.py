@@ -25,14 +25,22 @@ from django.db.models import Count, F, Max, Sum
 from django.test.utils import override_settings
 from PIL import Image
 
-from support.live import events
-
-from support.desk import runner, services, uploads
-
 from support import tasks
+from support.desk import gate, runner, services, uploads
 from support.desk.demo import demo_staff_user, seed_demo
+from support.live import events
 from support.models import (
-    Approval, Conversation, Customer, Message, Order, Refund, Run, Scan, SellerMessage, Step, ToolCall,
+    Approval,
+    Conversation,
+    Customer,
+    Message,
+    Order,
+    Refund,
+    Run,
+    Scan,
+    SellerMessage,
+    Step,
+    ToolCall,
 )
 
 from .criteria import Check, Observed, check
@@ -220,7 +228,7 @@ def _work(conversation: Conversation, staff, decisions: list[Decision], scope: s
     raise RuntimeError(f"{scope}: more than {MAX_RUNS_PER_TURN} runs in one turn")
 
 
-REFUSALS = ((services.NeedsSecondLook, "needs_second_look"), (services.ApprovalExpired, "expired"),
+REFUSALS = ((gate.NeedsSecondLook, "needs_second_look"), (gate.ApprovalExpired, "expired"),
             (services.AlreadyDecided, "already_decided"), (services.InvalidArguments, "invalid_arguments"))
 
 
@@ -229,10 +237,10 @@ def _decide(approval: Approval, decision: Decision, staff, scope: str) -> dict:
     refused, message = "", ""
     try:
         if decision.action == "reject":
-            services.approval_decide(approval=approval, user=staff, approve=False, reason=decision.reason)
+            gate.approval_decide(approval=approval, user=staff, approve=False, reason=decision.reason)
         else:
             arguments = {**approval.requested_arguments, **decision.arguments} if decision.action == "edit" else None
-            services.approval_decide(approval=approval, user=staff, approve=True, arguments=arguments,
+            gate.approval_decide(approval=approval, user=staff, approve=True, arguments=arguments,
                                      confirm_seen=decision.confirm_seen)
     except tuple(kind for kind, _ in REFUSALS) as e:
         refused = next(code for kind, code in REFUSALS if isinstance(e, kind))

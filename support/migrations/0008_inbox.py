@@ -6,7 +6,6 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-
 VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel", "scan", "policydocument", "refund",
             "sellermessage", "conversation", "message", "run", "step", "toolcall", "approval", "inboxevent")
 GROUPS = {"Support agents": [f"view_{m}" for m in VIEWABLE],

@@ -152,7 +152,7 @@ def _model_name() -> str:
 
 
 def approval_decided(approval) -> None:
-    """A person's decision was written (services.approval_decide): how long the approval waited."""
+    """A person's decision was written (gate.approval_decide): how long the approval waited."""
     if approval.decided_at and approval.requested_at and approval.decision in ("approved", "rejected"):
         DECISION_SECONDS.labels(approval.decision).observe(
             max((approval.decided_at - approval.requested_at).total_seconds(), 0.0))

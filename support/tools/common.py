@@ -7,9 +7,8 @@ from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 
 from support.agent.tools import ToolContext, ToolError
-from support.models import Order
 from support.customers.identity import parse_uuid
-from support.models import Conversation
+from support.models import Conversation, Order
 
 ORDER_ID = {"type": "string", "pattern": "^SU-[0-9]{1,8}$", "maxLength": 11, "description": 'e.g. "SU-41207"'}
 _AMOUNT = re.compile(r"[0-9]{1,7}(\.[0-9]{1,2})?")

@@ -13,7 +13,6 @@ from support.agent.tools import Tool, ToolContext, ToolError
 from support.models import Order, SellerMessage
 from support.tools.common import ORDER_ID, call_key, order_for_customer
 
-
 # What a seller never needs to fulfil, replace or refund an order: how to reach the customer. A message
 # carrying any of it waits for a person's approval (see contact_data and the approval policy).
 _EMAIL = re.compile(r"[^\s@<>()]+@[^\s@<>()]+\.[a-z]{2,}", re.IGNORECASE)

@@ -17,16 +17,10 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 from django.conf import settings
 
 from support.customers import cleaning, identity, notify, words
-
+from support.desk import permissions, selectors, serializers, services
 from support.live import events
-
-from support.ops import limits
-
-from support.desk import selectors, serializers, services
-from support.ops import metrics
-from support.models import Conversation
-from support.desk import permissions
-from support.models import Approval
+from support.models import Approval, Conversation
+from support.ops import limits, metrics
 from support.web.views.common import body_limit
 
 log = logging.getLogger(__name__)

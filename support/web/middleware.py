@@ -89,7 +89,8 @@ def _is_redis_outage(exception: BaseException) -> bool:
     """Redis read or written before anything was saved (a counter, a cache). Not Celery's broker errors:
     a run is sent only after its transaction committed, and services.run_enqueue keeps those to itself;
     one that escaped anyway must not be told "retry" for something that was saved."""
-    from redis.exceptions import ConnectionError as RedisConnectionError, TimeoutError as RedisTimeout
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeout
 
     return isinstance(exception, (RedisConnectionError, RedisTimeout))
 

@@ -39,8 +39,9 @@ def _browser_database_url() -> str:
         var = Path(os.environ.get("VAR_DIR") or ROOT / "var")
         var.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{var / 'browser-test.sqlite3'}"
-    import psycopg
     from urllib.parse import urlparse
+
+    import psycopg
 
     parsed = urlparse(url)
     name = parsed.path.lstrip("/") + "_browser"

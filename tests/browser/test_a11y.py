@@ -21,6 +21,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from support.desk import gate
 from support.models import Approval, Customer
 from tests.browser.conftest import ROOT, STAFF_LOGIN
 
@@ -101,7 +102,7 @@ def expire(approvals) -> None:
 
     Approval.objects.filter(pk__in=[a.pk for a in approvals], decided_at__isnull=True).update(
         expires_at=timezone.now() - timedelta(seconds=1))
-    services.approvals_expire()
+    gate.approvals_expire()
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +112,8 @@ def desk(site):
     note; and a second card in the queue. Written as the customer API does, through the desk's services."""
     from django.contrib.auth import get_user_model
 
-    from support.live import events
-
     from support.desk import services
+    from support.live import events
     from support.models import Note
     from tests.desk_factories import pending_refund_approval, start_conversation
 

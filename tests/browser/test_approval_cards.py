@@ -13,6 +13,7 @@ from decimal import Decimal
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from support.desk import gate
 from support.models import Approval, Customer, Order, Refund
 from tests.browser.conftest import ROOT, agent_messages, ask, open_widget, widget_conversation
 
@@ -43,7 +44,7 @@ def nothing_else_waiting() -> None:
     from support.desk import services
 
     Approval.objects.filter(decided_at__isnull=True).update(expires_at=timezone.now() - timedelta(seconds=1))
-    services.approvals_expire()
+    gate.approvals_expire()
 
 
 def test_a_partial_refund_decided_from_the_card_is_told_to_the_customer(site, customer_page, staff_page,
@@ -223,7 +224,7 @@ def test_the_card_counts_down_and_says_how_it_expired(site, staff_page):
 
     # The sweeper expires it while the card is on screen: the card says so, live, and who decided (no one).
     Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    services.approvals_expire()
+    gate.approvals_expire()
     expect(card).to_have_attribute("data-status", "expired", timeout=10000)
     expect(card.get_by_test_id("approval-decision")).to_have_text("Expired: no one decided in time, so it did not run")
     expect(card.get_by_test_id("approval-reason")).to_contain_text("no one decided within")

@@ -15,11 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from support.live import events
-
 from support.customers import notify
-
-from support.desk import services
+from support.desk import services, takeover
+from support.live import events
 from support.models import Conversation, FollowUp, Message
 from tests.browser.conftest import agent_messages, ask, open_widget, widget_conversation
 from tests.browser.inbox_helpers import screens
@@ -31,8 +29,8 @@ def staff_reply(conversation_id: str, text: str) -> None:
     sam = get_user_model().objects.get(username="staff")
     if conversation.status != Conversation.TAKEN_OVER:
         with transaction.atomic():
-            services.conversation_take_over(conversation=conversation, user=sam)
-    services.conversation_staff_reply(conversation=conversation, user=sam, text=text)
+            takeover.conversation_take_over(conversation=conversation, user=sam)
+    takeover.conversation_staff_reply(conversation=conversation, user=sam, text=text)
     events.publisher.flush()
 
 

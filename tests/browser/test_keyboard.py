@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from support.desk import services
+from support.desk import gate, services
 from support.models import Approval, Customer, Message
 from tests.browser.conftest import ROOT
 
@@ -31,7 +31,7 @@ def seen(page, name: str) -> None:
 def nothing_else_waiting() -> None:
     """Earlier tests' approvals out of the queue, so the keyboard meets only this test's cards."""
     Approval.objects.filter(decided_at__isnull=True).update(expires_at=timezone.now() - timedelta(seconds=1))
-    services.approvals_expire()
+    gate.approvals_expire()
 
 
 def waiting_refund(email: str, order: str, amount: str, *, written_since: str = "") -> Approval:

@@ -9,9 +9,8 @@ import re
 from django.db import transaction
 from playwright.sync_api import expect
 
-from support.live import events
-
 from support.desk import services
+from support.live import events
 from support.models import Conversation
 from tests.browser.conftest import agent_messages, ask, open_widget, refundable_again, widget_conversation
 from tests.browser.inbox_helpers import ALEX, alex_user, login, row, screens

@@ -8,7 +8,13 @@ from playwright.sync_api import expect
 
 from support.models import Conversation, Message, Run, Step
 from tests.browser.conftest import (
-    SocketCutter, agent_messages, ask, open_widget, shot, wait_for_streaming, widget_conversation,
+    SocketCutter,
+    agent_messages,
+    ask,
+    open_widget,
+    shot,
+    wait_for_streaming,
+    widget_conversation,
 )
 
 WIDGET_MESSAGES = """(nodes) => nodes.map((n) => ({

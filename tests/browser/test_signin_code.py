@@ -10,7 +10,7 @@ import urllib.request
 import redis
 from playwright.sync_api import expect
 
-from tests.browser.conftest import PORTS, ask, agent_messages, shot
+from tests.browser.conftest import PORTS, agent_messages, ask, shot
 
 MAYA, ORDER = "maya@example.com", "SU-41207"
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from support.desk import services
+from support.desk import gate, services
 from support.models import Approval, Conversation, Message, Refund, Run, ToolCall
 
 from .conftest import ask, assert_history_sound, assert_trace_complete, customer_messages, final_answer, wait_run
@@ -47,7 +47,7 @@ def test_a_gated_refund_pauses_without_holding_a_worker_and_approval_resumes_it(
     assert wait_run(other_run, Run.STOPPED).stop_reason == "answered"
     assert Run.objects.get(pk=run.pk).status == Run.AWAITING_APPROVAL
 
-    services.approval_decide(approval=approval, user=staff, approve=True)
+    gate.approval_decide(approval=approval, user=staff, approve=True)
     run = wait_run(run, Run.STOPPED)
     # attempts counts the claims since the last clean pause: the resume is the first.
     assert (run.stop_reason, run.outcome, run.attempts) == ("answered", "resolved", 1)
@@ -65,7 +65,7 @@ def test_a_rejection_is_explained_to_the_customer_with_the_staff_reason(demo, wo
     worker()
     conversation, run, approval = paused_for_refund(demo.maya)
     reason = "the courier has opened an investigation that must finish first"
-    services.approval_decide(approval=approval, user=staff, approve=False, reason=reason)
+    gate.approval_decide(approval=approval, user=staff, approve=False, reason=reason)
 
     run = wait_run(run, Run.STOPPED)
     assert (run.stop_reason, run.outcome) == ("answered", "not_resolved")
@@ -83,7 +83,7 @@ def test_an_approval_with_edited_arguments_executes_the_edit(demo, worker, staff
     worker()
     conversation, run, approval = paused_for_refund(demo.maya)
     edited = {**approval.requested_arguments, "amount": "30.00"}
-    services.approval_decide(approval=approval, user=staff, approve=True, arguments=edited)
+    gate.approval_decide(approval=approval, user=staff, approve=True, arguments=edited)
 
     run = wait_run(run, Run.STOPPED)
     assert (run.stop_reason, run.outcome) == ("answered", "resolved")
@@ -105,7 +105,7 @@ def test_two_simultaneous_decisions_on_one_approval_write_exactly_one(demo, work
         try:
             mine = Approval.objects.get(pk=approval.pk)  # each thread: its own connection, its own copy
             barrier.wait(timeout=10)
-            services.approval_decide(approval=mine, user=staff, approve=True,
+            gate.approval_decide(approval=mine, user=staff, approve=True,
                                      arguments={**mine.requested_arguments, "amount": amount})
             outcomes[amount] = "decided"
         except services.AlreadyDecided:
@@ -137,8 +137,8 @@ def test_an_expired_approval_is_rejected_by_the_system_and_goes_to_a_person(demo
     # Nobody decided in time: make the request older than APPROVAL_TIMEOUT_SECONDS (both processes' value).
     too_old = timezone.now() - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS + 60)
     Approval.objects.filter(pk=approval.pk).update(requested_at=too_old)
-    assert services.approvals_expire() == 1
-    assert services.approvals_expire() == 0  # written once
+    assert gate.approvals_expire() == 1
+    assert gate.approvals_expire() == 0  # written once
 
     run = wait_run(run, Run.STOPPED)
     assert run.stop_reason == "answered" and run.outcome == "handed_to_person"  # a person follows up
@@ -165,7 +165,7 @@ def test_a_message_written_while_awaiting_approval_is_read_after_the_calls_resul
     assert message.seq == call_message.seq + 1
     assert Run.objects.get(pk=run.pk).status == Run.AWAITING_APPROVAL
 
-    services.approval_decide(approval=approval, user=staff, approve=True)
+    gate.approval_decide(approval=approval, user=staff, approve=True)
     run = wait_run(run, Run.STOPPED)
     # The stand-in answers 400 to a history where the customer's message splits a call from its result,
     # which would stop the run with model_error.

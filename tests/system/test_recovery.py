@@ -8,12 +8,19 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from support.desk import services
+from support.desk import gate, services
 from support.models import Approval, Conversation, Message, Refund, Run, SellerMessage, ToolCall
 
 from .conftest import (
-    ask, assert_history_sound, assert_trace_complete, customer_messages, final_answer, requeue_when_stale, snapshot,
-    wait_for, wait_run,
+    ask,
+    assert_history_sound,
+    assert_trace_complete,
+    customer_messages,
+    final_answer,
+    requeue_when_stale,
+    snapshot,
+    wait_for,
+    wait_run,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,7 +112,7 @@ def test_a_worker_killed_while_resuming_an_approved_refund_refunds_once(demo, wo
     conversation, _, run = ask(demo.maya, MISSING_41310)
     run = wait_run(run, Run.AWAITING_APPROVAL)
     approval = Approval.objects.get(run=run)
-    services.approval_decide(approval=approval, user=staff, approve=True)
+    gate.approval_decide(approval=approval, user=staff, approve=True)
     wait_for(refund_running(run), message="the approved refund to start", describe=lambda: snapshot(conversation))
     time.sleep(0.3)
     doomed.kill()
@@ -164,7 +171,7 @@ def test_resumes_after_approval_do_not_use_up_the_recovery_attempts(demo, worker
     doomed = worker(**PAUSE_IN_REFUND)
     conversation, _, run = ask(demo.maya, MISSING_41310)
     run = wait_run(run, Run.AWAITING_APPROVAL)
-    services.approval_decide(approval=Approval.objects.get(run=run), user=staff, approve=True)
+    gate.approval_decide(approval=Approval.objects.get(run=run), user=staff, approve=True)
     wait_for(refund_running(run), message="the approved refund to start", describe=lambda: snapshot(conversation))
     doomed.kill()  # the first worker lost on this run
 

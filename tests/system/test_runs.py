@@ -7,7 +7,14 @@ from support.models import Message, Run, SellerMessage, Step, ToolCall
 from support.tasks import run_agent
 
 from .conftest import (
-    ask, assert_history_sound, assert_trace_complete, customer_messages, final_answer, snapshot, wait_for, wait_run,
+    ask,
+    assert_history_sound,
+    assert_trace_complete,
+    customer_messages,
+    final_answer,
+    snapshot,
+    wait_for,
+    wait_run,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -37,7 +37,6 @@ from websockets.sync.client import connect as ws_connect
 
 from support.customers import identity
 from support.models import Run
-
 from tests.redis_fixture import free_port as _free_port
 
 from .conftest import HEARTBEAT_SECONDS, ROOT, STALE_SECONDS, database_url, snapshot, wait_for

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import uuid
 import textwrap
+import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
-from support.desk import assistant
 from support.agent.loop import run_loop
 from support.agent.tools import ToolContext
 from support.agent.types import AWAITING_APPROVAL, Decision, Observer, Step
+from support.desk import assistant
 from support.models import Customer
 
 

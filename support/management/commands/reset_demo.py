@@ -13,9 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from support.desk import demo
-
-from support.ops import limits
 from support.models import Conversation
+from support.ops import limits
 
 
 class Command(BaseCommand):

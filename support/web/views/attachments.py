@@ -14,13 +14,11 @@ from django.http import FileResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from support.customers import attachments
-
-from support.ops import limits
-
-from support.desk import services, uploads
 from support.customers.identity import parse_uuid
-from support.models import Attachment
+from support.desk import services, uploads
 from support.desk.serializers import message_json
+from support.models import Attachment
+from support.ops import limits
 
 from .common import ApiError, api, staff_required
 from .customer import _conversation

@@ -16,7 +16,6 @@ from django.http import HttpResponseNotAllowed, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware, get_token
 from django.views.decorators.http import require_http_methods
 
-
 # status -> the stable code of an error with that status. Only 429 and 503 are worth retrying (after the
 # Retry-After they carry): the same request will be refused the same way otherwise.
 ERROR_CODES = {

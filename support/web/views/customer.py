@@ -15,11 +15,9 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from support.customers import identity, notify, signin, words
-
-from support.ops import limits
-
 from support.desk import selectors, services
 from support.desk.serializers import conversation_json, message_json
+from support.ops import limits
 
 from . import links
 from .common import ApiError, api, json_body, optional_string

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from support.desk import selectors, selectors_context, serializers, staff_actions
 from support.customers.identity import parse_uuid
+from support.desk import selectors, selectors_context, serializers, staff_actions
 from support.models import Note, SavedReply, StaffAction
 
 from .common import ApiError, api, json_body

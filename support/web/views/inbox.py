@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
+from support.customers.identity import parse_uuid
 from support.desk import inbox as inbox_services
 from support.desk import selectors, selectors_inbox
-from support.customers.identity import parse_uuid
 
 from .common import ApiError, api, json_body
 from .staff import staff_required

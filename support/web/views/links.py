@@ -18,8 +18,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from support.customers import identity, notify
-from support.models import Conversation, Message
 from support.desk.serializers import conversation_json
+from support.models import Conversation, Message
 
 from .common import ApiError, api, json_body
 from .staff import staff_required

@@ -11,7 +11,7 @@ import functools
 
 from django.http import JsonResponse
 
-from support.desk import permissions, selectors, services
+from support.desk import gate, permissions, selectors, services, takeover
 from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
 
 from .common import ApiError, api, json_body
@@ -102,8 +102,8 @@ def _may_decide(request, approval, *, approve: bool, arguments) -> None:
 
 def _decide(request, approval, **decision):
     try:
-        services.approval_decide(approval=approval, user=request.user, **decision)
-    except services.NeedsSecondLook as error:
+        gate.approval_decide(approval=approval, user=request.user, **decision)
+    except gate.NeedsSecondLook as error:
         # The card as it is now, so the console shows what the customer wrote before asking again.
         return JsonResponse({"error": str(error), "code": "needs_second_look", "retryable": False,
                              "approval": _fresh(approval)}, status=409)
@@ -153,7 +153,7 @@ def conversation(request, public_id):
 @api("POST")
 @staff_required
 def take_over(request, public_id):
-    conversation = services.conversation_take_over(conversation=_conversation(public_id), user=request.user)
+    conversation = takeover.conversation_take_over(conversation=_conversation(public_id), user=request.user)
     return JsonResponse({"conversation": conversation_json(conversation, staff=True)})
 
 
@@ -161,7 +161,7 @@ def take_over(request, public_id):
 @staff_required
 def hand_back(request, public_id):
     conversation = _conversation(public_id)
-    run = services.conversation_hand_back(conversation=conversation, user=request.user)
+    run = takeover.conversation_hand_back(conversation=conversation, user=request.user)
     conversation.refresh_from_db()
     return JsonResponse({"conversation": conversation_json(conversation, staff=True),
                          "run": selectors.run_summary(run, staff=True)})
@@ -172,10 +172,10 @@ def hand_back(request, public_id):
 def reply(request, public_id):
     conversation = _conversation(public_id)
     try:
-        message = services.conversation_staff_reply(conversation=conversation, user=request.user,
+        message = takeover.conversation_staff_reply(conversation=conversation, user=request.user,
                                                     text=json_body(request).get("text"))
     except services.InvalidMessage as error:
         raise ApiError(400, str(error)) from None
-    except services.NotTakenOver as error:
+    except takeover.NotTakenOver as error:
         raise ApiError(409, str(error)) from None
     return JsonResponse({"message": message_json(message, staff=True)}, status=201)

@@ -1,0 +1,174 @@
+"""The approval gate: a person's decision written once and in time, expiry, and which calls need no person
+(the lock order is services.py's)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from datetime import timezone as dt_timezone
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from support.agent.tools import ToolContext, ToolError
+from support.desk import serializers
+from support.desk.services import AlreadyDecided, InvalidArguments, conversation_flag, run_enqueue
+from support.models import Approval, Run, ToolCall
+from support.ops import metrics
+from support.tools import tool_by_name
+
+# -- approvals --------------------------------------------------------------------------------------
+
+class ApprovalExpired(AlreadyDecided):
+    """The approval's time ran out before this decision came: it is expired, by the system."""
+
+
+def _lock_run(run_id: int) -> None:
+    """The run's row lock, taken before anything else of the run or its conversation (the lock order)."""
+    list(Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True))
+
+
+def _expired(now) -> Q:
+    """Approvals past their time: the expiry stamped when asked, or a timeout shortened since then."""
+    return Q(expires_at__lte=now) | Q(requested_at__lte=now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS))
+
+
+class NeedsSecondLook(Exception):
+    """The customer wrote after the call was requested: approving needs a person to confirm they read it."""
+
+
+def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "",
+                    confirm_seen: bool = True) -> Approval:
+    """Write a staff decision once, while the approval is in time. Approval may carry edited arguments,
+    validated against the tool's schema. AlreadyDecided when someone decided first; ApprovalExpired once
+    its time is up, whatever the sweeper has done (this request then expires it, as the sweeper would).
+
+    Repeating a decision (the same person, the same verdict and arguments or reason: a double click, a
+    retried request) answers the approval as decided and changes nothing. confirm_seen=False (the staff
+    API, unless the person ticked "I have read them") refuses to approve while customer messages written
+    since the request exist: NeedsSecondLook. Callers that show no card (the ask command) keep the default.
+    """
+    reason = (reason or "").strip()[:2000]
+    executed = None
+    if approve:
+        executed = approval.requested_arguments if arguments is None else arguments
+        tool = tool_by_name(approval.tool_call.name)
+        problem = tool.validation_error(executed) if tool else "the tool no longer exists"
+        if problem:
+            raise InvalidArguments(problem)
+        if arguments is not None:
+            _check_as_the_tool_would(approval, tool, executed)
+    elif not reason:
+        raise InvalidArguments("A rejection needs a reason; the agent relays it to the customer.")
+    now = timezone.now()
+    with transaction.atomic():
+        # Deciders of one run take turns on its row: each sees the decisions committed before it, so
+        # exactly one finds nothing pending and requeues the run (with two at once, neither would).
+        _lock_run(approval.run_id)
+        waiting = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).exclude(_expired(now))
+        if approve and not confirm_seen and waiting.exists() \
+                and serializers.customer_messages_since(approval).exists():
+            raise NeedsSecondLook("The customer wrote after this was requested; read their messages and "
+                                  "confirm you have seen them to approve.")
+        decided = waiting.update(
+            decided_at=now, decided_by=user, reason=reason,
+            decision=Approval.APPROVED if approve else Approval.REJECTED, executed_arguments=executed,
+        )
+        if decided:
+            approval.refresh_from_db()
+            metrics.approval_decided(approval)
+            ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
+                status=ToolCall.APPROVED if approve else ToolCall.REJECTED)
+            _resume_when_decided(approval.run_id)
+            transaction.on_commit(lambda: serializers.publish_approval(approval))
+        else:
+            _expire(approval, now)  # too late, if still pending: expired now, as the sweeper would
+    if not decided:  # raised after the commit, so an expiry written here is kept
+        approval.refresh_from_db()
+        if approval.decision == Approval.EXPIRED:
+            raise ApprovalExpired(f"This approval expired: {approval.reason}.")
+        if _same_decision(approval, user, approve=approve, executed=executed, reason=reason):
+            return approval
+        raise AlreadyDecided(_already_decided(approval, now))
+    return approval
+
+
+def _check_as_the_tool_would(approval: Approval, tool, arguments: dict) -> None:
+    """Arguments a person edited are checked as the tool will check them when it runs (ownership, ceiling,
+    balance), so an impossible edit is refused here, in plain words, instead of failing after approval."""
+    if tool.check is None:
+        return
+    conversation = approval.run.conversation
+    ctx = ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),
+                      run_id=str(approval.run.public_id), call_id=approval.tool_call.call_id)
+    try:
+        tool.check(ctx, **arguments)
+    except ToolError as e:
+        raise InvalidArguments(str(e)) from None
+
+
+def _same_decision(approval: Approval, user, *, approve: bool, executed, reason: str) -> bool:
+    """This very decision, by this very person, is the one on record."""
+    if approval.decided_by_id != getattr(user, "pk", None):
+        return False
+    if approve:
+        return approval.decision == Approval.APPROVED and approval.executed_arguments == executed
+    return approval.decision == Approval.REJECTED and approval.reason == reason
+
+
+def _already_decided(approval: Approval, now) -> str:
+    """"Sam Lee already approved this at 14:02 UTC." (with the date when it was not today)."""
+    user = approval.decided_by
+    name = (user.get_full_name() or user.get_username()) if user is not None else "The system"
+    at = approval.decided_at.astimezone(dt_timezone.utc)
+    when = at.strftime("%H:%M UTC") if at.date() == now.astimezone(dt_timezone.utc).date() \
+        else at.strftime("%H:%M UTC on %d %b %Y")
+    return f"{name} already {approval.decision} this at {when}."
+
+
+def _resume_when_decided(run_id: int) -> None:
+    """Once no approval of the run is pending, queue the run again. Call holding the run's lock: the
+    deciders before this one have committed, so the check sees their decisions."""
+    if Approval.objects.filter(run_id=run_id, decided_at__isnull=True).exists():
+        return
+    if Run.objects.filter(pk=run_id, status=Run.AWAITING_APPROVAL).update(
+            status=Run.QUEUED, heartbeat_at=timezone.now()):
+        run_enqueue(Run.objects.get(pk=run_id))
+
+
+def approvals_expire(*, now=None) -> int:
+    """Pending approvals past their time are rejected by the system, and the conversation flagged."""
+    now = now or timezone.now()
+    count = 0
+    for approval in Approval.objects.filter(_expired(now), decided_at__isnull=True):
+        with transaction.atomic():
+            _lock_run(approval.run_id)  # as a staff decision does: one of the two requeues the run
+            count += _expire(approval, now)
+    return count
+
+
+def _expire(approval: Approval, now) -> bool:
+    """Reject a pending approval for the system, flag the conversation, resume the run once nothing is
+    pending. False if it was decided meanwhile. Call holding the run's lock."""
+    reason = (f"no one decided within {_duration(settings.APPROVAL_TIMEOUT_SECONDS)}; "
+              "a person will follow up with the customer")
+    if not Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
+            decided_at=now, decision=Approval.EXPIRED, reason=reason):
+        return False
+    ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
+        status=ToolCall.REJECTED)
+    conversation_id = Run.objects.values_list("conversation_id", flat=True).get(pk=approval.run_id)
+    conversation_flag(conversation_id=conversation_id, reason=f"approval expired: {reason}")
+    _resume_when_decided(approval.run_id)
+    approval.refresh_from_db()
+    transaction.on_commit(lambda: serializers.publish_approval(approval))
+    return True
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} hours"
+    if seconds >= 60:
+        return f"{seconds / 60:g} minutes"
+    return f"{seconds:g} seconds"
