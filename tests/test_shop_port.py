@@ -1,11 +1,13 @@
 """The shop behind its port: DemoShop answers from the seeded demo as the shop contract would, its writes are
-idempotent by key and never refund more than is left, SHOP_BACKEND picks it (and nothing unknown).
+idempotent by key and never refund more than is left, SHOP_BACKEND picks it (and nothing unknown), and the
+desk's callers reach the shop through the port only.
 
 Maya owns SU-41290 (120.00, 40.00 refunded, fulfilled by Sundry) and SU-41207 (69.00, Hearth & Loom).
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import runpy
 from decimal import Decimal
@@ -167,3 +169,24 @@ def test_an_unknown_backend_stops_start_up_naming_the_allowed_ones(monkeypatch, 
     monkeypatch.setenv("SHOP_BACKEND", "demo")
     assert runpy.run_path(str(ROOT / "agentsite" / "settings.py"))["SHOP_BACKEND"] == "demo"
 
+
+# -- the callers go through the port ----------------------------------------------------------------------
+
+THROUGH_THE_PORT = [*sorted((ROOT / "support" / "tools").glob("*.py")),
+                    *(ROOT / "support" / "desk" / name for name in
+                      ("selectors_context.py", "staff_actions.py", "selectors_approvals.py")),
+                    ROOT / "support" / "customers" / "signin.py", ROOT / "support" / "customers" / "identity.py"]
+SHOP_MODELS = {"Order", "OrderItem", "Charge", "Seller", "Parcel", "Scan", "Refund", "SellerMessage"}
+
+
+def imported_models(source: str) -> set[str]:
+    return {alias.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("support.models") for alias in node.names}
+
+
+@pytest.mark.parametrize("path", THROUGH_THE_PORT, ids=lambda p: str(p.relative_to(ROOT)))
+def test_tools_selectors_staff_actions_and_sign_in_read_no_shop_table(path):
+    source = path.read_text()
+    assert not [f"{m}.objects" for m in SHOP_MODELS if f"{m}.objects" in source], f"{path.name} queries a shop table"
+    assert "select_for_update" not in source, f"{path.name} locks a shop row itself: the shop does"
+    assert not imported_models(source) & SHOP_MODELS, f"{path.name} imports the shop's models"
