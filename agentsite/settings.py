@@ -73,6 +73,13 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name) or default
+    if raw not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
 def env_origins(name: str, default: str = "") -> list[str]:
     """Comma-separated origins, scheme://host[:port] each, returned as browsers send them (lower case,
     default port left out), so that every comparison with an Origin header is exact."""
@@ -356,6 +363,10 @@ APPROVAL_TIMEOUT_SECONDS = env_float("APPROVAL_TIMEOUT_SECONDS", 24 * 3600.0, mi
 AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0: every refund waits for a person
 # The agent's hand-over (escalate_to_human) goes straight to a person's queue; true: a person confirms it first.
 ESCALATION_NEEDS_APPROVAL = env_bool("ESCALATION_NEEDS_APPROVAL", False)
+
+# Which shop the desk reads orders from and writes refunds and seller messages to (support/shop/): "demo" is
+# the demo shop in this database.
+SHOP_BACKEND = env_choice("SHOP_BACKEND", "demo", ("demo",))  # the names support/shop/__init__.py knows
 
 # Who the customer is: the shop signs the customer's e-mail with this key (see support/customers/identity.py).
 # The shop holds it, so it must tell nothing of SECRET_KEY, which signs sessions and conversation tokens:

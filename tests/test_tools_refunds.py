@@ -15,7 +15,7 @@ from django.db import connection
 
 from support.agent.tools import ToolError
 from support.models import Order, Refund
-from support.tools import refunds
+from support.shop import demo as shop_demo
 from support.tools.orders import get_order
 from support.tools.refunds import issue_refund
 
@@ -104,19 +104,20 @@ def test_it_will_not_reuse_a_call_id_for_another_order(ctx_for):
 
 
 def test_it_answers_with_the_winners_refund_when_the_same_call_races(ctx_for, demo):
-    # The other execution commits between our "already issued?" check and our insert.
+    # The other execution commits between our "already issued?" checks (the tool's, then the shop's under
+    # the order's lock) and our insert.
     winner = Refund.objects.create(
         order=demo.orders["SU-41310"], amount=Decimal("5.00"), reason="x", tool_call_id="run-test:call_race"
     )
-    real, checks = refunds._already_issued, []
+    real, checks = shop_demo._refund_by_key, []
 
-    def first_check_misses(key, order):
+    def checks_before_the_insert_miss(key):
         checks.append(key)
-        return None if len(checks) == 1 else real(key, order)
+        return None if len(checks) <= 2 else real(key)
 
-    with mock.patch.object(refunds, "_already_issued", side_effect=first_check_misses):
+    with mock.patch.object(shop_demo, "_refund_by_key", side_effect=checks_before_the_insert_miss):
         result = issue_refund(ctx_for(MAYA, "call_race"), order_id="SU-41310", amount="5.00", reason="x")
-    assert checks == ["run-test:call_race", "run-test:call_race"]  # missed, hit the unique key, read again
+    assert checks == ["run-test:call_race"] * 3  # missed twice, hit the unique key, read again
     assert result["refund_id"] == winner.reference
     assert Refund.objects.filter(order__number="SU-41310").count() == 1
 

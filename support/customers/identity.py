@@ -11,7 +11,8 @@ from django.conf import settings
 from django.core import signing
 
 from support.customers.cleaning import token_or_none
-from support.models import Conversation, Customer, Order
+from support.models import Conversation, Customer
+from support.shop import port, shop
 
 CUSTOMER_SALT = "sundry.customer"
 CUSTOMER_TOKEN_MAX_AGE = 24 * 3600  # the shop mints a fresh one with each page it serves
@@ -72,27 +73,54 @@ def canonical_order_number(raw) -> str | None:
 
 
 def customer_by_email(email: str) -> Customer | None:
-    """The one customer whose address is `email` once both are canonical, or None (unknown or ambiguous)."""
-    matches = [c for c in Customer.objects.filter(email__iexact=email)[:5] if canonical_email(c.email) == email]
-    return matches[0] if len(matches) == 1 else None
+    """The desk's record of the shop's customer whose address is `email` once both are canonical, or None."""
+    found = _shop_customer(email)
+    return customer_record(found) if found is not None else None
 
 
-def order_of(email, order_number) -> Order | None:
+def _shop_customer(email: str) -> port.ShopCustomer | None:
+    found = shop().customer_by_email(email)
+    return found if found is not None and canonical_email(found.email) == email else None
+
+
+def customer_record(found: port.ShopCustomer) -> Customer | None:
+    """The desk's record of a shop customer, which conversations link to: keyed by e-mail (the demo's
+    customers are these very rows)."""
+    return Customer.objects.filter(email=found.email).first()
+
+
+def shop_customer_id(customer_id) -> str | None:
+    """The shop's id for the desk's customer record (its pk): the shop's customer with that e-mail."""
+    email = Customer.objects.filter(pk=customer_id).values_list("email", flat=True).first()
+    found = shop().customer_by_email(email) if email else None
+    return found.id if found is not None else None
+
+
+def order_of(email, order_number) -> port.Order | None:
     """The order when it exists and belongs to that e-mail (both as canonical); a missing order and someone
     else's look the same."""
-    email, number = canonical_email(email), canonical_order_number(order_number)
-    if email is None or number is None:
-        return None
-    order = Order.objects.select_related("customer").filter(number=number).first()
-    if order is None or canonical_email(order.customer.email) != email:
-        return None
-    return order
+    found = _order_and_owner(email, order_number)
+    return found[1] if found is not None else None
 
 
 def customer_from_order(email, order_number) -> Customer | None:
     """The customer when that order exists and is theirs; a missing order and someone else's look the same."""
-    order = order_of(email, order_number)
-    return order.customer if order is not None else None
+    found = _order_and_owner(email, order_number)
+    return customer_record(found[0]) if found is not None else None
+
+
+def _order_and_owner(email, order_number) -> tuple[port.ShopCustomer, port.Order] | None:
+    email, number = canonical_email(email), canonical_order_number(order_number)
+    if email is None or number is None:
+        return None
+    order = shop().order(number)
+    if order is None:
+        return None
+    # The ownership check is the desk's: the shop only says whose the order is.
+    owner = _shop_customer(email)
+    if owner is None or owner.id != order.customer_id:
+        return None
+    return owner, order
 
 
 # -- the conversation token ---------------------------------------------------------------------------

@@ -22,8 +22,9 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 
 from support.customers import identity
-from support.models import Customer, Order
+from support.models import Customer
 from support.ops import limits
+from support.shop import port
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class TooManyCodes(Exception):
         self.retry_after = retry_after
 
 
-def by_order(*, email: str, order_number: str, address: str) -> Order:
+def by_order(*, email: str, order_number: str, address: str) -> port.Order:
     """The order proven by its number and e-mail (both canonical), or WrongOrder / CodeRequired.
 
     The guess is counted before the look-up, in one atomic step with the check, and taken back when it was

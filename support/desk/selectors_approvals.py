@@ -21,9 +21,10 @@ from django.utils import timezone
 from support.agent.tools import ToolContext
 from support.customers.attachments import attachment_json, placeholder
 from support.desk import permissions
-from support.models import Approval, Attachment, Message, Order
+from support.models import Approval, Attachment, Message
+from support.shop import port
 from support.tools import tool_by_name
-from support.tools.common import customer_orders, money
+from support.tools.common import customer_order, money
 from support.tools.sellers import needs_person
 
 HISTORY_READ = 300  # messages before the request read for tool results: a run never needs more
@@ -185,28 +186,27 @@ def _order_number(args: dict, history: _History, conversation) -> str | None:
     return None
 
 
-def _order(conversation, number: str | None) -> Order | None:
+def _order(conversation, number: str | None) -> port.Order | None:
     """The order, only when it is this conversation's customer's (within the conversation's order scope),
     by the same rule the agent's tools follow."""
     if not number:
         return None
     ctx = ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id))
-    queryset = Order.objects.select_related("seller").prefetch_related("items", "refunds")
-    return customer_orders(ctx, queryset).filter(number=number).first()
+    return customer_order(ctx, number)
 
 
-def _order_json(order: Order) -> dict:
+def _order_json(order: port.Order) -> dict:
     return {"number": order.number, "status": order.status, "currency": order.currency,
-            "total": money(order.total()), "refunded": money(order.refunded()),
-            "refundable": money(order.refundable()), "seller": order.seller.name,
-            "items": [item.title for item in order.items.all()]}
+            "total": money(order.total), "refunded": money(order.refunded),
+            "refundable": money(order.refundable), "seller": order.seller.name,
+            "items": [item.title for item in order.items]}
 
 
-def _amount_limits(order: Order | None) -> dict:
+def _amount_limits(order: port.Order | None) -> dict:
     """What a refund may be: at least 0.01, at most what is left on the order and the per-refund ceiling
     (the tool refuses more when it runs). Above the large-refund threshold only a lead may approve."""
     ceiling = Decimal(str(settings.REFUND_CEILING))  # a test or a shell may set it as text
-    refundable = order.refundable() if order is not None else None
+    refundable = order.refundable if order is not None else None
     top = min(refundable, ceiling) if refundable is not None else ceiling
     return {"min": money(MIN_AMOUNT), "max": money(top), "ceiling": money(ceiling),
             "refundable": money(refundable) if refundable is not None else None,
@@ -216,7 +216,7 @@ def _amount_limits(order: Order | None) -> dict:
 
 # -- the sentence ----------------------------------------------------------------------------------------
 
-def _summary(name: str, args: dict, history: _History, order: Order | None) -> str:
+def _summary(name: str, args: dict, history: _History, order: port.Order | None) -> str:
     number = str(args.get("order_id") or (order.number if order else "")).upper()
     if name == "issue_refund":
         sentence = f"Refund {_amount(args.get('amount'))} EUR on {number}"

@@ -9,10 +9,10 @@ are marked, and actions on them are refused by support/desk/staff_actions.py, as
 
 from __future__ import annotations
 
-from django.db.models import Prefetch
-
+from support.customers.identity import shop_customer_id
 from support.desk import permissions, serializers, staff_actions
-from support.models import Conversation, Message, Order, Parcel, Refund, Scan, StaffAction
+from support.models import Conversation, Message, StaffAction
+from support.shop import port, shop
 from support.tools.common import money
 
 LATEST_SCANS = 3
@@ -23,49 +23,53 @@ def _ts(value):
     return serializers._ts(value)
 
 
-def _refund_json(refund: Refund, by_staff: dict) -> dict:
-    if refund.pk in by_staff:
-        by = by_staff[refund.pk] or "staff"
-    elif refund.tool_call_id:
+def _refund_json(refund: port.RefundRecord, by_staff: dict) -> dict:
+    if refund.id in by_staff:
+        by = by_staff[refund.id] or "staff"
+    elif refund.idempotency_key:
         by = "the agent"
     else:
         by = "the shop"
-    return {"id": str(refund.public_id), "reference": refund.reference, "order_id": refund.order.number, "amount": money(refund.amount),
-            "reason": refund.reason, "created_at": _ts(refund.created_at), "by": by}
+    return {"id": refund.id, "reference": refund.reference, "order_id": refund.order_number,
+            "amount": money(refund.amount), "reason": refund.reason, "created_at": _ts(refund.created_at), "by": by}
 
 
-def _order_json(order: Order, scope_id: int | None, by_staff: dict, user) -> dict:
+def _order_json(order: port.Order, scope: str | None, by_staff: dict, user) -> dict:
     seller = order.seller
     limit = staff_actions.refund_limit(user, order)
     return {
         "number": order.number, "status": order.status, "placed_at": _ts(order.placed_at),
         "currency": order.currency,
-        "seller": {"code": seller.code, "name": seller.name, "is_sundry": seller.is_sundry},
+        "seller": {"code": seller.id, "name": seller.name, "is_sundry": not seller.is_marketplace},
         "items": [{"sku": i.sku, "title": i.title, "qty": i.qty, "unit_price": money(i.unit_price),
-                   "line_total": money(i.line_total())} for i in order.items.all()],
-        "shipping_fee": money(order.shipping_fee), "total": money(order.total()),
-        "refunded": money(order.refunded()), "refundable": money(order.refundable()),
+                   "line_total": money(i.line_total)} for i in order.items],
+        "shipping_fee": money(order.shipping_fee), "total": money(order.total),
+        "refunded": money(order.refunded), "refundable": money(order.refundable),
         "note": order.note,
         # Within what this conversation may act on: the agent's tools and staff actions alike.
-        "in_scope": scope_id is None or scope_id == order.pk,
+        "in_scope": scope is None or scope == order.number,
         # The most this staff member may refund on it now (null: they may not refund).
-        "refund_limit": money(min(limit, order.refundable())) if limit is not None else None,
+        "refund_limit": money(min(limit, order.refundable)) if limit is not None else None,
         "parcels": [{"tracking": p.tracking, "carrier": p.carrier, "status": p.status,
                      "scans": [{"at": _ts(s.at), "event": s.event, "detail": s.detail, "location": s.location}
-                               for s in list(p.scans.all())[::-1][:LATEST_SCANS]]}
-                    for p in order.parcels.all()],
-        "refunds": [_refund_json(r, by_staff) for r in order.refunds.all()],
+                               for s in p.scans[::-1][:LATEST_SCANS]]}
+                    for p in order.parcels],
+        "refunds": [_refund_json(r, by_staff) for r in order.refunds],
     }
+
+
+def _staff_refunds(customer) -> dict:
+    """{refund id: the name of the staff member who issued it}, from the desk's own record of staff actions."""
+    done = StaffAction.objects.filter(conversation__customer=customer, kind=StaffAction.REFUND,
+                                      status=StaffAction.DONE).select_related("user")
+    return {a.result.get("refund_id"): serializers.staff_name(a.user) if a.user_id else None for a in done}
 
 
 def conversation_context(conversation: Conversation, user) -> dict:
     customer = conversation.customer
-    orders = list(Order.objects.filter(customer=customer).select_related("seller").prefetch_related(
-        "items", Prefetch("refunds", queryset=Refund.objects.select_related("order").order_by("created_at", "pk")),
-        Prefetch("parcels", queryset=Parcel.objects.prefetch_related(
-            Prefetch("scans", queryset=Scan.objects.order_by("at", "pk"))))).order_by("-placed_at", "-pk"))
-    by_staff = {a.refund_id: serializers.staff_name(a.user) if a.user_id else None
-                for a in StaffAction.objects.filter(refund__order__customer=customer).select_related("user")}
+    owner = shop_customer_id(customer.pk)
+    orders = shop().orders_of(owner) if owner is not None else []
+    by_staff = _staff_refunds(customer)
     conversations = list(Conversation.objects.filter(customer=customer).order_by("-created_at", "-pk")
                          [:OTHER_CONVERSATIONS + 1])
     first_words = {}
@@ -74,13 +78,15 @@ def conversation_context(conversation: Conversation, user) -> dict:
             "content", flat=True).first()
         first_words[c.pk] = first or ""
     since = min([o.placed_at for o in orders] + [c.created_at for c in conversations] + [conversation.created_at])
-    refunds = sorted((r for o in orders for r in o.refunds.all()), key=lambda r: (r.created_at, r.pk), reverse=True)
+    # Newest first; refunds of one order at the same instant, the later issued first (the sort is stable).
+    refunds = sorted((r for o in orders for r in o.refunds[::-1]), key=lambda r: r.created_at, reverse=True)
     limit = staff_actions.refund_limit(user)
+    scope = conversation.order_scope.number if conversation.order_scope_id else None
     return {
         "customer": {"name": customer.name, "email": customer.email, "since": _ts(since),
                      "orders": len(orders), "conversations": Conversation.objects.filter(customer=customer).count()},
-        "scope": conversation.order_scope.number if conversation.order_scope_id else None,
-        "orders": [_order_json(o, conversation.order_scope_id, by_staff, user) for o in orders],
+        "scope": scope,
+        "orders": [_order_json(o, scope, by_staff, user) for o in orders],
         "conversations": [{"id": str(c.public_id), "status": c.status, "created_at": _ts(c.created_at),
                            "updated_at": _ts(c.updated_at), "first_message": first_words[c.pk][:200],
                            "current": c.pk == conversation.pk}

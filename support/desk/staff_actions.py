@@ -4,7 +4,7 @@ replies. Every rule is checked here, in server code, whatever the console offers
 A person acts under the agent's rules where the agent has them (support/tools/): the order must be the
 conversation customer's and within the conversation's order scope (a conversation opened with one order acts
 on that order only, as its tools do), a refund never exceeds the order's refundable balance (checked again
-under the order's row lock), a seller message goes through the agent's own tool (Sundry-fulfilled orders
+by the shop as it writes, the demo under the order's row lock), a seller message goes through the agent's own tool (Sundry-fulfilled orders
 have no seller, the conversation's daily limit, the same text sent once). What a person does not need is the
 agent's approval step: they are the person. Above the agent's limits a person needs the higher permission:
 
@@ -14,8 +14,9 @@ agent's approval step: they are the person. Above the agent's limits a person ne
 
 Every action is written with who, when, what was asked and what came of it (StaffAction), in the transaction
 that does it, refusals included; a double click or a retried request with the same key does it once.
-Lock order (see services.py): an action locks the order's row, then appends to the conversation (its row),
-as the agent's refund does (order, then the run, then the conversation); nothing here locks a run.
+Lock order (see services.py): an action locks the order's row (the demo shop does, in this transaction), then
+appends to the conversation (its row), as the agent's refund does (order, then the run, then the conversation);
+nothing here locks a run.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from support.agent.tools import ToolContext, ToolError
 from support.customers import cleaning, languages
 from support.desk import permissions, serializers, services
 from support.live import events
-from support.models import Conversation, Message, Note, Order, Refund, SavedReply, SellerMessage, StaffAction
+from support.models import Conversation, Message, Note, SavedReply, StaffAction
+from support.shop import demo as demo_shop
+from support.shop import port, shop
 from support.tools.common import money, order_for_customer, parse_amount
 from support.tools.sellers import message_seller
 
@@ -97,12 +100,12 @@ def _refused(conversation, user, kind: str, arguments: dict, error: ActionRefuse
 
 # -- refunds ----------------------------------------------------------------------------------------------
 
-def refund_limit(user, order: Order | None = None) -> Decimal | None:
+def refund_limit(user, order: port.Order | None = None) -> Decimal | None:
     """The most this person may refund at once (None: they may not refund); the order's balance binds too."""
     if not user.has_perm(permissions.DECIDE_APPROVAL):
         return None
     if user.has_perm(permissions.APPROVE_LARGE_REFUND):
-        return order.refundable() if order is not None else None
+        return order.refundable if order is not None else None
     return min(settings.REFUND_CEILING, permissions.large_refund_threshold())
 
 
@@ -126,7 +129,8 @@ REFUND_NOTICE_WITH_REFERENCE = _("We've refunded %(amount)s %(currency)s on orde
                                  "10 business days.")
 
 
-def refund_notice(amount: Decimal, order: Order, reference: str = "", conversation: Conversation | None = None) -> str:
+def refund_notice(amount: Decimal, order: port.Order, reference: str = "",
+                  conversation: Conversation | None = None) -> str:
     """What the customer (and the model) read when a person refunds: the amount in plain words, in the
     conversation's language."""
     return languages.say(conversation, REFUND_NOTICE_WITH_REFERENCE if reference else REFUND_NOTICE,
@@ -153,21 +157,18 @@ def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, 
         raise _refused(conversation, user, StaffAction.REFUND, arguments, refusal)
     try:
         with transaction.atomic():
-            locked = Order.objects.select_for_update().get(pk=order.pk)  # two refunds cannot share a balance
+            # The shop checks the balance under the order's lock (two refunds cannot share a balance), and
+            # answers the same request's key with the refund it already made.
+            refund = _shop_refund(order, value, reason, full_key)
             if full_key and (done := StaffAction.objects.filter(idempotency_key=full_key).first()) is not None:
                 return done  # the same request, committed while this one waited for the lock
-            left = locked.refundable()
-            if value > left:
-                raise ActionRefused(f"Order {order.number} has {money(left)} {order.currency} left to refund; "
-                                    f"{money(value)} was asked.", 409)
-            refund = Refund.objects.create(order=locked, amount=value, reason=reason)
-            locked = Order.objects.prefetch_related("items", "refunds").get(pk=order.pk)
+            left = shop().order(order.number).refundable
+            # StaffAction.refund is a foreign key into the demo's tables: the demo's row of this refund.
             action = StaffAction.objects.create(
                 conversation=conversation, user=user, kind=StaffAction.REFUND, arguments=arguments,
-                status=StaffAction.DONE, idempotency_key=full_key, refund=refund,
-                result={"refund_id": str(refund.public_id), "reference": refund.reference, "order_id": order.number,
-                        "amount": money(value),
-                        "refundable_remaining": money(locked.refundable())})
+                status=StaffAction.DONE, idempotency_key=full_key, refund=demo_shop.refund_row(refund.id),
+                result={"refund_id": refund.id, "reference": refund.reference, "order_id": order.number,
+                        "amount": money(value), "refundable_remaining": money(left)})
             services.message_append(conversation=conversation, author=Message.SYSTEM, user=user,
                                     wire={"role": "assistant",
                                           "content": refund_notice(value, order, refund.reference, conversation)})
@@ -180,6 +181,15 @@ def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, 
     except ActionRefused as error:
         raise _refused(conversation, user, StaffAction.REFUND, arguments, error) from None
     return action
+
+
+def _shop_refund(order: port.Order, value: Decimal, reason: str, full_key: str | None) -> port.RefundResult:
+    try:
+        return shop().refund(order_number=order.number, amount=value, reason=reason,
+                             idempotency_key=f"staff:{full_key}" if full_key else None)
+    except port.ExceedsRefundable as over:
+        raise ActionRefused(f"Order {order.number} has {money(over.refundable)} {order.currency} left to refund; "
+                            f"{money(value)} was asked.", 409) from None
 
 
 # -- messages to the seller -------------------------------------------------------------------------------
@@ -201,7 +211,7 @@ def seller_message_send(*, conversation: Conversation, user, order_id, message, 
     try:
         with transaction.atomic():
             result = message_seller(ctx, order_id=order_id, message=body)
-            sent = SellerMessage.objects.get(public_id=result["message_id"])
+            sent = demo_shop.seller_message_row(result["message_id"])  # as StaffAction.refund, a demo row
             action = StaffAction.objects.create(
                 conversation=conversation, user=user, kind=StaffAction.SELLER_MESSAGE, arguments=arguments,
                 status=StaffAction.DONE, idempotency_key=full_key, seller_message=sent, result=result)

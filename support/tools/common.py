@@ -7,38 +7,54 @@ from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 
 from support.agent.tools import ToolContext, ToolError
-from support.customers.identity import parse_uuid
-from support.models import Conversation, Order
+from support.customers.identity import parse_uuid, shop_customer_id
+from support.models import Conversation
+from support.shop import port, shop
 
 ORDER_ID = {"type": "string", "pattern": "^SU-[0-9]{1,8}$", "maxLength": 11, "description": 'e.g. "SU-41207"'}
 _AMOUNT = re.compile(r"[0-9]{1,7}(\.[0-9]{1,2})?")
 
 
-def customer_orders(ctx: ToolContext, queryset=None):
+# Which orders a conversation may see is the desk's rule, checked here: the shop only says whose an order is.
+
+def customer_orders(ctx: ToolContext) -> list[port.Order]:
     """The orders this conversation may see: the customer's, or only the one it was opened with (a customer
     who proved an order number, not their inbox or the shop's login, sees that order and nothing else)."""
-    queryset = Order.objects.all() if queryset is None else queryset
-    if ctx.customer_id is None:
-        return queryset.none()
-    queryset = queryset.filter(customer_id=ctx.customer_id)
+    owner = shop_customer_id(ctx.customer_id) if ctx.customer_id is not None else None
+    if owner is None:
+        return []
+    orders = shop().orders_of(owner)
     scope = _order_scope(ctx.conversation_id)
-    return queryset if scope is None else queryset.filter(pk=scope)
+    return orders if scope is None else [order for order in orders if order.number == scope]
 
 
-def _order_scope(conversation_id) -> int | None:
+def customer_order(ctx: ToolContext, number: str) -> port.Order | None:
+    """One of the orders this conversation may see, by its number; None for any other."""
+    owner = shop_customer_id(ctx.customer_id) if ctx.customer_id is not None else None
+    if owner is None:
+        return None
+    scope = _order_scope(ctx.conversation_id)
+    if scope is not None and scope != number:
+        return None
+    order = shop().order(number)
+    return order if order is not None and order.customer_id == owner else None
+
+
+def _order_scope(conversation_id) -> str | None:
+    """The number of the order the conversation was opened with, if any."""
     public_id = parse_uuid(conversation_id) if conversation_id else None
     if public_id is None:
         return None
-    return Conversation.objects.filter(public_id=public_id).values_list("order_scope_id", flat=True).first()
+    return Conversation.objects.filter(public_id=public_id).values_list("order_scope__number", flat=True).first()
 
 
-def order_for_customer(ctx: ToolContext, order_id: str, *, queryset=None) -> Order:
+def order_for_customer(ctx: ToolContext, order_id: str) -> port.Order:
     """The conversation customer's order (within the conversation's scope), else ToolError.
 
     The message is the same whether the order belongs to someone else, lies outside the scope or does not
     exist at all, so a customer cannot probe other people's order numbers.
     """
-    order = customer_orders(ctx, queryset).filter(number=str(order_id)).first()
+    order = customer_order(ctx, str(order_id))
     if order is None:
         raise ToolError(f"No order {str(order_id)[:40]} was found for this customer.")
     return order

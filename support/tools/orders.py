@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 from support.agent.tools import Tool, ToolContext
-from support.models import Order
 from support.tools.common import ORDER_ID, iso_utc, money, order_for_customer, untrusted
 
 SELLER_TEXT_CHARS = 300  # seller descriptions are untrusted text: keep them short
 
 
 def get_order(ctx: ToolContext, order_id: str) -> dict:
-    queryset = Order.objects.select_related("seller").prefetch_related("items", "parcels", "refunds")
-    order = order_for_customer(ctx, order_id, queryset=queryset)
+    order = order_for_customer(ctx, order_id)
     seller = order.seller
     result = {
         "order_id": order.number,
         "status": order.status,
         "placed_at": iso_utc(order.placed_at),
         "fulfilled_by": {
-            "type": "sundry" if seller.is_sundry else "marketplace_seller",
-            "seller_id": seller.code,
+            "type": "marketplace_seller" if seller.is_marketplace else "sundry",
+            "seller_id": seller.id,
             "name": seller.name,
         },
         "items": [
@@ -30,12 +28,12 @@ def get_order(ctx: ToolContext, order_id: str) -> dict:
                 "unit_price": money(item.unit_price),
                 "seller_description": untrusted("seller", item.seller_description[:SELLER_TEXT_CHARS]),
             }
-            for item in order.items.all()
+            for item in order.items
         ],
-        "total": money(order.total()),
-        "refunded": money(order.refunded()),
-        "refundable": money(order.refundable()),
-        "parcels": [{"tracking": p.tracking, "carrier": p.carrier, "status": p.status} for p in order.parcels.all()],
+        "total": money(order.total),
+        "refunded": money(order.refunded),
+        "refundable": money(order.refundable),
+        "parcels": [{"tracking": p.tracking, "carrier": p.carrier, "status": p.status} for p in order.parcels],
     }
     if order.note:
         result["note"] = order.note

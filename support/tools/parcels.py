@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.utils import timezone
 
 from support.agent.tools import Tool, ToolContext, ToolError
-from support.models import Parcel
 from support.tools.common import customer_orders, iso_utc
 
 LATEST_SCANS = 5
@@ -16,11 +15,11 @@ def _scan(scan) -> dict:
 
 
 def track_parcel(ctx: ToolContext, tracking: str) -> dict:
-    parcel = Parcel.objects.filter(tracking=str(tracking), order__in=customer_orders(ctx)).first()
+    parcel = next((p for order in customer_orders(ctx) for p in order.parcels if p.tracking == str(tracking)), None)
     if parcel is None or ctx.customer_id is None:
         # Same words for someone else's parcel and a made-up number: nothing to probe.
         raise ToolError(f"No parcel {str(tracking)[:40]} was found for this customer.")
-    latest = list(parcel.scans.order_by("-at", "-id")[:LATEST_SCANS])
+    latest = list(parcel.scans[::-1][:LATEST_SCANS])  # the shop gives them oldest first
     last = latest[0] if latest else None
     return {
         "tracking": parcel.tracking,

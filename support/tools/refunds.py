@@ -3,51 +3,56 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
 
 from support.agent.tools import Tool, ToolContext, ToolError
-from support.models import Order, Refund
+from support.shop import port, shop
 from support.tools.common import ORDER_ID, call_key, money, order_for_customer, parse_amount
 
 
-def _result(refund: Refund) -> dict:
-    order = Order.objects.get(pk=refund.order_id)
+def _result(refund: port.RefundResult, order: port.Order) -> dict:
+    after = shop().order(order.number)  # the balance as the refund left it
     return {
         "refund_id": refund.reference,  # short, for the customer: "RF-7K2M9"
         "order_id": order.number,
         "amount": money(refund.amount),
         "status": "issued",
-        "refundable_remaining": money(order.refundable()),
+        "refundable_remaining": money(after.refundable),
     }
 
 
-def _already_issued(key: str | None, order: Order) -> Refund | None:
-    """The refund this very call issued before (a retry or a resumed run), if any."""
-    if key is None:
-        return None
-    refund = Refund.objects.filter(tool_call_id=key).first()
-    if refund is not None and refund.order_id != order.pk:
+def _same_order(refund: port.RefundResult, order: port.Order) -> port.RefundResult:
+    """The refund this very call issued before (a retry or a resumed run), when it was on this order."""
+    if refund.order_number and refund.order_number != order.number:
         raise ToolError("This tool call already issued a refund for another order; nothing was refunded.")
     return refund
 
 
 def check_refund(ctx: ToolContext, order_id: str, amount: str, reason: str) -> None:
     """Before a person is asked: the order is this customer's, and the amount within the ceiling and the
-    order's refundable balance. The same rules hold again, under a lock, when the refund is issued."""
+    order's refundable balance. The same rules hold again when the refund is issued, the balance checked by
+    the shop as it writes."""
     value = parse_amount(amount)
     order = order_for_customer(ctx, order_id)
-    _within_limits(order, value, order.refundable())
+    _within_limits(order, value, order.refundable)
 
 
-def _within_limits(order: Order, value, left) -> None:
+def _within_limits(order: port.Order, value, left) -> None:
+    _within_ceiling(value)
+    if value > left:
+        raise _too_much(order, value, left)
+
+
+def _within_ceiling(value) -> None:
     ceiling = settings.REFUND_CEILING
     if value > ceiling:
         raise ToolError(
             f"Refund of {money(value)} exceeds the {money(ceiling)} limit an agent may issue; "
             "escalate to a person instead."
         )
-    if value > left:
-        raise ToolError(f"Order {order.number} has {money(left)} left to refund; {money(value)} was asked.")
+
+
+def _too_much(order: port.Order, value, left) -> ToolError:
+    return ToolError(f"Order {order.number} has {money(left)} left to refund; {money(value)} was asked.")
 
 
 def issue_refund(ctx: ToolContext, order_id: str, amount: str, reason: str) -> dict:
@@ -57,25 +62,16 @@ def issue_refund(ctx: ToolContext, order_id: str, amount: str, reason: str) -> d
         raise ToolError("A refund needs a reason.")
     order = order_for_customer(ctx, order_id)
     key = call_key(ctx)
+    # First: a retried or resumed run of this same call returns its refund, although the balance has shrunk
+    # since (the shop looks again under its lock, for a concurrent run of the call).
+    if key is not None and (earlier := shop().refund_by_key(key)) is not None:
+        return _result(_same_order(earlier, order), order)
+    _within_ceiling(value)
     try:
-        with transaction.atomic():
-            # Lock the order row so two refunds running at once cannot both see the same balance
-            # (PostgreSQL; SQLite serialises writers anyway and ignores FOR UPDATE).
-            locked = Order.objects.select_for_update().get(pk=order.pk)
-            # First, and under the lock: a retried, resumed or concurrent run of this same call returns
-            # its refund, although the balance has shrunk since.
-            if existing := _already_issued(key, order):
-                return _result(existing)
-            _within_limits(order, value, locked.refundable())
-            refund = Refund.objects.create(order=locked, amount=value, reason=reason, tool_call_id=key)
-    except IntegrityError:
-        # The same call id committed between our check and our insert (a writer that took no lock):
-        # answer with that refund.
-        existing = _already_issued(key, order)
-        if existing is None:
-            raise
-        return _result(existing)
-    return _result(refund)
+        refund = shop().refund(order_number=order.number, amount=value, reason=reason, idempotency_key=key)
+    except port.ExceedsRefundable as over:
+        raise _too_much(order, value, over.refundable) from None
+    return _result(_same_order(refund, order), order)
 
 
 ISSUE_REFUND = Tool(

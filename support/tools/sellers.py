@@ -6,11 +6,11 @@ import re
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from support.agent.tools import Tool, ToolContext, ToolError
-from support.models import Order, SellerMessage
+from support.shop import port, shop
 from support.tools.common import ORDER_ID, call_key, order_for_customer
 
 # What a seller never needs to fulfil, replace or refund an order: how to reach the customer. A message
@@ -40,9 +40,10 @@ def needs_person(arguments: dict) -> str:
     return f"the message to the seller contains {found}" if found else ""
 
 
-def _result(message: SellerMessage, order: Order, status: str = "sent") -> dict:
+def _result(message: port.SellerMessageResult | port.SentSellerMessage, order: port.Order,
+            status: str = "sent") -> dict:
     return {
-        "message_id": str(message.public_id),
+        "message_id": message.id,
         "order_id": order.number,
         "seller": order.seller.name,
         "status": status,
@@ -53,27 +54,26 @@ def _normalised(body: str) -> str:
     return " ".join(body.casefold().split())
 
 
-def _conversation_limits(ctx: ToolContext, order: Order, body: str) -> dict | None:
+def _conversation_limits(ctx: ToolContext, order: port.Order, body: str) -> dict | None:
     """A result for a message this conversation already sent (the same text about the same order), None to
     send it; ToolError past the conversation's limit of seller messages a day."""
     if not ctx.conversation_id:
         return None
-    sent = SellerMessage.objects.filter(conversation=ctx.conversation_id)
-    same = next((m for m in sent.filter(order=order) if _normalised(m.body) == _normalised(body)), None)
+    sent = shop().seller_messages(conversation=ctx.conversation_id)
+    same = next((m for m in sent if m.order_number == order.number and _normalised(m.body) == _normalised(body)),
+                None)
     if same is not None:
         return _result(same, order, status="already_sent")
     limit = settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY
-    if sent.filter(created_at__gte=timezone.now() - timedelta(days=1)).count() >= limit:
+    since = timezone.now() - timedelta(days=1)
+    if sum(1 for m in sent if m.created_at >= since) >= limit:
         raise ToolError(f"This conversation has already sent {limit} messages to sellers today; nothing was "
                         "sent. Tell the customer a person will follow up if more is needed.")
     return None
 
 
-def _already_sent(key: str | None, order: Order) -> SellerMessage | None:
-    if key is None:
-        return None
-    message = SellerMessage.objects.filter(tool_call_id=key).first()
-    if message is not None and message.order_id != order.pk:
+def _same_order(message: port.SellerMessageResult, order: port.Order) -> port.SellerMessageResult:
+    if message.order_number and message.order_number != order.number:
         raise ToolError("This tool call already messaged a seller about another order; nothing was sent.")
     return message
 
@@ -82,27 +82,21 @@ def message_seller(ctx: ToolContext, order_id: str, message: str) -> dict:
     body = str(message).strip()[:2000]
     if not body:
         raise ToolError("The message to the seller is empty.")
-    order = order_for_customer(ctx, order_id, queryset=Order.objects.select_related("seller"))
+    order = order_for_customer(ctx, order_id)
     key = call_key(ctx)
-    if existing := _already_sent(key, order):
-        return _result(existing, order)
-    if order.seller.is_sundry:
+    if key is not None and (earlier := shop().seller_message_by_key(key)) is not None:
+        return _result(_same_order(earlier, order), order)
+    if not order.seller.is_marketplace:
         raise ToolError(f"Order {order.number} is fulfilled by Sundry itself; there is no seller to message.")
-    try:
-        with transaction.atomic():
-            # Lock the order: two calls of one reply at once cannot both pass the limit or the duplicate check.
-            Order.objects.select_for_update().get(pk=order.pk)
-            if (earlier := _conversation_limits(ctx, order, body)) is not None:
-                return earlier
-            sent = SellerMessage.objects.create(order=order, seller=order.seller, body=body, tool_call_id=key,
-                                                conversation=ctx.conversation_id or None)
-    except IntegrityError:
-        # The same call ran concurrently and committed first.
-        existing = _already_sent(key, order)
-        if existing is None:
-            raise
-        return _result(existing, order)
-    return _result(sent, order)
+    with transaction.atomic():
+        # Two calls of one reply at once cannot both pass the limit or the duplicate check: the second
+        # waits for the order until the first has written (and committed, with its caller's transaction).
+        shop().lock_order(order.number)
+        if (earlier := _conversation_limits(ctx, order, body)) is not None:
+            return earlier
+        sent = shop().message_seller(order_number=order.number, message=body, idempotency_key=key,
+                                     conversation=ctx.conversation_id or None)
+    return _result(_same_order(sent, order), order)
 
 
 MESSAGE_SELLER = Tool(

@@ -18,6 +18,7 @@ from support.customers import identity, notify, signin, words
 from support.desk import selectors, services
 from support.desk.serializers import conversation_json, message_json
 from support.ops import limits
+from support.shop import demo as demo_shop
 
 from . import links
 from .common import ApiError, api, json_body, optional_string
@@ -86,7 +87,8 @@ def _start_request(body: dict, address: str):
         if number is None:
             raise ApiError(400, "That does not look like an order number (e.g. SU-41207).")
         order = signin.by_order(email=email, order_number=number, address=address)
-        return order.customer, order
+        # The conversation links to the desk's customer record and, for its scope, to the order's row.
+        return identity.customer_by_email(email), demo_shop.order_row(order.number)
     except signin.WrongOrder:
         _refused(address, email, "a wrong order number")
         raise ApiError(403, NOT_YOUR_ORDER) from None

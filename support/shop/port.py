@@ -1,0 +1,185 @@
+"""The shop as the desk sees it: the Shop interface, the values it answers with and the errors it raises.
+
+Modelled on the shop contract (version 1), so a shop reached over HTTP can stand behind it as the demo does.
+Only the interface belongs here: no database, no HTTP, no desk rule (ownership, order scope and limits are
+the desk's to check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Protocol
+
+# -- what the shop answers with ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ShopCustomer:
+    id: str
+    name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class Seller:
+    """Who fulfils an order: the shop itself (is_marketplace False) or a marketplace seller."""
+
+    id: str  # "sundry", "S-HL": what the model sees as seller_id
+    name: str
+    is_marketplace: bool
+
+
+@dataclass(frozen=True)
+class Item:
+    sku: str
+    title: str
+    qty: int
+    unit_price: Decimal
+    seller_description: str = ""  # the seller's own words: data, never instructions
+
+    @property
+    def line_total(self) -> Decimal:
+        return self.unit_price * self.qty
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One carrier event ("delivered", "Delivered: left in porch", "Leeds")."""
+
+    at: datetime
+    event: str
+    detail: str
+    location: str
+
+
+@dataclass(frozen=True)
+class Parcel:
+    tracking: str
+    carrier: str
+    status: str
+    scans: tuple[Scan, ...]  # oldest first
+
+
+@dataclass(frozen=True)
+class RefundRecord:
+    """A refund an order already has."""
+
+    id: str
+    reference: str  # what the customer is told: "RF-7K2M9"
+    amount: Decimal
+    reason: str
+    created_at: datetime
+    order_number: str
+    # The key it was issued under, when the shop says (the demo does); None for one made in the shop itself.
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Order:
+    number: str  # "SU-41207"
+    customer_id: str
+    status: str  # placed | shipped | in_transit | delivered | cancelled
+    placed_at: datetime
+    currency: str
+    seller: Seller
+    items: tuple[Item, ...]
+    shipping_fee: Decimal
+    total: Decimal
+    refunded: Decimal
+    refundable: Decimal  # what may still be refunded
+    note: str  # shown to the agent with the order, e.g. a known carrier issue; may be ""
+    parcels: tuple[Parcel, ...]
+    refunds: tuple[RefundRecord, ...]  # oldest first
+
+
+@dataclass(frozen=True)
+class RefundResult:
+    """A refund issued, or found again by its idempotency key."""
+
+    id: str
+    reference: str
+    amount: Decimal
+    created_at: datetime
+    order_number: str = ""  # "" when the shop does not say (a remote look-up by key may not)
+
+
+@dataclass(frozen=True)
+class SellerMessageResult:
+    """A message sent to an order's seller, or found again by its idempotency key."""
+
+    id: str
+    order_number: str
+
+
+@dataclass(frozen=True)
+class SentSellerMessage:
+    """A message a desk conversation sent to a seller (what its per-conversation limits count)."""
+
+    id: str
+    order_number: str
+    body: str
+    created_at: datetime
+
+
+# -- what can go wrong ------------------------------------------------------------------------------------
+
+class ShopError(Exception):
+    """The shop refused or failed a request."""
+
+
+class NotFound(ShopError):
+    """No such order (or customer, or refund)."""
+
+
+class Invalid(ShopError):
+    """The shop refused the request as malformed (e.g. a seller message on an order the shop ships itself)."""
+
+
+class ExceedsRefundable(ShopError):
+    def __init__(self, refundable: Decimal):
+        super().__init__(f"only {refundable:.2f} is left to refund")
+        self.refundable = refundable
+
+
+class ShopUnavailable(ShopError):
+    """The shop could not be reached or did not answer: the outcome of a write is unknown."""
+
+
+# -- the interface ----------------------------------------------------------------------------------------
+
+class Shop(Protocol):
+    def customer_by_email(self, email: str) -> ShopCustomer | None:
+        """The customer with that address, compared case-insensitively; None when there is none."""
+
+    def orders_of(self, customer_id: str) -> list[Order]:
+        """The customer's orders, newest first."""
+
+    def order(self, number: str) -> Order | None:
+        ...
+
+    def lock_order(self, number: str) -> None:
+        """Make other writers about this order wait until the caller's transaction ends (the demo: the
+        order's row lock), for a desk check that must not race its own write. A shop without such a lock
+        returns at once."""
+
+    def refund(self, *, order_number: str, amount: Decimal, reason: str,
+               idempotency_key: str | None) -> RefundResult:
+        """Refund `amount` (positive, two decimals) on the order. The same key again answers with the same
+        refund, whatever the rest; without a key nothing guards a retry. ExceedsRefundable when more than
+        the refundable balance is asked, checked by the shop as it writes; NotFound for no such order."""
+
+    def refund_by_key(self, key: str) -> RefundResult | None:
+        """The refund issued under that key, if any: how a write whose answer was lost is resolved."""
+
+    def message_seller(self, *, order_number: str, message: str, idempotency_key: str | None,
+                       conversation: str | None = None) -> SellerMessageResult:
+        """Send `message` to the order's marketplace seller; the same key again answers with the same
+        message. `conversation` (the desk's conversation public id) is kept for seller_messages.
+        Invalid for an order the shop ships itself; NotFound for no such order."""
+
+    def seller_message_by_key(self, key: str) -> SellerMessageResult | None:
+        ...
+
+    def seller_messages(self, *, conversation: str) -> list[SentSellerMessage]:
+        """What that desk conversation has sent to sellers, oldest first."""
