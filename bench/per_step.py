@@ -75,10 +75,9 @@ def run(stack, quick: bool = False) -> dict:
     from django.db import connection
     from django.db.models import Sum
 
-    from support import tasks
     from support.agent.loop import OUTCOME_TOOL
     from support.agent.tools import ToolContext
-    from support.desk import assistant, runner, services
+    from support.desk import assistant, queue, runner, services
     from support.live import events
     from support.models import Customer, Run, Step
     from support.tools.policies import search_policy
@@ -124,7 +123,7 @@ def run(stack, quick: bool = False) -> dict:
     def full_once(n: int, profiler: cProfile.Profile | None = None) -> dict:
         conversation = services.conversation_start(customer=maya)
         queued: list[int] = []
-        with mock.patch.object(tasks.run_agent, "delay", side_effect=queued.append):
+        with mock.patch.object(queue, "run_agent", side_effect=queued.append):
             if profiler:
                 profiler.enable()
             w0, c0 = time.perf_counter(), time.process_time()

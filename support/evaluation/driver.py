@@ -25,8 +25,7 @@ from django.db.models import Count, F, Max, Sum
 from django.test.utils import override_settings
 from PIL import Image
 
-from support import tasks
-from support.desk import gate, runner, services, uploads
+from support.desk import gate, queue, runner, services, uploads
 from support.desk.demo import demo_staff_user, seed_demo
 from support.live import events
 from support.models import (
@@ -92,7 +91,7 @@ class ScenarioRun:
 @contextmanager
 def quiet_desk():
     """Runs are worked here, not by Celery; events have no one to reach."""
-    with mock.patch.object(tasks.run_agent, "delay", lambda run_id: None), \
+    with mock.patch.object(queue, "run_agent", lambda run_id: None), \
             mock.patch.object(events.publisher, "send", lambda groups, event: None):
         yield
 
