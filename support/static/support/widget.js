@@ -688,15 +688,24 @@
 
   function reset() { // a new conversation: clear the old one off the screen
     expired = false; list.textContent = ""; seen.clear(); forgetSeqs(); dropStream(); lastStaffName = null;
-    state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null}; setLabel(null);
+    state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null}; setLabel(null); lastAnswerSeq = 0;
   }
+
+  // Events come from the site (a decision, the run it requeues) and from the worker (the run's replies):
+  // a site's event can arrive after the worker's answer to it. Each carries the conversation's seq when it
+  // was sent; one older than the agent's latest answer describes a state the conversation has left.
+  var lastAnswerSeq = 0;
+  function stale(ev) { return typeof ev.seq === "number" && ev.seq < lastAnswerSeq; }
 
   function handle(ev) {
     fitEvent(ev); // typing, the rating (below)
     if (ev.type !== "pong") { clearTimeout(idleTimer); idleTimer = setTimeout(sendPing, IDLE_CHECK_MS); } // quiet: check for a lost last event
     switch (ev.type) {
       case "message.saved":
-        if (ev.message && ev.message.role === "assistant" && ev.message.content && state.decided) { state.decided = null; renderState(); }
+        if (ev.message && ev.message.role === "assistant" && ev.message.content) {
+          lastAnswerSeq = Math.max(lastAnswerSeq, ev.message.seq || 0);
+          if (state.decided) { state.decided = null; renderState(); }
+        }
         return onSaved(ev.message);
       case "message.hidden": return gotSeq(ev.seq);
       case "replay.done":
@@ -726,9 +735,12 @@
         if (ev.kind === "model") { dropStream(); streamBroken = false; }
         return setLabel(ev.label || null);
       case "step.finished": clearTimeout(labelTimer); labelTimer = setTimeout(function () { setLabel(null); }, 250); return;
-      case "run.status": stateEpoch++; return setRun(ev.status);
+      case "run.status":
+        if (stale(ev) && ev.status !== "stopped") return; // the run has answered since: old news
+        stateEpoch++; return setRun(ev.status);
       case "approval.requested": stateEpoch++; state.awaiting = true; state.decided = null; return renderState();
       case "approval.decided":
+        if (stale(ev)) return; // the agent has answered since the decision: nothing left to confirm
         stateEpoch++; state.awaiting = ev.pending_approvals > 0;
         if (!state.awaiting) state.decided = ev.status || null;
         return renderState();
