@@ -18,7 +18,6 @@ from support.customers import identity, notify, signin, words
 from support.desk import selectors, services
 from support.desk.serializers import conversation_json, message_json
 from support.ops import limits
-from support.shop import demo as demo_shop
 
 from . import links
 from .common import ApiError, api, json_body, optional_string
@@ -87,8 +86,8 @@ def _start_request(body: dict, address: str):
         if number is None:
             raise ApiError(400, "That does not look like an order number (e.g. SU-41207).")
         order = signin.by_order(email=email, order_number=number, address=address)
-        # The conversation links to the desk's customer record and, for its scope, to the order's row.
-        return identity.customer_by_email(email), demo_shop.order_row(order.number)
+        # The conversation links to the desk's customer record and is scoped to the order proven.
+        return identity.customer_by_email(email), order.number
     except signin.WrongOrder:
         _refused(address, email, "a wrong order number")
         raise ApiError(403, NOT_YOUR_ORDER) from None
@@ -115,7 +114,7 @@ def conversations(request):
     started = _start_request(body, address)
     if isinstance(started, JsonResponse):
         return started
-    customer, order_scope = started
+    customer, order_number = started
     try:
         limits.hit(limits.conversations_from(address), limits.conversations_of_customer(customer.pk))
     except limits.Limited as over:
@@ -123,7 +122,7 @@ def conversations(request):
                             "in the one you have.", {"Retry-After": str(over.retry_after)}) from None
     except limits.Unavailable as error:
         limits.warn_unavailable("new conversations not counted", error)
-    conversation = services.conversation_open(customer=customer, order_scope=order_scope)
+    conversation = services.conversation_open(customer=customer, order_number=order_number)
     if zone:
         notify.set_time_zone(conversation, zone)
     return JsonResponse({"conversation": conversation_json(conversation, staff=False),
