@@ -126,15 +126,22 @@ def cluster(demo, worker, redis_server, model_server, tmp_path, request):
                   "DESK_WEB2": f"127.0.0.1:{web_ports[1]}",
                   # the static files: a daphne with DEBUG on serves them, standing in for a file server
                   "DESK_STATIC": f"127.0.0.1:{web_ports[1]}"}
-        started.append(Process("haproxy", [haproxy, "-db", "-f", str(ROOT / "deploy" / "haproxy.cfg")], lb_env,
-                               tmp_path))
+        # A stats listener for the test only (a second file: the shipped one stays as it is), so the fixture
+        # can wait until HAProxy itself counts every server up, not only the first to pass its checks.
+        stats_port = _free_port()
+        (tmp_path / "stats.cfg").write_text(
+            f"listen stats\n    bind 127.0.0.1:{stats_port}\n    stats enable\n    stats uri /stats\n")
+        started.append(Process("haproxy", [haproxy, "-db", "-f", str(ROOT / "deploy" / "haproxy.cfg"),
+                                           "-f", str(tmp_path / "stats.cfg")], lb_env, tmp_path))
         webs = [f"http://127.0.0.1:{port}" for port in web_ports]
         for base in webs:
             wait_for(lambda: get(base + "/readyz")[0] == 200, timeout=30, message=f"{base}/readyz",
                      describe=lambda: "\n".join(p.log()[-2000:] for p in started))
         balancer = f"http://127.0.0.1:{lb_port}"
-        wait_for(lambda: get(balancer + "/readyz")[0] == 200, timeout=20, message="the balancer",
-                 describe=lambda: started[-1].log()[-2000:])
+        stats = f"http://127.0.0.1:{stats_port}/stats;csv"
+        wait_for(lambda: servers_up(stats) == {"web1", "web2", "static"}, timeout=30,
+                 message="HAProxy to count every server up", describe=lambda: f"{servers_up(stats)}\n"
+                 + started[-1].log()[-2000:])
         yield Desk(balancer, webs, started[:2], workers,
                    [f"http://127.0.0.1:{port}/metrics" for port in metrics_ports], started[-1])
     finally:
@@ -144,6 +151,17 @@ def cluster(demo, worker, redis_server, model_server, tmp_path, request):
         if report is not None and report.failed:
             for p in started:
                 print(f"\n----- log of {p.name} -----\n{p.log()[-5000:]}")
+
+
+def servers_up(stats_csv_url: str) -> set[str]:
+    """The servers HAProxy's stats page (CSV) says are UP."""
+    status, body = get(stats_csv_url)
+    if status != 200:
+        return set()
+    lines = body.decode().splitlines()
+    header = lines[0].lstrip("# ").split(",")
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:] if line]
+    return {row["svname"] for row in rows if row["svname"] not in ("FRONTEND", "BACKEND") and row["status"] == "UP"}
 
 
 class Desk:
