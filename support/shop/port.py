@@ -143,7 +143,20 @@ class ExceedsRefundable(ShopError):
 
 
 class ShopUnavailable(ShopError):
-    """The shop could not be reached or did not answer: the outcome of a write is unknown."""
+    """The shop could not be reached, refused the desk's credentials, or failed (a 5xx, a timeout, a connection
+    refused or reset, the circuit open after repeated failures). Nothing was written by a request that raises
+    this one itself; see OutcomeUnknown."""
+
+
+class OutcomeUnknown(ShopUnavailable):
+    """A write was sent and its answer never came (a read timeout, a connection dropped after sending): the
+    shop may or may not have made it. Resolved only by asking the shop by the idempotency key, never by
+    sending the write again blindly."""
+
+
+class BadAnswer(ShopUnavailable):
+    """The shop answered, but not as the contract says (not JSON, a field missing or of the wrong kind, a
+    negative amount). For a write, the outcome is as unknown as after a timeout."""
 
 
 # -- the interface ----------------------------------------------------------------------------------------
