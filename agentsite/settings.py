@@ -365,8 +365,27 @@ AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0
 ESCALATION_NEEDS_APPROVAL = env_bool("ESCALATION_NEEDS_APPROVAL", False)
 
 # Which shop the desk reads orders from and writes refunds and seller messages to (support/shop/): "demo" is
-# the demo shop in this database.
-SHOP_BACKEND = env_choice("SHOP_BACKEND", "demo", ("demo",))  # the names support/shop/__init__.py knows
+# the demo shop in this database, "http" any shop that serves the shop contract (docs/shop-contract.md),
+# "shopify" a Shopify store through its Admin GraphQL API. docs/connect-a-shop.md explains each.
+SHOP_BACKEND = env_choice("SHOP_BACKEND", "demo", ("demo", "http", "shopify"))  # support/shop/__init__.py
+# A shop over HTTP: its base URL and the key the desk signs each request with (the shop may accept two, for
+# rotation: give it the new key, then the desk, then retire the old one at the shop).
+SHOP_URL = env_str("SHOP_URL", "")
+SHOP_API_KEY = env_str("SHOP_API_KEY", "")
+# Shopify: the store's domain ("sundry.myshopify.com"), the custom app's Admin API access token, and the API
+# version every request names (pinned: a new version is a change to test, not something to drift into).
+SHOPIFY_SHOP_DOMAIN = env_str("SHOPIFY_SHOP_DOMAIN", "")
+SHOPIFY_ACCESS_TOKEN = env_str("SHOPIFY_ACCESS_TOKEN", "")
+SHOPIFY_API_VERSION = env_str("SHOPIFY_API_VERSION", "2025-10")
+# Any remote shop: how long to wait to connect and for an answer; how often a read is tried again (a write is
+# never repeated blindly); the longest wait a Retry-After may ask for; after how many failures in a row the
+# desk stops calling the shop, and for how long before it tries one call again.
+SHOP_CONNECT_TIMEOUT_SECONDS = env_float("SHOP_CONNECT_TIMEOUT_SECONDS", 3.0, minimum=0.05)
+SHOP_READ_TIMEOUT_SECONDS = env_float("SHOP_READ_TIMEOUT_SECONDS", 10.0, minimum=0.05)
+SHOP_READ_RETRIES = env_int("SHOP_READ_RETRIES", 2)
+SHOP_RETRY_MAX_WAIT_SECONDS = env_float("SHOP_RETRY_MAX_WAIT_SECONDS", 5.0)
+SHOP_CIRCUIT_FAILURES = env_int("SHOP_CIRCUIT_FAILURES", 5, minimum=1)
+SHOP_CIRCUIT_RESET_SECONDS = env_float("SHOP_CIRCUIT_RESET_SECONDS", 30.0, minimum=0.1)
 
 # Who the customer is: the shop signs the customer's e-mail with this key (see support/customers/identity.py).
 # The shop holds it, so it must tell nothing of SECRET_KEY, which signs sessions and conversation tokens:

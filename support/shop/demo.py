@@ -67,7 +67,7 @@ class DemoShop:
             return _refund_result(earlier)
         return _refund_result(row, order_number=locked.number)
 
-    def refund_by_key(self, key: str) -> port.RefundResult | None:
+    def refund_by_key(self, key: str, order_number: str | None = None) -> port.RefundResult | None:
         row = _refund_by_key(key)
         return _refund_result(row) if row is not None else None
 
@@ -92,7 +92,7 @@ class DemoShop:
             return _seller_message_result(earlier)
         return port.SellerMessageResult(id=str(row.public_id), order_number=locked.number)
 
-    def seller_message_by_key(self, key: str) -> port.SellerMessageResult | None:
+    def seller_message_by_key(self, key: str, order_number: str | None = None) -> port.SellerMessageResult | None:
         row = _seller_message_by_key(key)
         return _seller_message_result(row) if row is not None else None
 

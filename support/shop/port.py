@@ -182,8 +182,9 @@ class Shop(Protocol):
         refund, whatever the rest; without a key nothing guards a retry. ExceedsRefundable when more than
         the refundable balance is asked, checked by the shop as it writes; NotFound for no such order."""
 
-    def refund_by_key(self, key: str) -> RefundResult | None:
-        """The refund issued under that key, if any: how a write whose answer was lost is resolved."""
+    def refund_by_key(self, key: str, order_number: str | None = None) -> RefundResult | None:
+        """The refund issued under that key, if any: how a write whose answer was lost is resolved. The desk
+        always says which order it was for; a shop that can look a key up only per order needs it."""
 
     def message_seller(self, *, order_number: str, message: str, idempotency_key: str | None,
                        conversation: str | None = None) -> SellerMessageResult:
@@ -191,8 +192,9 @@ class Shop(Protocol):
         message. `conversation` (the desk's conversation public id) is kept for seller_messages.
         Invalid for an order the shop ships itself; NotFound for no such order."""
 
-    def seller_message_by_key(self, key: str) -> SellerMessageResult | None:
-        ...
+    def seller_message_by_key(self, key: str, order_number: str | None = None) -> SellerMessageResult | None:
+        """The seller message sent under that key, if any (None also when the shop cannot say: the write is
+        idempotent on the key, so sending it again with the same key is safe)."""
 
     def seller_messages(self, *, conversation: str) -> list[SentSellerMessage]:
         """What that desk conversation has sent to sellers, oldest first."""
