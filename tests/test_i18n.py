@@ -107,7 +107,7 @@ def test_a_refund_a_person_issues_is_told_in_the_customers_language(demo, sam):
     action = staff_actions.refund_issue(conversation=conversation, user=sam, order_id="SU-41310", amount="10.00",
                                         reason="goodwill")
     notice = conversation.messages.filter(author=Message.SYSTEM).last().content
-    assert notice.startswith("Wir haben 10.00 EUR für die Bestellung SU-41310") and action.refund.reference in notice
+    assert notice.startswith("Wir haben 10.00 EUR für die Bestellung SU-41310") and action.result["reference"] in notice
 
 
 def test_a_hand_over_is_announced_in_german_and_the_model_is_told_the_language(desk, queued, client,

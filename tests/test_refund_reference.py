@@ -58,7 +58,7 @@ def test_a_person_refunding_tells_the_customer_the_reference(demo, django_user_m
     conversation = services.conversation_start(customer=demo.maya)
     action = staff_actions.refund_issue(conversation=conversation, user=lead, order_id="SU-41310", amount="5.00",
                                         reason="goodwill")
-    refund = Refund.objects.get(pk=action.refund_id)
+    refund = Refund.objects.get(public_id=action.result["refund_id"])
     notice = conversation.messages.filter(author=Message.SYSTEM).order_by("-seq").first().content
     assert f"(refund reference {refund.reference})" in notice
     assert action.result["reference"] == refund.reference

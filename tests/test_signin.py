@@ -84,7 +84,7 @@ def test_once_an_email_is_under_attack_the_owner_signs_in_with_the_code_sent_to_
     assert (refused.status_code, refused.json()["code"]) == (403, "code_required")
     [code] = smtp.codes_for("maya@example.com")
     conversation = opened(start({"email": "maya@example.com", "code": code}, address=MAYA_PHONE))
-    assert (conversation.customer, conversation.order_scope) == (demo.maya, None)
+    assert (conversation.customer, conversation.order_scope) == (demo.maya, "")
 
 
 def test_past_the_limit_right_and_wrong_numbers_get_the_same_answer_and_only_the_right_one_sends_a_code(demo, smtp):
@@ -118,7 +118,7 @@ def test_guesses_sent_at_once_are_counted_before_any_is_looked_up(demo, smtp):
 
 def test_a_conversation_opened_with_an_order_number_sees_that_order_only(demo):
     conversation = opened(start({"email": "maya@example.com", "order_number": "SU-41207"}))
-    assert conversation.order_scope.number == "SU-41207"
+    assert conversation.order_scope == "SU-41207"
     ctx = ToolContext(customer_id=demo.maya.pk, conversation_id=str(conversation.public_id))
     assert order_for_customer(ctx, "SU-41207").number == "SU-41207"
     with pytest.raises(ToolError, match="No order SU-41310 was found"):

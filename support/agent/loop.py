@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 from .compaction import compact, estimate_tokens
 from .summary import handoff_summary
-from .tools import Tool, ToolContext, ToolError
+from .tools import Tool, ToolContext, ToolError, ToolUnavailable
 from .types import (
     ANSWERED,
     AWAITING_APPROVAL,
@@ -31,6 +31,7 @@ from .types import (
     REJECTED_AGAIN,
     SPINNING,
     STOPPED,
+    TOOL_UNAVAILABLE,
     TURN_LIMIT,
     UNSTATED,
     Decision,
@@ -354,7 +355,11 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
                 _not_run(run, call, f"{REJECTED_BEFORE} ({reason}). Do not ask for it again, in any form; "
                                     "explain the decision to the customer.", reason, "asked again after a rejection")
                 continue
-            refused = _refused_before_approval(run, tool, call, args, pending)
+            try:
+                refused = _refused_before_approval(run, tool, call, args, pending)
+            except ToolUnavailable as e:
+                _not_run(run, call, _unavailable_text(e), str(e), "tool unavailable")
+                return _stop_unavailable(run, call, calls[i + 1:], pending, e)
             if refused:
                 _not_run(run, call, f"ERROR: not run: {refused}", refused, "refused before approval")
                 continue
@@ -371,7 +376,9 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
                 tool = replace(tool, fn=_noted(tool.fn, f"Approved by staff with a change: {changed}. Tell the "
                                                         "customer what was actually done."))
 
-        _execute(run, tool, call, args)
+        unavailable = _execute(run, tool, call, args)
+        if unavailable is not None:
+            return _stop_unavailable(run, call, calls[i + 1:], pending, unavailable)
         if tool.name == OUTCOME_TOOL.name:
             run.outcome, run.outcome_summary = args["outcome"], args["summary"]
         if tool.terminal:
@@ -383,6 +390,17 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
         return RunResult(status=AWAITING_APPROVAL, pending=pending, spent=run.spent,
                          outcome=run.outcome, outcome_summary=run.outcome_summary)
     return None
+
+
+def _unavailable_text(e: ToolUnavailable) -> str:
+    return (f"ERROR: {e}. This cannot be fixed by trying again now: the conversation is being handed to a "
+            "person, and the customer is told so.")
+
+
+def _stop_unavailable(run: _Run, call: ToolCall, rest: Sequence[ToolCall], pending: list[PendingCall],
+                      e: ToolUnavailable) -> RunResult:
+    _close_calls(run, [p.call for p in pending] + list(rest), "not run: the shop could not be reached")
+    return _stop(run, TOOL_UNAVAILABLE, f"{call.name}: {e}")
 
 
 def _rejected_text(by: str, reason: str) -> str:
@@ -424,13 +442,15 @@ def _refused_before_approval(run: _Run, tool: Tool, call: ToolCall, args: dict,
     return ""
 
 
-def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
+def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> ToolUnavailable | None:
+    """Run the call and save its result; the error when what the tool needs could not be reached."""
     step = Step(kind="tool", turn=run.spent.turns, tool=tool.name, call_id=call.id,
                 arguments=call.arguments, label=tool.label or tool.name, read_only=tool.read_only)
     run.observer.step_started(step)
     t0 = time.monotonic()
     ctx = _ctx_for(run, call)
     read = run.prefetched.pop(call.id, None)
+    unavailable = None
     # The effect and its result message commit together: a crash leaves neither, and the resumed run
     # executes the call again (tools are idempotent on the key as well).
     with run.observer.atomic():
@@ -445,6 +465,8 @@ def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
             out = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         except ToolError as e:
             out = step.error = f"ERROR: {e}"
+        except ToolUnavailable as e:
+            unavailable, out, step.error = e, _unavailable_text(e), f"unavailable: {e}"
         except Exception as e:  # a tool crash is data for the model, never the end of the run
             out = f"ERROR: {tool.name} failed unexpectedly ({type(e).__name__}). Try again or tell the customer."
             step.error = f"{type(e).__name__}: {e}"
@@ -452,6 +474,7 @@ def _execute(run: _Run, tool: Tool, call: ToolCall, args: dict) -> None:
         run.result(call, out)
         step.duration_ms, step.result = read.ms if read is not None else _ms(t0), out[:500]
         run.observer.step(step)
+    return unavailable
 
 
 def _ctx_for(run: _Run, call: ToolCall) -> ToolContext:

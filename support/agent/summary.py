@@ -21,6 +21,7 @@ REASON_TEXT = {
     "internal_error": "the desk failed unexpectedly while working on it",
     "stalled": "the agent's worker kept stopping",
     "rejected_again": "the agent kept asking for something staff had already rejected",
+    "tool_unavailable": "the shop's systems could not be reached (or gave an answer the desk could not read)",
 }
 
 

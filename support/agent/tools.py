@@ -16,6 +16,12 @@ class ToolError(Exception):
     """An expected failure the model should read and recover from ("no order SU-1 for this customer")."""
 
 
+class ToolUnavailable(Exception):
+    """What the tool needs cannot be reached (the shop is down, or answered nonsense). The model cannot fix
+    that: the loop gives it the error as the call's result and stops the run, so a person takes over and
+    the customer is told so by the desk, not left to the model's guess."""
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """Who a tool acts for. Built by the caller of the loop; the loop fills in the call it answers."""

@@ -20,8 +20,9 @@ QUOTA_EXCEEDED = "quota_exceeded"  # the endpoint says the account's quota is us
 INTERNAL_ERROR = "internal_error"  # our own code failed unexpectedly; logged with the run id
 REJECTED_AGAIN = "rejected_again"  # the model kept asking for an action staff had rejected
 CONVERSATION_BUDGET = "conversation_budget"  # the conversation's budget for the last 24 hours is used up
+TOOL_UNAVAILABLE = "tool_unavailable"  # a tool's system (the shop) could not be reached or answered nonsense
 STOP_REASONS = (ANSWERED, TURN_LIMIT, OVER_BUDGET, ESCALATED, SPINNING, MODEL_ERROR, TAKEN_OVER, EMPTY_REPLY,
-                QUOTA_EXCEEDED, INTERNAL_ERROR, REJECTED_AGAIN, CONVERSATION_BUDGET)
+                QUOTA_EXCEEDED, INTERNAL_ERROR, REJECTED_AGAIN, CONVERSATION_BUDGET, TOOL_UNAVAILABLE)
 
 # A run that is not stopped but waits for a person to decide on its gated calls.
 AWAITING_APPROVAL = "awaiting_approval"

@@ -9,3 +9,6 @@ from django.utils.translation import gettext_lazy as _
 ESCALATED = _("I've passed this to our support team. A member of our team will reply here.")
 STOPPED = _("I couldn't finish this on my own, so I've passed it to our support team. "
             "A member of our team will reply here.")
+# The shop's systems did not answer (stop reason tool_unavailable): said by the desk, not guessed by the model.
+SHOP_AWAY = _("I can't reach our order system right now, so I've passed this to our support team. "
+              "A member of our team will reply here.")

@@ -496,7 +496,8 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         if result.status == agent.AWAITING_APPROVAL:
             _request_approvals(run, result.pending)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
-            notice = notices.ESCALATED if result.stop_reason == agent.ESCALATED else notices.STOPPED
+            notice = {agent.ESCALATED: notices.ESCALATED,
+                      agent.TOOL_UNAVAILABLE: notices.SHOP_AWAY}.get(result.stop_reason, notices.STOPPED)
             notice = languages.say(conversation, notice)
             services.message_append(conversation=conversation, wire={"role": "assistant", "content": notice},
                                     author=Message.SYSTEM, run=run)

@@ -9,11 +9,15 @@ are marked, and actions on them are refused by support/desk/staff_actions.py, as
 
 from __future__ import annotations
 
+import logging
+
 from support.customers.identity import shop_customer_id
 from support.desk import permissions, serializers, staff_actions
 from support.models import Conversation, Message, StaffAction
 from support.shop import port, shop
 from support.tools.common import money
+
+log = logging.getLogger(__name__)
 
 LATEST_SCANS = 3
 OTHER_CONVERSATIONS = 10
@@ -67,8 +71,14 @@ def _staff_refunds(customer) -> dict:
 
 def conversation_context(conversation: Conversation, user) -> dict:
     customer = conversation.customer
-    owner = shop_customer_id(customer.pk)
-    orders = shop().orders_of(owner) if owner is not None else []
+    try:
+        owner = shop_customer_id(customer.pk)
+        orders = shop().orders_of(owner) if owner is not None else []
+        shop_away = ""
+    except port.ShopUnavailable as away:  # the panel shows the rest, and says what it cannot show
+        log.warning("context of %s: the shop did not answer (%s)", conversation.public_id, away)
+        orders, shop_away = [], ("The shop can't be reached right now, so this customer's orders and refunds "
+                                 "can't be shown. Try again in a minute.")
     by_staff = _staff_refunds(customer)
     conversations = list(Conversation.objects.filter(customer=customer).order_by("-created_at", "-pk")
                          [:OTHER_CONVERSATIONS + 1])
@@ -81,11 +91,12 @@ def conversation_context(conversation: Conversation, user) -> dict:
     # Newest first; refunds of one order at the same instant, the later issued first (the sort is stable).
     refunds = sorted((r for o in orders for r in o.refunds[::-1]), key=lambda r: r.created_at, reverse=True)
     limit = staff_actions.refund_limit(user)
-    scope = conversation.order_scope.number if conversation.order_scope_id else None
+    scope = conversation.order_scope or None
     return {
         "customer": {"name": customer.name, "email": customer.email, "since": _ts(since),
                      "orders": len(orders), "conversations": Conversation.objects.filter(customer=customer).count()},
         "scope": scope,
+        "shop_unavailable": shop_away,  # "" when the shop answered
         "orders": [_order_json(o, scope, by_staff, user) for o in orders],
         "conversations": [{"id": str(c.public_id), "status": c.status, "created_at": _ts(c.created_at),
                            "updated_at": _ts(c.updated_at), "first_message": first_words[c.pk][:200],

@@ -58,7 +58,7 @@ def _annotated(viewer):
     shown = (Message.objects.filter(conversation=conv, role__in=("user", "assistant"))
              .exclude(content__isnull=True).exclude(content=""))
     return (
-        Conversation.objects.select_related("customer", "assignee", "closed_by", "order_scope", "rating")
+        Conversation.objects.select_related("customer", "assignee", "closed_by", "rating")
         .annotate(
             pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
             latest_run_id=Subquery(Run.objects.filter(conversation=conv).order_by("-created_at", "-pk")
@@ -150,10 +150,10 @@ def _rows(conversations: list[Conversation]) -> list[dict]:
 def _orders_of(conversations: list[Conversation]) -> dict[int, list[str]]:
     """The orders a conversation is about: its scope, else the customer's orders named in it (by anyone)."""
     found: dict[int, list[str]] = {}
-    unscoped = [c for c in conversations if not c.order_scope_id]
+    unscoped = [c for c in conversations if not c.order_scope]
     for c in conversations:
-        if c.order_scope_id:
-            found[c.pk] = [c.order_scope.number]
+        if c.order_scope:
+            found[c.pk] = [c.order_scope]
     if not unscoped:
         return found
     named: dict[int, list[str]] = {}

@@ -29,7 +29,6 @@ from support.customers import cleaning, languages, words
 from support.desk import assistant, notices, queue, serializers
 from support.models import Conversation, Customer, Message, Run
 from support.ops import limits
-from support.shop import demo as demo_shop
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +73,12 @@ def conversation_start(*, customer: Customer) -> Conversation:
 
 
 def conversation_open(*, customer: Customer, order_number: str | None = None) -> Conversation:
-    """A new conversation; opened with an order number, it sees that order only (support/tools/common.py).
-    The scope is a row of the demo shop's orders (a foreign key), the one link not yet through the port."""
-    order_scope = demo_shop.order_row(order_number) if order_number is not None else None
+    """A new conversation; opened with an order number, it sees that order only (support/tools/common.py)."""
     with transaction.atomic():  # the scope is set before the token that opens it exists
         conversation = conversation_start(customer=customer)
-        if order_scope is not None:
-            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order_scope)
-            conversation.order_scope = order_scope
+        if order_number:
+            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order_number)
+            conversation.order_scope = order_number
     return conversation
 
 

@@ -33,8 +33,7 @@ from support.customers import cleaning, languages
 from support.desk import permissions, serializers, services
 from support.live import events
 from support.models import Conversation, Message, Note, SavedReply, StaffAction
-from support.shop import demo as demo_shop
-from support.shop import port, shop
+from support.shop import effects, port, shop
 from support.tools.common import money, order_for_customer, parse_amount
 from support.tools.sellers import message_seller
 
@@ -139,11 +138,16 @@ def refund_notice(amount: Decimal, order: port.Order, reference: str = "",
 
 def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, key=None) -> StaffAction:
     """A refund by a staff member, on record, told to the customer in the transcript. ActionRefused when not
-    allowed (the refusal is on record too)."""
+    allowed (the refusal is on record too).
+
+    The intent is saved first (a pending action with its key); then the shop is asked, with a key made of
+    it, so a request repeated after a crash or a lost answer (the same client key) finds the shop's refund
+    instead of making another (support/shop/effects.py)."""
     arguments = {"order_id": order_id, "amount": amount, "reason": reason}
     full_key = _key(user, key)
-    if full_key and (done := StaffAction.objects.filter(idempotency_key=full_key).first()) is not None:
-        return done  # the same request again (a double click, a retry): done once
+    earlier = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+    if earlier is not None and earlier.status != StaffAction.PENDING:
+        return earlier  # the same request again (a double click, a retry): done once
     try:
         reason = _text(reason, "reason", 500)
         value = parse_amount(amount)
@@ -155,38 +159,80 @@ def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, 
     refusal = _refund_refusal(user, value)
     if refusal is not None:
         raise _refused(conversation, user, StaffAction.REFUND, arguments, refusal)
+    action = earlier or _intent(conversation, user, StaffAction.REFUND, arguments, full_key)
+    if action.status != StaffAction.PENDING:
+        return action  # the same request, saved by another while this one looked
     try:
         with transaction.atomic():
-            # The shop checks the balance under the order's lock (two refunds cannot share a balance), and
-            # answers the same request's key with the refund it already made.
-            refund = _shop_refund(order, value, reason, full_key)
-            if full_key and (done := StaffAction.objects.filter(idempotency_key=full_key).first()) is not None:
-                return done  # the same request, committed while this one waited for the lock
+            locked = StaffAction.objects.select_for_update().get(pk=action.pk)
+            if locked.status != StaffAction.PENDING:
+                return locked  # the same request, finished while this one waited for it
+            # The shop checks the balance as it writes (two refunds cannot share a balance), and answers the
+            # same key with the refund it already made.
+            refund = _shop_refund(order, value, reason, _shop_key(locked), conversation)
             left = shop().order(order.number).refundable
-            # StaffAction.refund is a foreign key into the demo's tables: the demo's row of this refund.
-            action = StaffAction.objects.create(
-                conversation=conversation, user=user, kind=StaffAction.REFUND, arguments=arguments,
-                status=StaffAction.DONE, idempotency_key=full_key, refund=demo_shop.refund_row(refund.id),
-                result={"refund_id": refund.id, "reference": refund.reference, "order_id": order.number,
-                        "amount": money(value), "refundable_remaining": money(left)})
+            locked.status = StaffAction.DONE
+            locked.result = {"refund_id": refund.id, "reference": refund.reference, "order_id": order.number,
+                             "amount": money(refund.amount), "refundable_remaining": money(left)}
+            locked.save(update_fields=["status", "result"])
             services.message_append(conversation=conversation, author=Message.SYSTEM, user=user,
-                                    wire={"role": "assistant",
-                                          "content": refund_notice(value, order, refund.reference, conversation)})
-            _publish_action(conversation, action)
-    except IntegrityError:  # the same key committed between our look and our insert
-        done = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
-        if done is None:
-            raise
-        return done
+                                    wire={"role": "assistant", "content": refund_notice(
+                                        refund.amount, order, refund.reference, conversation)})
+            _publish_action(conversation, locked)
     except ActionRefused as error:
-        raise _refused(conversation, user, StaffAction.REFUND, arguments, error) from None
-    return action
+        _refuse_intent(action, error)
+        raise
+    except port.ShopUnavailable as away:
+        raise _shop_away(action, away, "refund") from None
+    return locked
 
 
-def _shop_refund(order: port.Order, value: Decimal, reason: str, full_key: str | None) -> port.RefundResult:
+def _intent(conversation: Conversation, user, kind: str, arguments: dict, full_key: str | None) -> StaffAction:
+    """The action as asked, saved (committed) before the shop hears of it; the same key saved meanwhile by
+    another request is that request's action."""
     try:
-        return shop().refund(order_number=order.number, amount=value, reason=reason,
-                             idempotency_key=f"staff:{full_key}" if full_key else None)
+        with transaction.atomic():
+            return StaffAction.objects.create(conversation=conversation, user=user, kind=kind, arguments=arguments,
+                                              status=StaffAction.PENDING, idempotency_key=full_key)
+    except IntegrityError:
+        found = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+        if found is None:
+            raise
+        return found
+
+
+def _shop_key(action: StaffAction) -> str:
+    """The key the shop is sent: the person's request key when they sent one, else the action's own id."""
+    return f"staff:{action.idempotency_key or action.public_id}"
+
+
+def _refuse_intent(action: StaffAction, error: ActionRefused) -> None:
+    """Not done: on record as refused, its key let go (as _refused's), so the person may fix it and send it again."""
+    StaffAction.objects.filter(pk=action.pk, status=StaffAction.PENDING).update(
+        status=StaffAction.REFUSED, result={"error": str(error)}, idempotency_key=None)
+    action.refresh_from_db()
+    _publish_action(action.conversation, action)
+
+
+def _shop_away(action: StaffAction, away: port.ShopUnavailable, what: str) -> ActionRefused:
+    """The shop did not answer. Sent and unanswered, the action stays pending: the same request sent again asks
+    the shop by its key first, so it is never done twice. Not sent, it is refused on record."""
+    if isinstance(away, port.OutcomeUnknown):
+        StaffAction.objects.filter(pk=action.pk).update(result={"error": str(away), "outcome": "unknown"})
+        return ActionRefused(f"The shop did not confirm the {what}, and it could not be asked whether it went "
+                             "through. Nothing will be done twice: send the same request again in a minute and "
+                             "the desk checks with the shop first.", 503)
+    error = ActionRefused(f"The shop can't be reached right now, so the {what} was not made. Try again in a "
+                          "minute.", 503)
+    _refuse_intent(action, error)
+    return error
+
+
+def _shop_refund(order: port.Order, value: Decimal, reason: str, key: str,
+                 conversation: Conversation) -> port.RefundResult:
+    try:
+        return effects.refund(order_number=order.number, amount=value, reason=reason, key=key,
+                              conversation_id=conversation.pk)
     except port.ExceedsRefundable as over:
         raise ActionRefused(f"Order {order.number} has {money(over.refundable)} {order.currency} left to refund; "
                             f"{money(value)} was asked.", 409) from None
@@ -199,32 +245,33 @@ def seller_message_send(*, conversation: Conversation, user, order_id, message, 
     message with the customer's contact data needs from the agent: a person is writing it)."""
     arguments = {"order_id": order_id, "message": message}
     full_key = _key(user, key)
-    if full_key and (done := StaffAction.objects.filter(idempotency_key=full_key).first()) is not None:
-        return done
+    earlier = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+    if earlier is not None and earlier.status != StaffAction.PENDING:
+        return earlier
     try:
         body = _text(message, "message", 2000)
     except ActionRefused as error:
         raise _refused(conversation, user, StaffAction.SELLER_MESSAGE, arguments, error) from None
+    action = earlier or _intent(conversation, user, StaffAction.SELLER_MESSAGE, arguments, full_key)
+    if action.status != StaffAction.PENDING:
+        return action
     ctx = _ctx(conversation)
     ctx = ToolContext(customer_id=ctx.customer_id, conversation_id=ctx.conversation_id,
-                      idempotency_key=f"staff:{full_key}" if full_key else "")
+                      idempotency_key=_shop_key(action))
     try:
         with transaction.atomic():
-            result = message_seller(ctx, order_id=order_id, message=body)
-            sent = demo_shop.seller_message_row(result["message_id"])  # as StaffAction.refund, a demo row
-            action = StaffAction.objects.create(
-                conversation=conversation, user=user, kind=StaffAction.SELLER_MESSAGE, arguments=arguments,
-                status=StaffAction.DONE, idempotency_key=full_key, seller_message=sent, result=result)
-            _publish_action(conversation, action)
+            locked = StaffAction.objects.select_for_update().get(pk=action.pk)
+            if locked.status != StaffAction.PENDING:
+                return locked
+            locked.result, locked.status = message_seller(ctx, order_id=order_id, message=body), StaffAction.DONE
+            locked.save(update_fields=["status", "result"])
+            _publish_action(conversation, locked)
     except ToolError as error:
-        raise _refused(conversation, user, StaffAction.SELLER_MESSAGE, arguments, ActionRefused(str(error))) \
-            from None
-    except IntegrityError:
-        done = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
-        if done is None:
-            raise
-        return done
-    return action
+        _refuse_intent(action, ActionRefused(str(error)))
+        raise ActionRefused(str(error)) from None
+    except port.ShopUnavailable as away:
+        raise _shop_away(action, away, "message to the seller") from None
+    return locked
 
 
 # -- internal notes ---------------------------------------------------------------------------------------

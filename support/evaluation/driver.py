@@ -38,6 +38,7 @@ from support.models import (
     Run,
     Scan,
     SellerMessage,
+    ShopEffect,
     Step,
     ToolCall,
 )
@@ -268,7 +269,7 @@ def _mark(conversation: Conversation) -> _Mark:
 
     def top(model) -> int:
         return model.objects.aggregate(m=Max("pk"))["m"] or 0
-    return _Mark(conversation.last_seq, top(Step), top(Refund), top(SellerMessage), top(Approval))
+    return _Mark(conversation.last_seq, top(Step), top(ShopEffect), top(ShopEffect), top(Approval))
 
 
 def _observe(conversation: Conversation, since: _Mark) -> Observed:
@@ -283,10 +284,11 @@ def _observe(conversation: Conversation, since: _Mark) -> Observed:
     run = Run.objects.filter(conversation=conversation).order_by("-pk").first()
     if run is not None:
         seen.status, seen.stop_reason, seen.outcome = run.status, run.stop_reason, run.outcome
-    seen.refunds = [(r.order.number, f"{r.amount:.2f}") for r in
-                    Refund.objects.filter(pk__gt=since.refund).select_related("order").order_by("pk")]
-    seen.seller_messages = [(m.order.number, m.body) for m in
-                            SellerMessage.objects.filter(pk__gt=since.seller_message).select_related("order")]
+    # What the desk made happen in the shop, from its own record: the same for every shop backend.
+    seen.refunds = [(r.order_number, f"{r.amount:.2f}") for r in ShopEffect.objects.filter(
+        pk__gt=since.refund, kind=ShopEffect.REFUND).order_by("pk")]
+    seen.seller_messages = [(m.order_number, m.text) for m in ShopEffect.objects.filter(
+        pk__gt=since.seller_message, kind=ShopEffect.SELLER_MESSAGE).order_by("pk")]
     seen.approvals = [(a.tool_call.name, a.decision or "pending") for a in Approval.objects.filter(
         pk__gt=since.approval, run__conversation=conversation).select_related("tool_call").order_by("pk")]
     spent = Step.objects.filter(run__conversation=conversation, kind="model", pk__gt=since.step).aggregate(
@@ -326,6 +328,7 @@ def _time_passes(conversation: Conversation, hours: float) -> None:
     shift(Order.objects.all(), "placed_at")
     shift(Refund.objects.all(), "created_at")
     shift(SellerMessage.objects.all(), "created_at")
+    shift(ShopEffect.objects.all(), "created_at")
     shift(Conversation.objects.filter(pk=conversation.pk), "created_at", "updated_at")
     shift(Message.objects.filter(conversation=conversation), "created_at")
     shift(Run.objects.filter(conversation=conversation), "created_at", "finished_at", "heartbeat_at")

@@ -2,6 +2,7 @@
 
 from .attachments import Attachment  # noqa: F401  (a customer's photos and PDFs)
 from .desk import Approval, Conversation, Message, Run, Step, ToolCall
+from .effects import ShopEffect
 from .followup import FollowUp, ReplyEmailOptOut
 from .ratings import Rating
 from .shop import (
@@ -20,7 +21,7 @@ from .shop import (
 from .staff import Note, SavedReply, StaffAction
 
 __all__ = [
-    "Approval", "Conversation", "Message", "Run", "Step", "ToolCall",
+    "Approval", "Conversation", "Message", "Run", "Step", "ToolCall", "ShopEffect",
     "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "Refund", "Scan", "Seller",
     "SellerMessage", "money_field",
     "Note", "SavedReply", "StaffAction",

@@ -23,8 +23,8 @@ class Conversation(models.Model):
     customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="conversations")
     # Opened with an e-mail and an order number, the conversation sees that order only (its tools too);
     # null: every order of the customer (the shop's signed token, or a code sent to their e-mail).
-    order_scope = models.ForeignKey("support.Order", null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="+")
+    # The order's number as the shop knows it ("" for none): any shop backend, not only the demo's tables.
+    order_scope = models.CharField(max_length=64, blank=True, default="")
     status = models.CharField(max_length=20, choices=STATUSES, default=OPEN)
     attention_reason = models.CharField(max_length=300, blank=True)
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

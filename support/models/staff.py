@@ -10,7 +10,6 @@ from django.conf import settings
 from django.db import models
 
 from .desk import Conversation
-from .shop import Refund, SellerMessage
 
 
 class StaffAction(models.Model):
@@ -19,8 +18,10 @@ class StaffAction(models.Model):
 
     REFUND, SELLER_MESSAGE = "refund", "seller_message"
     KINDS = [(REFUND, "refund"), (SELLER_MESSAGE, "seller message")]
-    DONE, REFUSED = "done", "refused"
-    STATUSES = [(DONE, "done"), (REFUSED, "refused")]
+    # PENDING: saved before the shop is asked (the intent, with its key), so a request repeated after a crash
+    # or a lost answer asks the shop by that key instead of acting again.
+    PENDING, DONE, REFUSED = "pending", "done", "refused"
+    STATUSES = [(PENDING, "pending"), (DONE, "done"), (REFUSED, "refused")]
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="staff_actions")
@@ -31,9 +32,6 @@ class StaffAction(models.Model):
     result = models.JSONField(default=dict, blank=True)  # what came of it (a refund id, the error's words)
     # "<user id>:<the client's key>": a double click or a retried request does the action once.
     idempotency_key = models.CharField(max_length=120, null=True, blank=True, unique=True)
-    refund = models.ForeignKey(Refund, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    seller_message = models.ForeignKey(SellerMessage, null=True, blank=True, on_delete=models.PROTECT,
-                                       related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

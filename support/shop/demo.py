@@ -1,7 +1,7 @@
 """DemoShop: the Shop over the demo's own tables (support/models/shop.py), in the caller's transaction.
 
 A write runs inside whatever transaction the caller holds, so the desk commits an effect and its record of it
-together. Also here: the demo rows the desk's records still link to by foreign key (order_row, ...).
+together.
 """
 
 from __future__ import annotations
@@ -95,28 +95,6 @@ class DemoShop:
     def seller_message_by_key(self, key: str, order_number: str | None = None) -> port.SellerMessageResult | None:
         row = _seller_message_by_key(key)
         return _seller_message_result(row) if row is not None else None
-
-    def seller_messages(self, *, conversation: str) -> list[port.SentSellerMessage]:
-        rows = models.SellerMessage.objects.filter(conversation=conversation).select_related("order")
-        return [port.SentSellerMessage(id=str(m.public_id), order_number=m.order.number, body=m.body,
-                                       created_at=m.created_at) for m in rows.order_by("created_at", "pk")]
-
-
-# -- the demo's rows the desk's own records link to ---------------------------------------------------------
-# Conversation.order_scope and StaffAction.refund / .seller_message are foreign keys into these tables.
-
-def order_row(number: str) -> models.Order | None:
-    return models.Order.objects.filter(number=str(number)).first()
-
-
-def refund_row(refund_id: str) -> models.Refund | None:
-    public_id = _uuid(refund_id)
-    return models.Refund.objects.filter(public_id=public_id).first() if public_id else None
-
-
-def seller_message_row(message_id: str) -> models.SellerMessage | None:
-    public_id = _uuid(message_id)
-    return models.SellerMessage.objects.filter(public_id=public_id).first() if public_id else None
 
 
 # -- rows to values ---------------------------------------------------------------------------------------

@@ -112,16 +112,6 @@ class SellerMessageResult:
     order_number: str
 
 
-@dataclass(frozen=True)
-class SentSellerMessage:
-    """A message a desk conversation sent to a seller (what its per-conversation limits count)."""
-
-    id: str
-    order_number: str
-    body: str
-    created_at: datetime
-
-
 # -- what can go wrong ------------------------------------------------------------------------------------
 
 class ShopError(Exception):
@@ -189,12 +179,10 @@ class Shop(Protocol):
     def message_seller(self, *, order_number: str, message: str, idempotency_key: str | None,
                        conversation: str | None = None) -> SellerMessageResult:
         """Send `message` to the order's marketplace seller; the same key again answers with the same
-        message. `conversation` (the desk's conversation public id) is kept for seller_messages.
+        message. `conversation` (the desk's conversation public id) may be kept by the shop, for its own records.
         Invalid for an order the shop ships itself; NotFound for no such order."""
 
     def seller_message_by_key(self, key: str, order_number: str | None = None) -> SellerMessageResult | None:
         """The seller message sent under that key, if any (None also when the shop cannot say: the write is
         idempotent on the key, so sending it again with the same key is safe)."""
 
-    def seller_messages(self, *, conversation: str) -> list[SentSellerMessage]:
-        """What that desk conversation has sent to sellers, oldest first."""

@@ -45,7 +45,15 @@ def _order_scope(conversation_id) -> str | None:
     public_id = parse_uuid(conversation_id) if conversation_id else None
     if public_id is None:
         return None
-    return Conversation.objects.filter(public_id=public_id).values_list("order_scope__number", flat=True).first()
+    return Conversation.objects.filter(public_id=public_id).values_list("order_scope", flat=True).first() or None
+
+
+def conversation_pk(ctx: ToolContext) -> int | None:
+    """The conversation's row id, for the desk's records of what it did (None when called outside one)."""
+    public_id = parse_uuid(ctx.conversation_id) if ctx.conversation_id else None
+    if public_id is None:
+        return None
+    return Conversation.objects.filter(public_id=public_id).values_list("pk", flat=True).first()
 
 
 def order_for_customer(ctx: ToolContext, order_id: str) -> port.Order:

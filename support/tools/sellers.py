@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import re
 from datetime import timedelta
 
@@ -10,8 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from support.agent.tools import Tool, ToolContext, ToolError
-from support.shop import port, shop
-from support.tools.common import ORDER_ID, call_key, order_for_customer
+from support.models import Conversation, ShopEffect
+from support.shop import effects, port, shop
+from support.tools.common import ORDER_ID, call_key, conversation_pk, order_for_customer
 
 # What a seller never needs to fulfil, replace or refund an order: how to reach the customer. A message
 # carrying any of it waits for a person's approval (see contact_data and the approval policy).
@@ -40,10 +43,9 @@ def needs_person(arguments: dict) -> str:
     return f"the message to the seller contains {found}" if found else ""
 
 
-def _result(message: port.SellerMessageResult | port.SentSellerMessage, order: port.Order,
-            status: str = "sent") -> dict:
+def _result(message: port.SellerMessageResult | ShopEffect, order: port.Order, status: str = "sent") -> dict:
     return {
-        "message_id": message.id,
+        "message_id": message.shop_id if isinstance(message, ShopEffect) else message.id,
         "order_id": order.number,
         "seller": order.seller.name,
         "status": status,
@@ -54,13 +56,13 @@ def _normalised(body: str) -> str:
     return " ".join(body.casefold().split())
 
 
-def _conversation_limits(ctx: ToolContext, order: port.Order, body: str) -> dict | None:
+def _conversation_limits(conversation: int | None, order: port.Order, body: str) -> dict | None:
     """A result for a message this conversation already sent (the same text about the same order), None to
     send it; ToolError past the conversation's limit of seller messages a day."""
-    if not ctx.conversation_id:
+    if conversation is None:
         return None
-    sent = shop().seller_messages(conversation=ctx.conversation_id)
-    same = next((m for m in sent if m.order_number == order.number and _normalised(m.body) == _normalised(body)),
+    sent = effects.sent_seller_messages(conversation)
+    same = next((m for m in sent if m.order_number == order.number and _normalised(m.text) == _normalised(body)),
                 None)
     if same is not None:
         return _result(same, order, status="already_sent")
@@ -83,19 +85,23 @@ def message_seller(ctx: ToolContext, order_id: str, message: str) -> dict:
     if not body:
         raise ToolError("The message to the seller is empty.")
     order = order_for_customer(ctx, order_id)
-    key = call_key(ctx)
-    if key is not None and (earlier := shop().seller_message_by_key(key)) is not None:
-        return _result(_same_order(earlier, order), order)
+    key = call_key(ctx) or f"direct:{uuid.uuid4()}"  # called outside a run (a script): guarded by nothing else
+    conversation = conversation_pk(ctx)
+    if (earlier := ShopEffect.objects.filter(kind=ShopEffect.SELLER_MESSAGE, key=key).first()) is not None:
+        return _result(_same_order(port.SellerMessageResult(earlier.shop_id, earlier.order_number), order), order)
     if not order.seller.is_marketplace:
         raise ToolError(f"Order {order.number} is fulfilled by Sundry itself; there is no seller to message.")
     with transaction.atomic():
         # Two calls of one reply at once cannot both pass the limit or the duplicate check: the second
-        # waits for the order until the first has written (and committed, with its caller's transaction).
+        # waits until the first has written (and committed, with its caller's transaction): the demo holds
+        # the order's row lock; the conversation's row serves any shop.
         shop().lock_order(order.number)
-        if (earlier := _conversation_limits(ctx, order, body)) is not None:
+        if conversation is not None:
+            list(Conversation.objects.select_for_update().filter(pk=conversation).values_list("pk"))
+        if (earlier := _conversation_limits(conversation, order, body)) is not None:
             return earlier
-        sent = shop().message_seller(order_number=order.number, message=body, idempotency_key=key,
-                                     conversation=ctx.conversation_id or None)
+        sent = effects.seller_message(order_number=order.number, message=body, key=key, conversation_id=conversation,
+                                      conversation_public_id=ctx.conversation_id or None)
     return _result(_same_order(sent, order), order)
 
 

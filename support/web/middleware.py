@@ -15,8 +15,9 @@ import sys
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404
+from django.http import Http404, HttpResponse
 
+from support.shop import port
 from support.web.views.common import json_error
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ RETRY_AFTER_SECONDS = 5
 DATABASE_BUSY = "The database is busy. Try again in a few seconds."
 DATABASE_DOWN = "The database cannot be reached. Try again in a few seconds."
 SERVICE_DOWN = "A service the desk depends on cannot be reached. Try again in a few seconds."
+SHOP_DOWN = "The shop's order system cannot be reached right now. Try again in a minute."
 INTERNAL = "Something went wrong on our side; it has been logged."
 # What Django's own HTML error pages said, in words for the API's clients.
 GENERIC = {
@@ -82,6 +84,8 @@ def unavailable_message(exception: BaseException) -> str | None:
         return None  # integrity, programming and data errors: a bug, not an outage
     if _is_redis_outage(exception):
         return SERVICE_DOWN
+    if isinstance(exception, port.ShopUnavailable):  # a remote shop down, refusing us or answering nonsense
+        return SHOP_DOWN
     return None
 
 
@@ -121,6 +125,10 @@ class ApiErrorsMiddleware:
         """An exception from a view: answered here, so Django never renders its HTML page for it."""
         if is_api(request):
             return error_response(request, exception)
+        if isinstance(exception, port.ShopUnavailable):  # a page (a sign-in link, the console): plain words
+            log.warning("%s %s: answered 503: %s", request.method, request.path, exception)
+            return HttpResponse(SHOP_DOWN, status=503, content_type="text/plain; charset=utf-8",
+                                headers={"Retry-After": "60"})
         return None
 
     @staticmethod

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from support.desk import demo
-from support.models import Conversation
+from support.models import Conversation, ShopEffect
 from support.ops import limits
 
 
@@ -26,6 +26,7 @@ class Command(BaseCommand):
         emails = [email for _, email in demo.CUSTOMERS]
         with transaction.atomic():
             deleted, _ = Conversation.objects.filter(customer__email__in=emails).delete()
+            ShopEffect.objects.filter(backend="demo").delete()  # the desk's record of the refunds the seed removes
             demo.seed_demo()
         cleared = _clear_limits()
         self.stdout.write(self.style.SUCCESS(

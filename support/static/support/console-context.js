@@ -67,6 +67,7 @@ export class ContextPanel {
       d.scope ? h("p", { class: "scope-note", "data-testid": "context-scope" },
         `The customer signed in with order ${d.scope} only: the agent sees that order alone, and actions here act on it alone. You see all their orders.`) : null,
       h("h3", { class: "context-h" }, "Orders"),
+      d.shop_unavailable ? h("p", { class: "scope-note", role: "status", "data-testid": "context-shop-away" }, d.shop_unavailable) : null,
       h("ul", { class: "order-list", "data-testid": "context-orders" },
         d.orders.map((o) => h("li", {}, this.orderCard(o, mentioned)))),
       h("h3", { class: "context-h" }, "Refunds"),

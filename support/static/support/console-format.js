@@ -46,6 +46,7 @@ export const LABELS = {
   stalled: "Stopped: worker kept failing",
   taken_over_stop: "Stopped: a person took over",
   rejected_again: "Stopped: asked again after a no",
+  tool_unavailable: "Stopped: shop unreachable",
   resolved: "Resolved",
   waiting_on_customer: "Waiting for the customer",
   not_resolved: "Not resolved",
@@ -71,6 +72,7 @@ export const STOP_REASON_HELP = {
   quota_exceeded: "The model provider's quota is used up. Tell whoever runs the desk; a person should answer.",
   internal_error: "The desk failed unexpectedly (the error is in the worker's log); a person should answer.",
   rejected_again: "The agent kept asking for something staff had refused; a person should answer.",
+  tool_unavailable: "The shop's systems did not answer (or answered something unreadable), so the agent stopped; the step's error says which call. A person should answer.",
 };
 
 export function label(value) {
