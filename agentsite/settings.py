@@ -376,7 +376,7 @@ SHOP_API_KEY = env_str("SHOP_API_KEY", "")
 # version every request names (pinned: a new version is a change to test, not something to drift into).
 SHOPIFY_SHOP_DOMAIN = env_str("SHOPIFY_SHOP_DOMAIN", "")
 SHOPIFY_ACCESS_TOKEN = env_str("SHOPIFY_ACCESS_TOKEN", "")
-SHOPIFY_API_VERSION = env_str("SHOPIFY_API_VERSION", "2025-10")
+SHOPIFY_API_VERSION = env_str("SHOPIFY_API_VERSION", "2026-01")
 # Any remote shop: how long to wait to connect and for an answer; how often a read is tried again (a write is
 # never repeated blindly); the longest wait a Retry-After may ask for; after how many failures in a row the
 # desk stops calling the shop, and for how long before it tries one call again.

@@ -7,12 +7,12 @@ is read back from the listening socket once the server has started.
 from __future__ import annotations
 
 import threading
-import time
 
 import uvicorn
 
 from .app import MODEL, create_app
 from .state import ControlState
+from .threaded import Threaded, serve_in_thread
 
 
 class StandinServer:
@@ -45,25 +45,10 @@ class StandinServer:
         return self.state.requests()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(timeout)
+        Threaded(self._server, self._thread, self.port).stop(timeout)
 
 
 def start_in_thread(host: str = "127.0.0.1", port: int = 0, timeout: float = 10.0) -> StandinServer:
     state = ControlState()
-    config = uvicorn.Config(create_app(state), host=host, port=port, log_level="warning", access_log=False,
-                            lifespan="off", timeout_graceful_shutdown=1, backlog=4096)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"standin-{host}:{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise RuntimeError(f"the model stand-in did not start on {host}:{port}")
-        time.sleep(0.01)
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    return StandinServer(server, thread, state, host, bound)
+    running = serve_in_thread(create_app(state), host, port, "model stand-in", timeout, backlog=4096)
+    return StandinServer(running.server, running.thread, state, host, running.port)

@@ -8,8 +8,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from support.shop.demo import DemoShop
 from support.shop.port import Shop
+from support.shop.shopify import ShopifyShop
 
-BACKENDS = {"demo": DemoShop}  # agentsite/settings.py accepts these names for SHOP_BACKEND
+BACKENDS = {"demo": DemoShop, "shopify": ShopifyShop}  # agentsite/settings.py accepts these names for SHOP_BACKEND
 
 _made: dict[str, Shop] = {}
 
