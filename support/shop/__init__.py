@@ -7,9 +7,10 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from support.shop.demo import DemoShop
+from support.shop.http import HttpShop
 from support.shop.port import Shop
 
-BACKENDS = {"demo": DemoShop}  # agentsite/settings.py accepts these names for SHOP_BACKEND
+BACKENDS = {"demo": DemoShop, "http": HttpShop}  # agentsite/settings.py accepts these names for SHOP_BACKEND
 
 _made: dict[str, Shop] = {}
 
