@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -14,7 +15,11 @@ import time
 from pathlib import Path
 
 import httpx2
+import jsonschema
 import pytest
+import yaml
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate
 
 from standin.shop import start_in_thread
 from support.shop.contract import signature
@@ -248,3 +253,88 @@ def test_it_runs_as_a_command(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+# -- the documents ----------------------------------------------------------------------------------------
+
+def test_the_worked_signing_example_is_what_desk_and_shop_compute(reference_shop):
+    text = (ROOT / "docs" / "shop-contract.md").read_text()
+    documented = re.findall(r"X-Desk-Signature: (v1=[0-9a-f]{64})", text)
+    body = b'{"amount":"12.50","reason":"Two plates arrived chipped"}'
+    assert documented == [
+        signature("example-key-do-not-use", "1767225600", "GET", "/customers?email=maya%40example.com", b""),
+        signature("example-key-do-not-use", "1767225600", "POST", "/orders/SU-41290/refunds", body)]
+    # The shop's own code: with the example's key, the example's signatures pass, and only the (fixed, long
+    # past) timestamp is refused.
+    shop = start_in_thread(keys=("example-key-do-not-use",))
+    try:
+        with httpx2.Client(base_url=shop.base_url) as client:
+            for (method, target, content), sig in zip(
+                    [("GET", "/customers?email=maya%40example.com", None),
+                     ("POST", "/orders/SU-41290/refunds", body)], documented, strict=True):
+                answer = client.request(method, target, content=content, headers={
+                    "X-Desk-Timestamp": "1767225600", "X-Desk-Signature": sig, "Idempotency-Key": "k"})
+                assert answer.json() == {"error": "stale_timestamp"}
+    finally:
+        shop.stop()
+
+
+def _openapi() -> dict:
+    return yaml.safe_load((ROOT / "docs" / "shop-openapi.yaml").read_text())
+
+
+def test_the_openapi_description_is_valid_openapi_3_1():
+    spec = _openapi()
+    validate(spec)
+    assert spec["openapi"].startswith("3.1")
+    assert set(spec["paths"]) == {"/customers", "/customers/{customer_id}/orders", "/orders/{number}",
+                                  "/orders/{number}/refunds", "/orders/{number}/seller-messages", "/refunds",
+                                  "/seller-messages"}
+
+
+def _check_against_openapi(spec: dict, path: str, method: str, answer: httpx2.Response) -> None:
+    response = spec["paths"][path][method.lower()]["responses"][str(answer.status_code)]
+    if "$ref" in response:
+        response = spec["components"]["responses"][response["$ref"].rsplit("/", 1)[1]]
+    schema = response["content"]["application/json"]["schema"]
+    Draft202012Validator({**schema, "components": spec["components"]}).validate(answer.json())
+
+
+def test_the_reference_shops_answers_are_as_the_openapi_description_says(reference_shop):
+    spec = _openapi()
+    message = {"message": "Where is the parcel?"}
+    k = {"Idempotency-Key": "k-doc"}
+    answers = [
+        ("/customers", call(reference_shop, "GET", "/customers?email=maya%40example.com")),
+        ("/customers", call(reference_shop, "GET", "/customers?email=nobody%40example.com")),
+        ("/customers", call(reference_shop, "GET", "/customers?email=x", key="wrong")),
+        ("/customers/{customer_id}/orders", call(reference_shop, "GET", "/customers/cus_1/orders")),
+        ("/orders/{number}", call(reference_shop, "GET", "/orders/SU-41290")),
+        ("/orders/{number}", call(reference_shop, "GET", "/orders/SU-00000")),
+        ("/orders/{number}/refunds", refund(reference_shop, "SU-41290", "1.00", "k-doc")),
+        ("/orders/{number}/refunds", refund(reference_shop, "SU-41290", "1.00", "k-doc")),
+        ("/orders/{number}/refunds", refund(reference_shop, "SU-41290", "999.00", "k-doc-2")),
+        ("/orders/{number}/refunds", refund(reference_shop, "SU-41290", "1.5", "k-doc-3")),
+        ("/refunds", call(reference_shop, "GET", "/refunds?idempotency_key=k-doc")),
+        ("/refunds", call(reference_shop, "GET", "/refunds?idempotency_key=k-none")),
+        ("/orders/{number}/seller-messages", call(reference_shop, "POST", "/orders/SU-41207/seller-messages",
+                                                  message, headers=k)),
+        ("/orders/{number}/seller-messages", call(reference_shop, "POST", "/orders/SU-41290/seller-messages",
+                                                  message, headers={"Idempotency-Key": "k-doc-own"})),
+        ("/seller-messages", call(reference_shop, "GET", "/seller-messages?idempotency_key=k-doc")),
+    ]
+    reference_shop.configure(fail_next=[429, 503], retry_after=1)
+    answers += [("/orders/{number}", call(reference_shop, "GET", "/orders/SU-41290")) for _ in range(2)]
+    statuses = [a.status_code for _, a in answers]
+    assert statuses == [200, 404, 401, 200, 200, 404, 201, 200, 409, 422, 200, 404, 201, 422, 200, 429, 503]
+    for path, answer in answers:
+        _check_against_openapi(spec, path, answer.request.method, answer)
+
+
+def test_the_openapi_schemas_can_fail(reference_shop):
+    spec = _openapi()
+    answer = call(reference_shop, "GET", "/orders/SU-41290")
+    broken = httpx2.Response(200, json={"order": {**answer.json()["order"], "total": "-1.00"}},
+                             request=answer.request)
+    with pytest.raises(jsonschema.ValidationError):
+        _check_against_openapi(spec, "/orders/{number}", "GET", broken)
