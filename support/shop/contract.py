@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 from datetime import datetime
 from decimal import Decimal
@@ -47,6 +48,18 @@ def quoted(value: Any) -> str:
 
 
 # -- the answers ------------------------------------------------------------------------------------------
+
+def decode(content: bytes, status: int) -> dict:
+    """An answer's body as the JSON object the contract says every body is."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        text = content.decode("utf-8", "replace")
+        raise port.BadAnswer(f"the answer ({status}) is not JSON: {quoted(text)}") from None
+    if not isinstance(data, dict):
+        raise port.BadAnswer(f"the answer ({status}) is not a JSON object")
+    return data
+
 
 def envelope(data: Any, name: str) -> dict:
     """The object under `name` in an answer such as {"order": {...}}."""

@@ -180,22 +180,14 @@ def _answer(response: httpx2.Response, *, write: bool) -> dict | None:
 
 
 def _body(response: httpx2.Response) -> dict:
-    try:
-        data = json.loads(response.content)
-    except ValueError:
-        raise port.BadAnswer(f"the answer ({response.status_code}) is not JSON: "
-                             f"{contract.quoted(response.text)}") from None
-    if not isinstance(data, dict):
-        raise port.BadAnswer(f"the answer ({response.status_code}) is not a JSON object")
-    return data
+    return contract.decode(response.content, response.status_code)
 
 
 def _error_body(response: httpx2.Response) -> dict:
     try:
-        data = json.loads(response.content)
-    except ValueError:
+        return _body(response)
+    except port.BadAnswer:
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _segment(value: Any) -> str:
