@@ -21,6 +21,7 @@ OTHER_KEY = "desk-test-key-two-fedcba9876543210"  # the shop accepts both: a rot
 _shared: ShopServer | None = None
 
 
+
 @pytest.fixture(scope="session")
 def reference_shop_server(request) -> ShopServer:
     global _shared

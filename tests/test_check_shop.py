@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import uuid
 
 import pytest
 from django.core.management import call_command
 
 import standin.shop.app
+from tests.redis_fixture import free_port
 from tests.shop_fixture import KEY, OTHER_KEY
 from tests.shop_fixture import reference_shop, reference_shop_server  # noqa: F401
 
@@ -104,9 +104,7 @@ def test_a_shop_that_forgets_its_keys_fails_the_write_checks(reference_shop, mon
 
 
 def test_a_shop_that_cannot_be_reached_fails_every_check(settings):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()
     status, output = check(f"http://127.0.0.1:{closed}")
     assert status == 1 and len(failed(output)) == 11
     assert "could not reach the shop (ConnectError)" in failed(output)[0]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from openapi_spec_validator import validate
 
 from standin.shop import start_in_thread
 from support.shop.contract import signature
+from tests.redis_fixture import free_port
 from tests.shop_fixture import KEY, OTHER_KEY, reference_shop, reference_shop_server  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,9 +233,7 @@ def test_it_imports_nothing_of_the_desk_or_django():
 
 
 def test_it_runs_as_a_command(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "standin.shop", "--port", str(port), "--key", KEY,
                                 "--key", OTHER_KEY, "--db", str(tmp_path / "shop.sqlite3")], cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -9,7 +9,6 @@ shipped by Sundry itself) and SU-41207 (69.00, Hearth & Loom, a marketplace sell
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from datetime import UTC, timedelta
@@ -23,6 +22,7 @@ from support import shop as shop_package
 from support.shop import port
 from support.shop.http import HttpShop
 from support.shop.resilience import Guard
+from tests.redis_fixture import free_port
 from tests.shop_fixture import KEY, OTHER_KEY
 from tests.shop_fixture import http_shop, reference_shop, reference_shop_server, shop_settings, waits  # noqa: F401
 
@@ -162,9 +162,7 @@ def test_the_circuit_opens_after_repeated_failures_and_closes_after_the_reset(ht
 
 
 def test_a_shop_that_cannot_be_reached_is_unavailable(shop_settings, waits):
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()
     shop = HttpShop(url=f"http://127.0.0.1:{closed}", guard=Guard("closed", sleep=waits))
     with pytest.raises(port.ShopUnavailable, match="could not connect"):
         shop.order("SU-41290")
