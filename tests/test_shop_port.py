@@ -155,16 +155,16 @@ def test_the_demo_is_the_default_backend_one_per_process(demo):
 
 
 def test_an_unknown_backend_is_refused_by_name(settings):
-    settings.SHOP_BACKEND = "shopify"
-    with pytest.raises(ImproperlyConfigured, match=r"SHOP_BACKEND must be one of demo, got 'shopify'"):
+    settings.SHOP_BACKEND = "magento"
+    with pytest.raises(ImproperlyConfigured, match=r"SHOP_BACKEND must be one of demo, http, shopify, got 'magento'"):
         shop()
 
 
 def test_an_unknown_backend_stops_start_up_naming_the_allowed_ones(monkeypatch, tmp_path):
     monkeypatch.setenv("VAR_DIR", str(tmp_path))
-    monkeypatch.setenv("SHOP_BACKEND", "http")
+    monkeypatch.setenv("SHOP_BACKEND", "magento")
     allowed = ", ".join(shop_package.BACKENDS)  # settings.py accepts exactly the backends the package has
-    with pytest.raises(ImproperlyConfigured, match=f"SHOP_BACKEND must be one of {allowed}, got 'http'"):
+    with pytest.raises(ImproperlyConfigured, match=f"SHOP_BACKEND must be one of {allowed}, got 'magento'"):
         runpy.run_path(str(ROOT / "agentsite" / "settings.py"))
     monkeypatch.setenv("SHOP_BACKEND", "demo")
     assert runpy.run_path(str(ROOT / "agentsite" / "settings.py"))["SHOP_BACKEND"] == "demo"

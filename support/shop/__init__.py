@@ -7,10 +7,11 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from support.shop.demo import DemoShop
+from support.shop.http import HttpShop
 from support.shop.port import Shop
 from support.shop.shopify import ShopifyShop
 
-BACKENDS = {"demo": DemoShop, "shopify": ShopifyShop}  # agentsite/settings.py accepts these names for SHOP_BACKEND
+BACKENDS = {"demo": DemoShop, "http": HttpShop, "shopify": ShopifyShop}  # agentsite/settings.py accepts these names
 
 _made: dict[str, Shop] = {}
 
