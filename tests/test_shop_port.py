@@ -131,15 +131,6 @@ def test_a_seller_message_is_sent_once_per_key(demo_shop):
     assert demo_shop.seller_message_by_key("m-1") == first and demo_shop.seller_message_by_key("m-2") is None
 
 
-def test_what_a_conversation_sent_comes_oldest_first(demo_shop):
-    message(demo_shop, key="m-1", text="First.")
-    message(demo_shop, key="m-2", text="Second.", order_number="SU-41419")
-    message(demo_shop, key="m-3", text="Elsewhere.", conversation="conv-2")
-    sent = demo_shop.seller_messages(conversation="conv-1")
-    assert [(m.order_number, m.body) for m in sent] == [("SU-41207", "First."), ("SU-41419", "Second.")]
-    assert demo_shop.seller_messages(conversation="conv-3") == []
-
-
 def test_an_order_the_shop_ships_itself_has_no_seller_to_message(demo_shop):
     with pytest.raises(port.Invalid):
         message(demo_shop, order_number="SU-41290")
@@ -188,5 +179,4 @@ def imported_models(source: str) -> set[str]:
 def test_tools_selectors_staff_actions_and_sign_in_read_no_shop_table(path):
     source = path.read_text()
     assert not [f"{m}.objects" for m in SHOP_MODELS if f"{m}.objects" in source], f"{path.name} queries a shop table"
-    assert "select_for_update" not in source, f"{path.name} locks a shop row itself: the shop does"
     assert not imported_models(source) & SHOP_MODELS, f"{path.name} imports the shop's models"
