@@ -41,7 +41,8 @@ def test_a_marketplace_order_reads_with_its_seller_items_and_parcel(shopify_shop
     assert order.number == "SU-41207" and order.status == "delivered" and order.currency == "EUR"
     assert order.seller == port.Seller(id="S-HL", name="Hearth & Loom", is_marketplace=True)
     assert order.items == (port.Item(sku="HL-CUS-RUST", title="Hand-loomed wool cushion cover, rust", qty=2,
-                                     unit_price=Decimal("34.50")),)
+                                     unit_price=Decimal("34.50"),
+                                     seller_description="Woven on our looms in Yorkshire."),)  # the product's
     assert (order.total, order.shipping_fee, order.refunded, order.refundable) == \
         (Decimal("69.00"), Decimal("0.00"), Decimal("0.00"), Decimal("69.00"))
     (parcel,) = order.parcels

@@ -28,7 +28,7 @@ def error_of(fn, *args, **kwargs) -> str:
     return str(raised.value)
 
 
-def test_it_returns_an_order_in_the_contract_shape(ctx_for):
+def test_it_returns_an_order_in_the_contract_shape(ctx_for, any_shop):
     result = get_order(ctx_for(MAYA), order_id="SU-41207")
     assert set(result) == {
         "order_id", "status", "placed_at", "fulfilled_by", "items", "total", "refunded", "refundable", "parcels"
@@ -46,13 +46,13 @@ def test_it_returns_an_order_in_the_contract_shape(ctx_for):
     json.dumps(result)  # the loop serialises it as is
 
 
-def test_it_omits_internals_from_an_order(ctx_for, demo):
+def test_it_omits_internals_from_an_order(ctx_for, demo, any_shop):
     text = json.dumps(get_order(ctx_for(MAYA), order_id="SU-41290"))
     for internal in ("maya@example.com", "Maya", str(demo.maya.public_id), '"id"', "customer", "tool_call_id"):
         assert internal not in text
 
 
-def test_it_says_sundry_fulfils_its_own_orders_and_shows_what_was_refunded(ctx_for):
+def test_it_says_sundry_fulfils_its_own_orders_and_shows_what_was_refunded(ctx_for, any_shop):
     result = get_order(ctx_for(MAYA), order_id="SU-41290")
     assert result["fulfilled_by"] == {"type": "sundry", "seller_id": "sundry", "name": "Sundry Warehouse"}
     assert (result["total"], result["refunded"], result["refundable"]) == ("120.00", "40.00", "80.00")
@@ -64,14 +64,14 @@ def test_it_adds_the_order_note_only_when_there_is_one(ctx_for, demo):
     assert get_order(ctx_for(MAYA), order_id="SU-41210")["note"] == "Carrier strike in Leeds."
 
 
-def test_it_returns_the_hostile_seller_description_marked_untrusted_cut_to_300_characters(ctx_for):
+def test_it_returns_the_hostile_seller_description_marked_untrusted_cut_to_300_characters(ctx_for, any_shop):
     item = get_order(ctx_for(MAYA), order_id="SU-41501")["items"][0]
     assert item["seller_description"]["untrusted_text_from"] == "seller"
     text = item["seller_description"]["text"]
     assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in text and text == HOSTILE_TEXT[:300] and len(text) == 300
 
 
-def test_it_gives_the_same_error_for_another_customers_order_and_an_unknown_one(ctx_for):
+def test_it_gives_the_same_error_for_another_customers_order_and_an_unknown_one(ctx_for, any_shop):
     # Maya may not see Tom's SU-41444; whether it exists must not show.
     theirs = error_of(get_order, ctx_for(MAYA), order_id="SU-41444")
     unknown = error_of(get_order, ctx_for(MAYA), order_id="SU-99999")
@@ -81,7 +81,7 @@ def test_it_gives_the_same_error_for_another_customers_order_and_an_unknown_one(
         assert leak not in theirs
 
 
-def test_it_shows_each_customer_only_their_own_orders(ctx_for):
+def test_it_shows_each_customer_only_their_own_orders(ctx_for, any_shop):
     assert get_order(ctx_for("tom@example.com"), order_id="SU-41444")["order_id"] == "SU-41444"
     assert get_order(ctx_for("ines@example.com"), order_id="SU-41620")["status"] == "in_transit"
     error_of(get_order, ctx_for("ines@example.com"), order_id="SU-41207")
@@ -92,7 +92,7 @@ def test_it_finds_nothing_without_a_customer(demo):
     assert error_of(get_order, ToolContext(), order_id="SU-41207") == "No order SU-41207 was found for this customer."
 
 
-def test_it_tracks_a_parcel_delivered_to_the_porch_31_hours_ago(ctx_for):
+def test_it_tracks_a_parcel_delivered_to_the_porch_31_hours_ago(ctx_for, any_shop):
     result = track_parcel(ctx_for(MAYA), tracking="HL40120771")
     assert set(result) == {"tracking", "carrier", "status", "last_scan", "hours_since_last_scan", "scans"}
     assert (result["tracking"], result["carrier"], result["status"]) == ("HL40120771", "Royal Mail", "delivered")
@@ -103,7 +103,7 @@ def test_it_tracks_a_parcel_delivered_to_the_porch_31_hours_ago(ctx_for):
     assert ISO_UTC.match(result["last_scan"]["at"])
 
 
-def test_it_lists_at_most_the_5_latest_scans_newest_first(ctx_for):
+def test_it_lists_at_most_the_5_latest_scans_newest_first(ctx_for, any_shop):
     result = track_parcel(ctx_for(MAYA), tracking="DX81388004")
     scans = result["scans"]
     assert 1 <= len(scans) <= 5
@@ -124,7 +124,7 @@ def test_it_cuts_a_long_scan_history_to_the_5_latest(ctx_for):
     assert "older" not in [s["detail"] for s in scans]
 
 
-def test_it_gives_the_same_error_for_another_customers_parcel_and_an_unknown_one(ctx_for):
+def test_it_gives_the_same_error_for_another_customers_parcel_and_an_unknown_one(ctx_for, any_shop):
     theirs = error_of(track_parcel, ctx_for(MAYA), tracking="HL40144470")
     unknown = error_of(track_parcel, ctx_for(MAYA), tracking="XX00000000")
     assert theirs == "No parcel HL40144470 was found for this customer."

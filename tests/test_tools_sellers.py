@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from support.agent.tools import ToolError
-from support.models import SellerMessage
+from support.models import SellerMessage, ShopEffect
 from support.tools.sellers import message_seller
 
 MAYA = "maya@example.com"
@@ -20,40 +20,52 @@ def refuse(ctx, **arguments) -> str:
     return str(raised.value)
 
 
-def test_it_sends_a_message_to_the_orders_seller(ctx_for):
+def test_it_sends_a_message_to_the_orders_seller(ctx_for, any_shop):
     result = message_seller(ctx_for(MAYA, "call_m1"), order_id="SU-41419", message="Please send a return label.")
     assert set(result) == {"message_id", "order_id", "seller", "status"}
     assert (result["order_id"], result["seller"], result["status"]) == ("SU-41419", "Hearth & Loom", "sent")
+    assert any_shop.seller_messages() == ["Please send a return label."]
+    record = ShopEffect.objects.get(kind=ShopEffect.SELLER_MESSAGE, key="run-test:call_m1")
+    assert (record.order_number, record.shop_id, record.text) == ("SU-41419", result["message_id"],
+                                                                  "Please send a return label.")
+
+
+def test_the_demo_keeps_the_message_under_the_calls_key(ctx_for):
+    result = message_seller(ctx_for(MAYA, "call_m1"), order_id="SU-41419", message="Please send a return label.")
     sent = SellerMessage.objects.get(tool_call_id="run-test:call_m1")
     assert (sent.seller.code, sent.order.number, sent.body) == ("S-HL", "SU-41419", "Please send a return label.")
     assert str(sent.public_id) == result["message_id"]
 
 
-def test_it_sends_one_message_for_the_same_call_id_twice(ctx_for):
+def test_it_sends_one_message_for_the_same_call_id_twice(ctx_for, any_shop):
     ctx = ctx_for(MAYA, "call_twice")
     first = message_seller(ctx, order_id="SU-41207", message="Parcel missing since the delivered scan.")
     second = message_seller(ctx, order_id="SU-41207", message="Parcel missing since the delivered scan.")
     assert first == second
-    assert SellerMessage.objects.count() == 1
+    assert any_shop.seller_messages() == ["Parcel missing since the delivered scan."]
+    # The desk's record lost (a worker killed before its commit): the shop, asked by the key, says it was sent.
+    ShopEffect.objects.all().delete()
+    assert message_seller(ctx, order_id="SU-41207", message="Parcel missing since the delivered scan.") == first
+    assert any_shop.seller_messages() == ["Parcel missing since the delivered scan."]
 
 
-def test_it_sends_a_new_message_for_a_new_call(ctx_for):
+def test_it_sends_a_new_message_for_a_new_call(ctx_for, any_shop):
     message_seller(ctx_for(MAYA, "call_a"), order_id="SU-41207", message="First.")
     message_seller(ctx_for(MAYA, "call_b"), order_id="SU-41207", message="Second.")
-    assert list(SellerMessage.objects.values_list("body", flat=True)) == ["First.", "Second."]
+    assert sorted(any_shop.seller_messages("SU-41207")) == ["First.", "Second."]
 
 
-def test_it_refuses_an_order_fulfilled_by_sundry(ctx_for):
+def test_it_refuses_an_order_fulfilled_by_sundry(ctx_for, any_shop):
     message = refuse(ctx_for(MAYA), order_id="SU-41388", message="Where is it?")
     assert message == "Order SU-41388 is fulfilled by Sundry itself; there is no seller to message."
-    assert not SellerMessage.objects.exists()
+    assert any_shop.seller_messages() == []
 
 
-def test_it_refuses_another_customers_order_like_an_unknown_one(ctx_for):
+def test_it_refuses_another_customers_order_like_an_unknown_one(ctx_for, any_shop):
     theirs = refuse(ctx_for(MAYA), order_id="SU-41444", message="Hello")
     unknown = refuse(ctx_for(MAYA), order_id="SU-99999", message="Hello")
     assert theirs.replace("SU-41444", "X") == unknown.replace("SU-99999", "X")
-    assert not SellerMessage.objects.exists()
+    assert any_shop.seller_messages() == []
 
 
 def test_it_refuses_an_empty_message_when_called_directly(ctx_for):

@@ -73,7 +73,8 @@ class Store:
     def _order(self, o: sundry.DemoOrder, customer: dict, vendor: str, now: datetime) -> dict:
         placed = now - timedelta(hours=o.placed)
         items = [{"id": self.new_id("LineItem"), "sku": sku, "title": title, "quantity": qty, "vendor": vendor,
-                  "price": Decimal(price)} for sku, title, qty, price, _ in o.items]
+                  "price": Decimal(price), "description": description, "product": self.new_id("Product")}
+                 for sku, title, qty, price, description in o.items]
         shipping = Decimal(o.shipping_fee)
         total = sum((i["price"] * i["quantity"] for i in items), Decimal("0")) + shipping
         sale = {"id": self.new_id("OrderTransaction"), "kind": "SALE", "status": "SUCCESS", "gateway": GATEWAY,

@@ -134,7 +134,8 @@ def order_view(store: Store, o: dict) -> dict:
         "displayFulfillmentStatus": "FULFILLED" if fulfilled else "UNFULFILLED",
         "lineItems": lambda info, **page: connection([
             {"id": i["id"], "sku": i["sku"], "title": i["title"], "quantity": i["quantity"], "vendor": i["vendor"],
-             "originalUnitPriceSet": bag(i["price"])} for i in o["items"]], **page),
+             "originalUnitPriceSet": bag(i["price"]),
+             "product": {"id": i["product"], "description": i["description"]}} for i in o["items"]], **page),
         "totalPriceSet": bag(o["total"]), "totalShippingPriceSet": bag(o["shipping"]),
         "totalRefundedSet": bag(store.refunded(o)),
         "transactions": lambda info, first=None, **_: capped(

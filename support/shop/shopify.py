@@ -41,7 +41,9 @@ log = logging.getLogger(__name__)
 ORDER_FIELDS = """
   id name processedAt cancelledAt currencyCode note
   customer { id }
-  lineItems(first: 20) { nodes { sku title quantity vendor originalUnitPriceSet { shopMoney { amount } } } }
+  lineItems(first: 20) {
+    nodes { sku title quantity vendor originalUnitPriceSet { shopMoney { amount } } product { description } }
+  }
   totalPriceSet { shopMoney { amount } }
   totalShippingPriceSet { shopMoney { amount } }
   totalRefundedSet { shopMoney { amount } }
@@ -363,7 +365,8 @@ def _refill_wait(body: dict) -> float | None:
 def _order(node: dict) -> port.Order:
     _text(node, "id")  # the writes need it: an order without one is not an answer to trust
     items = tuple(port.Item(sku=_text(i, "sku", optional=True), title=_text(i, "title"), qty=_count(i, "quantity"),
-                            unit_price=_money(i, "originalUnitPriceSet"))
+                            unit_price=_money(i, "originalUnitPriceSet"),
+                            seller_description=_text(i.get("product") or {}, "description", optional=True))
                   for i in _path(node, "lineItems", "nodes"))
     refunds = tuple(_refund_record(r, _text(node, "name")) for r in _path(node, "refunds"))
     parcels = tuple(_parcel(f) for f in _path(node, "fulfillments"))
