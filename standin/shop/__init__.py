@@ -36,6 +36,10 @@ class ShopServer:
         self.store.seed()
         self.state.reset()
 
+    def time_passes(self, hours: float) -> None:
+        """Every time the shop holds moves `hours` into the past."""
+        self.store.time_passes(hours)
+
     def configure(self, **faults) -> dict:
         """Switch faults on (see app.DEFAULT_FAULTS for their names); the ones not named stay as they are."""
         return self.state.configure(**faults)

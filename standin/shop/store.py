@@ -99,6 +99,18 @@ class Store:
             self._db.execute("INSERT INTO refunds VALUES (?, ?, ?, ?, ?, ?, NULL)",
                              (new_id("rf"), new_reference(), order.number, cents(amount), reason, ago(hours)))
 
+    def time_passes(self, hours: float) -> None:
+        """As if `hours` went by: every time the shop holds moves that far into the past (an evaluation's
+        customer who comes back two days later finds the parcel's scans two days older)."""
+        back = timedelta(hours=hours)
+        moved = (("orders", "number", "placed_at"), ("scans", "rowid", "at"), ("refunds", "id", "created_at"),
+                 ("seller_messages", "id", "created_at"))
+        with self._lock, self._transaction():
+            for table, key, column in moved:
+                for row in self._db.execute(f"SELECT {key}, {column} FROM {table}").fetchall():
+                    earlier = iso(datetime.fromisoformat(row[1].replace("Z", "+00:00")) - back)
+                    self._db.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (earlier, row[0]))
+
     # -- reads ------------------------------------------------------------------------------------------
 
     def customer_by_email(self, email: str) -> dict | None:

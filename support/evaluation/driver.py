@@ -89,6 +89,22 @@ class ScenarioRun:
         }
 
 
+# A shop the scenarios reach over HTTP (SHOP_BACKEND=http): reset before each scenario, its clock moved with
+# the desk's. None: the demo's own tables, which seed_demo resets.
+_remote_shop = None
+
+
+@contextmanager
+def on_remote_shop(server):
+    """Scenarios run against `server` (the reference shop: reset(), time_passes(hours)) until the block ends."""
+    global _remote_shop
+    _remote_shop = server
+    try:
+        yield
+    finally:
+        _remote_shop = None
+
+
 @contextmanager
 def quiet_desk():
     """Runs are worked here, not by Celery; events have no one to reach."""
@@ -107,6 +123,8 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
     try:
         with override_settings(**_settings(scenario.settings)), quiet_desk():
             seed_demo()  # every scenario starts from the contract's shop: earlier refunds and messages are gone
+            if _remote_shop is not None:
+                _remote_shop.reset()
             customer = Customer.objects.get(email=scenario.customer)
             conversation = services.conversation_start(customer=customer)
             start = _mark(conversation)
@@ -329,6 +347,8 @@ def _time_passes(conversation: Conversation, hours: float) -> None:
     shift(Refund.objects.all(), "created_at")
     shift(SellerMessage.objects.all(), "created_at")
     shift(ShopEffect.objects.all(), "created_at")
+    if _remote_shop is not None:
+        _remote_shop.time_passes(hours)
     shift(Conversation.objects.filter(pk=conversation.pk), "created_at", "updated_at")
     shift(Message.objects.filter(conversation=conversation), "created_at")
     shift(Run.objects.filter(conversation=conversation), "created_at", "finished_at", "heartbeat_at")

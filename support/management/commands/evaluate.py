@@ -5,6 +5,10 @@ The database: a new one is created for the evaluation and dropped at the end, on
 (SQLite: a file in a temporary folder under VAR_DIR; PostgreSQL: `<name>_evaluate_<pid>` on the same
 server), migrated from scratch and seeded with the demo shop before every scenario. The site's own
 database is never opened for writing.
+
+The shop: the demo's tables; with SHOP_BACKEND=http, the reference shop (standin/shop), started here for the
+evaluation and reset before every scenario, so the agent's tools, refunds and seller messages go over HTTP as
+they would to a real shop. A shop of one's own (SHOP_URL) cannot be reset, so it is refused.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 from django.test.utils import override_settings
 
+from standin.shop import start_in_thread
 from support.desk import assistant
-from support.evaluation import evaluate
+from support.evaluation import driver, evaluate
 from support.evaluation import report as reports
 from support.evaluation.customer import CustomerModel
 from support.evaluation.scenario import SCENARIO_DIR, ScenarioError, load_all
@@ -63,6 +68,30 @@ class Command(BaseCommand):
             raise CommandError(f"bad scenario file: {e}") from e
         if not scenarios:
             raise CommandError(f"no scenario matches {scenario!r}")
+        with self._shop() as shop_note:
+            if shop_note:
+                self.stdout.write(shop_note)
+            self._evaluate(scenarios, repeat, min_pass_rate, report, opts)
+
+    @contextmanager
+    def _shop(self):
+        backend = settings.SHOP_BACKEND
+        if backend == "demo":
+            yield ""
+            return
+        if backend != "http" or settings.SHOP_URL:
+            raise CommandError("evaluate resets the shop before every scenario: it runs on the demo shop "
+                               "(SHOP_BACKEND=demo) or on the reference shop it starts itself (SHOP_BACKEND=http "
+                               "with no SHOP_URL)")
+        key = "evaluation-reference-shop-key"
+        server = start_in_thread(keys=(key,))
+        try:
+            with override_settings(SHOP_URL=server.base_url, SHOP_API_KEY=key), driver.on_remote_shop(server):
+                yield f"shop: the reference shop over HTTP at {server.base_url}"
+        finally:
+            server.stop()
+
+    def _evaluate(self, scenarios, repeat, min_pass_rate, report, opts):
         json_path = (report or reports.latest_path()).resolve()
         html_path = json_path.with_suffix(".html")
         with override_settings(**_model_settings(opts)):
