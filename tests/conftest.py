@@ -14,7 +14,7 @@ from support.models import Customer, Order
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.shop_fixture import reference_shop, reference_shop_server  # noqa: F401  (fixtures)
 from tests.shopify_fixture import fake_shopify, fake_shopify_server  # noqa: F401  (fixtures)
-from tests.shops import any_shop  # noqa: F401  (each test that asks for it runs on every shop backend)
+from tests.shops import any_shop, remote_shop  # noqa: F401  (a test that asks runs on every (remote) backend)
 from tests.standin_fixture import standin  # noqa: F401  (the fixture, for `desk`)
 
 # In this process, database connections close after each use, as with CONN_MAX_AGE=0: the consumers'

@@ -66,7 +66,16 @@ def _text(value) -> str:
 def any_shop(request, settings, demo):
     """The desk's shop is each backend in turn (the demo tables are seeded for all: the desk's customers live
     there, and the remote shops serve the same catalogue)."""
-    name = request.param
+    yield from _use(request, settings, request.param)
+
+
+@pytest.fixture(params=BACKENDS[1:])
+def remote_shop(request, settings, demo):
+    """Each remote backend in turn: the ones that can be down, slow or wrong."""
+    yield from _use(request, settings, request.param)
+
+
+def _use(request, settings, name: str):
     server = None
     if name == "http":
         server = request.getfixturevalue("reference_shop")

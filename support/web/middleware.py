@@ -27,7 +27,7 @@ RETRY_AFTER_SECONDS = 5
 DATABASE_BUSY = "The database is busy. Try again in a few seconds."
 DATABASE_DOWN = "The database cannot be reached. Try again in a few seconds."
 SERVICE_DOWN = "A service the desk depends on cannot be reached. Try again in a few seconds."
-SHOP_DOWN = "The shop's order system cannot be reached right now. Try again in a minute."
+SHOP_DOWN = "The shop's order system can't be reached right now. Try again in a minute."
 INTERNAL = "Something went wrong on our side; it has been logged."
 # What Django's own HTML error pages said, in words for the API's clients.
 GENERIC = {
