@@ -152,3 +152,23 @@ def test_the_command_works_on_a_throwaway_database_and_fails_below_the_threshold
 
 def settings_module_dir() -> str:
     return str(Path(__file__).resolve().parents[1])
+
+
+def test_over_http_the_command_starts_the_reference_shop_and_the_refund_is_made_there(tmp_path):
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    shutil.copy(SCENARIO_DIR / "su-41310-missing-refund-approved.toml", scenarios)
+    env = {**os.environ, "VAR_DIR": str(tmp_path / "var"), "MODEL_BASE_URL": "", "SHOP_BACKEND": "http"}
+    env.pop("DATABASE_URL", None)
+    env.pop("SHOP_URL", None)
+    command = [sys.executable, "manage.py", "evaluate", "--scenario-dir", str(scenarios), "--report",
+               str(tmp_path / "r.json")]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=settings_module_dir())
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "shop: the reference shop over HTTP at http://127.0.0.1:" in done.stdout
+    trace = json.loads((tmp_path / "r.json").read_text())["scenarios"][0]["runs"][0]["trace"]
+    refund = [s for s in trace if s["tool"] == "issue_refund"]
+    assert refund and refund[-1]["result"].startswith('{"refund_id": "RF-') and not refund[-1]["error"]
+    refused = subprocess.run(command, env={**env, "SHOP_URL": "http://shop.example"}, capture_output=True,
+                             text=True, timeout=300, cwd=settings_module_dir())
+    assert refused.returncode != 0 and "resets the shop before every scenario" in refused.stderr
