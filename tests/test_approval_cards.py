@@ -47,7 +47,7 @@ def tool_result(run_id, name) -> str:
 
 # -- what the card says ---------------------------------------------------------------------------------
 
-def test_a_refund_card_says_what_is_asked_and_why_in_one_sentence(desk, queued):
+def test_a_refund_card_says_what_is_asked_and_why_in_one_sentence(desk, queued, any_shop):
     _, _, approval = paused_refund(desk, queued)
     card = serializers.approval_json(approval)["context"]
     # SU-41310's parcel was scanned delivered 120 hours before the demo's "now": five days.
@@ -67,7 +67,7 @@ def test_a_refund_card_shows_the_orders_money_read_afresh(desk, queued):
         "14.00", "50.00", "50.00")
 
 
-def test_the_amount_may_be_at_most_what_is_left_and_the_ceiling(desk, settings, queued):
+def test_the_amount_may_be_at_most_what_is_left_and_the_ceiling(desk, settings, queued, any_shop):
     _, _, approval = paused_refund(desk, queued)
     limits = serializers.approval_json(approval)["context"]["amount"]
     assert limits == {"min": "0.01", "max": "64.00", "ceiling": "150.00", "refundable": "64.00",
@@ -100,7 +100,7 @@ def test_the_form_has_an_amount_a_fixed_order_and_a_reason_not_json(desk, queued
     assert fields[2]["max_length"] == 500 and fields[1]["label"] == "Amount (EUR)"
 
 
-def test_a_handover_card_says_why_and_carries_the_agents_summary(desk, queued, settings):
+def test_a_handover_card_says_why_and_carries_the_agents_summary(desk, queued, settings, any_shop):
     settings.ESCALATION_NEEDS_APPROVAL = True  # the shop has a person confirm each hand-over
     conversation, run_id = ask(desk.maya, "I want a refund for SU-41533 please.", queued)
     assert runner.run_execute(run_id) == "awaiting_approval"
@@ -148,7 +148,7 @@ def test_the_staff_api_lists_cards_with_their_context(demo, client):
 
 # -- what the customer is told --------------------------------------------------------------------------
 
-def test_a_refund_approved_for_less_tells_the_model_and_the_customer_the_amount_refunded(desk, queued):
+def test_a_refund_approved_for_less_tells_the_model_and_the_customer_the_amount_refunded(desk, queued, any_shop):
     conversation, run_id, approval = paused_refund(desk, queued)
     edited = {**approval.requested_arguments, "amount": "40.00"}
     gate.approval_decide(approval=approval, user=None, approve=True, arguments=edited)
@@ -158,19 +158,20 @@ def test_a_refund_approved_for_less_tells_the_model_and_the_customer_the_amount_
     assert result["staff_decision"].startswith("Approved by staff with a change: amount 40.00 instead of 64.00.")
     said = answer(conversation)
     assert "approved 40.00 EUR" in said and "64.00 EUR" in said and "refunded 40.00 EUR" in said
-    assert [r.amount for r in Refund.objects.filter(order__number="SU-41310")] == [Decimal("40.00")]
+    assert any_shop.refunds("SU-41310") == [Decimal("40.00")]
 
 
-def test_a_refund_approved_as_asked_carries_no_note(desk, queued):
+def test_a_refund_approved_as_asked_carries_no_note(desk, queued, any_shop):
     conversation, run_id, approval = paused_refund(desk, queued)
     gate.approval_decide(approval=approval, user=None, approve=True)
     runner.run_execute(queued.pop())
     assert "staff_decision" not in json.loads(tool_result(run_id, "issue_refund"))
     assert "I've refunded 64.00 EUR" in answer(conversation)
+    assert any_shop.refunds("SU-41310") == [Decimal("64.00")]
 
 
 @pytest.mark.parametrize("reason", ["we need a photo of the packaging first.", "we need a photo first"])
-def test_a_rejection_reason_is_relayed_with_one_full_stop(desk, queued, reason):
+def test_a_rejection_reason_is_relayed_with_one_full_stop(desk, queued, reason, any_shop):
     conversation, run_id, approval = paused_refund(desk, queued)
     gate.approval_decide(approval=approval, user=None, approve=False, reason=reason)
     runner.run_execute(queued.pop())
@@ -179,7 +180,7 @@ def test_a_rejection_reason_is_relayed_with_one_full_stop(desk, queued, reason):
     assert reason.rstrip(".") + ". I'm sorry" in said and ".." not in said
 
 
-def test_an_expired_refund_is_explained_as_not_reviewed_in_time(desk, queued):
+def test_an_expired_refund_is_explained_as_not_reviewed_in_time(desk, queued, any_shop):
     conversation, run_id, approval = paused_refund(desk, queued)
     Approval.objects.filter(pk=approval.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     gate.approvals_expire()
@@ -189,7 +190,7 @@ def test_an_expired_refund_is_explained_as_not_reviewed_in_time(desk, queued):
                              "decided within")
     said = answer(conversation)
     assert "couldn't be reviewed in time" in said and "rejected by" not in said
-    assert not Refund.objects.filter(order__number="SU-41310").exists()
+    assert any_shop.refunds("SU-41310") == []
 
 
 def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, settings):
