@@ -57,3 +57,11 @@ def test_the_django_cursor_wrapping_the_journal_uses_is_there(db):
     for name in ("make_cursor", "make_debug_cursor", "close_if_health_check_failed", "ensure_connection"):
         assert callable(getattr(connection, name, None)), name
     assert isinstance(connection.queries_logged, bool)
+
+
+def test_the_uvicorn_request_cycle_the_reference_shop_drops_connections_through_is_there():
+    # standin/shop/app.py closes a connection without answering (the drop_after_write fault) through the
+    # transport of uvicorn's request cycle, which ASGI's receive is a bound method of: h11's and httptools'.
+    from uvicorn.protocols.http.h11_impl import RequestResponseCycle
+
+    assert hasattr(RequestResponseCycle, "receive") and "transport" in RequestResponseCycle.__init__.__code__.co_varnames

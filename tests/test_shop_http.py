@@ -153,12 +153,17 @@ def test_the_circuit_opens_after_repeated_failures_and_closes_after_the_reset(ht
     assert len(seen(reference_shop)) == 3  # the shop was not called at all
 
     reference_shop.configure(down=False)
-    # The reset time passes: move the moment the circuit opened back rather than wait for it.
-    storage = http_shop.guard.breaker._state_storage
-    storage.opened_at = storage.opened_at - timedelta(seconds=31)
+    # The reset time passes (a circuit of 0.2 s, opened the same way, rather than 30 s of waiting).
+    http_shop.guard = Guard("reference", failures=3, reset_seconds=0.2, sleep=lambda s: None)
+    with pytest.raises(port.ShopUnavailable):
+        reference_shop.configure(down=True)
+        http_shop.order("SU-41290")
+    reference_shop.configure(down=False)
+    assert http_shop.guard.is_open
+    time.sleep(0.3)  # the circuit's own clock: nothing else to wait for
     assert http_shop.order("SU-41290").number == "SU-41290"
     assert http_shop.guard.breaker.current_state == pybreaker.STATE_CLOSED
-    assert len(seen(reference_shop)) == 4
+    assert len(seen(reference_shop)) == 7  # 3, 3 more for the second circuit, then the one let through
 
 
 def test_a_shop_that_cannot_be_reached_is_unavailable(shop_settings, waits):

@@ -7,10 +7,7 @@ stand-in in standin/server.py); `python -m standin.shop` runs it in the foregrou
 
 from __future__ import annotations
 
-import threading
-import time
-
-import uvicorn
+from standin.threaded import Threaded, serve_in_thread
 
 from .app import ShopState, create_app
 from .store import Store
@@ -21,9 +18,9 @@ DEFAULT_KEY = "reference-shop-key"
 class ShopServer:
     """A running reference shop: where it is, what it holds, its faults, and how to stop it."""
 
-    def __init__(self, server: uvicorn.Server, thread: threading.Thread, store: Store, state: ShopState,
-                 host: str, port: int, keys: tuple[str, ...]):
-        self._server, self._thread = server, thread
+    def __init__(self, running: Threaded, store: Store, state: ShopState, host: str, port: int,
+                 keys: tuple[str, ...]):
+        self._running = running
         self.store, self.state = store, state
         self.host, self.port, self.keys = host, port, keys
 
@@ -57,11 +54,7 @@ class ShopServer:
 
     def stop(self, timeout: float = 5.0) -> None:
         self.state.reset()  # answers still held end now, so the server can stop gracefully
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(timeout)
+        self._running.stop(timeout)
 
 
 def start_in_thread(host: str = "127.0.0.1", port: int = 0, keys: tuple[str, ...] = (DEFAULT_KEY,),
@@ -69,17 +62,7 @@ def start_in_thread(host: str = "127.0.0.1", port: int = 0, keys: tuple[str, ...
                     timeout: float = 10.0) -> ShopServer:
     keys = tuple(keys)
     store, state = Store(db_path), ShopState()
-    config = uvicorn.Config(create_app(store, state, keys, control_token), host=host, port=port,
-                            log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=1,
-                            http="h11")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"reference-shop-{host}:{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            raise RuntimeError(f"the reference shop did not start on {host}:{port}")
-        time.sleep(0.01)
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    return ShopServer(server, thread, store, state, host, bound, keys)
+    # h11: a fault closes a connection without answering, through h11's transport (app.py says how).
+    running = serve_in_thread(create_app(store, state, keys, control_token), host, port, "reference shop",
+                              timeout=timeout, http="h11")
+    return ShopServer(running, store, state, host, running.port, keys)
