@@ -85,6 +85,97 @@ def test_revoked_links_stop_working_and_the_next_one_works(chat):
     assert api("conversations/open", {"link": notify.link_token(chat)}).status_code == 200
 
 
+def test_revoking_links_revokes_the_tokens_they_were_exchanged_for(chat, demo):
+    """A forwarded link's holder keeps nothing: the conversation token they got reads and posts no more. The
+    customer's own token from signing in is not a link's and keeps working."""
+    from_link = api("conversations/open", {"link": notify.link_token(chat)}).json()["token"]
+    signed_in = api("conversations/open", {"customer_token": identity.customer_token("maya@example.com"),
+                                           "conversation": str(chat.public_id)}).json()["token"]
+    assert bearer(chat.public_id, from_link).status_code == 200
+    notify.links_revoke(chat)
+    assert bearer(chat.public_id, from_link).status_code == 404
+    post = Client().post(f"/api/conversations/{chat.public_id}/messages", {"text": "still here?"},
+                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {from_link}")
+    assert post.status_code == 404
+    assert not Message.objects.filter(conversation=chat, content="still here?").exists()
+    assert bearer(chat.public_id, signed_in).status_code == 200
+    fresh = api("conversations/open", {"link": notify.link_token(chat)}).json()["token"]  # the new e-mail's link
+    assert bearer(chat.public_id, fresh).status_code == 200
+
+
+def test_a_token_cannot_claim_a_newer_link_version_than_it_was_given(chat):
+    """The version is inside the signature: editing it breaks the token."""
+    token = api("conversations/open", {"link": notify.link_token(chat)}).json()["token"]
+    notify.links_revoke(chat)
+    claims = signing.loads(token, salt=identity.CONVERSATION_SALT)
+    assert claims == {"c": str(chat.public_id), "l": 1}
+    forged = signing.dumps({"c": str(chat.public_id), "l": 2}, salt="support.other")
+    assert bearer(chat.public_id, forged).status_code == 404
+    assert bearer(chat.public_id, token).status_code == 404
+
+
+def _socket(conversation):
+    return WebsocketCommunicator(application, f"/ws/conversations/{conversation.public_id}/",
+                                 headers=[(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")])
+
+
+async def _resumed(ws, token):
+    assert (await ws.connect())[0]
+    await ws.send_json_to({"type": "resume", "token": token, "last_seq": 0})
+    while (await ws.receive_json_from(timeout=3))["type"] != "replay.done":
+        pass
+
+
+@pytest.fixture
+def sockets(settings, monkeypatch):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
+
+
+@pytest.mark.django_db(transaction=True)  # the sockets read the database from threads of their own
+def test_revoking_links_closes_the_sockets_opened_through_one(chat, sockets):
+    from channels.db import database_sync_to_async
+
+    from_link = api("conversations/open", {"link": notify.link_token(chat)}).json()["token"]
+
+    def revoke():
+        notify.links_revoke(chat)
+
+    async def go():
+        linked, own = _socket(chat), _socket(chat)
+        await _resumed(linked, from_link)
+        await _resumed(own, identity.conversation_token(chat))
+        await database_sync_to_async(revoke)()
+        frame = await linked.receive_json_from(timeout=3)
+        assert frame["type"] == "error" and frame["code"] == "link_revoked"
+        assert (await linked.receive_output(timeout=3)) == {"type": "websocket.close", "code": 4401}
+        await own.send_json_to({"type": "ping"})
+        assert (await own.receive_json_from(timeout=3))["type"] == "pong"  # signed in: not a link's socket
+        await own.disconnect()
+
+    async_to_sync(go)()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_link_socket_that_missed_the_revocation_closes_at_its_next_frame(chat, sockets, monkeypatch):
+    """The broadcast is lost (the layer was away): the socket reads the version again on every frame."""
+    monkeypatch.setattr(notify, "_close_link_sockets", lambda public_id, version: None)
+    from_link = api("conversations/open", {"link": notify.link_token(chat)}).json()["token"]
+
+    async def go():
+        ws = _socket(chat)
+        await _resumed(ws, from_link)
+        from channels.db import database_sync_to_async
+        await database_sync_to_async(notify.links_revoke)(chat)
+        await ws.send_json_to({"type": "message", "text": "hello?", "client_id": "c1"})
+        frame = await ws.receive_json_from(timeout=3)
+        assert frame["code"] == "link_revoked"
+        assert (await ws.receive_output(timeout=3))["code"] == 4401
+
+    async_to_sync(go)()
+    assert not Message.objects.filter(conversation=chat, content="hello?").exists()
+
+
 def test_an_expired_link_opens_nothing(chat, settings, monkeypatch):
     settings.CONVERSATION_LINK_MAX_AGE = 3600
     token = notify.link_token(chat)

@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core import signing
 
 from support.customers.cleaning import token_or_none
-from support.models import Conversation, Customer
+from support.models import Conversation, Customer, FollowUp
 from support.shop import port, shop
 
 CUSTOMER_SALT = "sundry.customer"
@@ -125,23 +126,55 @@ def _order_and_owner(email, order_number) -> tuple[port.ShopCustomer, port.Order
 
 # -- the conversation token ---------------------------------------------------------------------------
 
-def conversation_token(conversation: Conversation) -> str:
-    """The widget's proof that it may read and post to this one conversation (signed with SECRET_KEY)."""
-    return signing.dumps(str(conversation.public_id), salt=CONVERSATION_SALT)
+def conversation_token(conversation: Conversation, *, link_version: int | None = None) -> str:
+    """The widget's proof that it may read and post to this one conversation (signed with SECRET_KEY).
+
+    A token exchanged for an e-mailed link carries that link's version: revoking the conversation's links
+    (support.customers.notify.links_revoke) revokes it too. A token from signing in carries none."""
+    claims = {"c": str(conversation.public_id)}
+    if link_version is not None:
+        claims["l"] = int(link_version)
+    return signing.dumps(claims, salt=CONVERSATION_SALT)
 
 
-def conversation_for_token(token, public_id) -> Conversation | None:
-    """The conversation when the token is valid, recent enough and names exactly that conversation."""
+@dataclass(frozen=True)
+class Access:
+    conversation: Conversation
+    link_version: int | None  # the link it came from, None when signed in
+
+
+def access_for_token(token, public_id) -> Access | None:
+    """What a token grants when it is valid, recent enough, names exactly that conversation and, when it
+    came from a link, that link is still the conversation's current one."""
     wanted = parse_uuid(public_id)
     if wanted is None or token_or_none(token) is None:
         return None
     try:
-        named = signing.loads(token, salt=CONVERSATION_SALT, max_age=settings.CONVERSATION_TOKEN_MAX_AGE)
+        claims = signing.loads(token, salt=CONVERSATION_SALT, max_age=settings.CONVERSATION_TOKEN_MAX_AGE)
     except signing.BadSignature:
         return None
-    if named != str(wanted):
+    if isinstance(claims, str):  # the first form of the token: the id alone, minted at sign-in
+        claims = {"c": claims}
+    if not isinstance(claims, dict) or claims.get("c") != str(wanted):
         return None
-    return Conversation.objects.filter(public_id=wanted).first()
+    link_version = claims.get("l")
+    if link_version is not None and (not isinstance(link_version, int) or link_version != current_link_version(wanted)):
+        return None
+    conversation = Conversation.objects.filter(public_id=wanted).first()
+    return Access(conversation, link_version) if conversation is not None else None
+
+
+def conversation_for_token(token, public_id) -> Conversation | None:
+    """The conversation the token opens (see access_for_token), or None."""
+    access = access_for_token(token, public_id)
+    return access.conversation if access else None
+
+
+def current_link_version(public_id) -> int:
+    """The version the conversation's links carry now; revoking them moves it on (1 before any revocation)."""
+    version = (FollowUp.objects.filter(conversation__public_id=public_id)
+               .values_list("link_version", flat=True).first())
+    return version or 1
 
 
 def parse_uuid(value) -> uuid.UUID | None:

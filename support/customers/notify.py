@@ -28,8 +28,9 @@ from django.utils import dateformat, timezone, translation
 from django.utils.translation import gettext, ngettext
 
 from support.customers import languages
-from support.customers.identity import parse_uuid
+from support.customers.identity import current_link_version, parse_uuid
 from support.customers.words import staff_name
+from support.live.events import conversation_group
 from support.models import Conversation, Customer, FollowUp, Message, ReplyEmailOptOut
 
 log = logging.getLogger(__name__)
@@ -96,31 +97,56 @@ def customer_seen(conversation_pk: int, *, now: datetime | None = None) -> None:
 def link_token(conversation: Conversation) -> str:
     """The e-mailed link's token: opens this conversation on any device for CONVERSATION_LINK_MAX_AGE, until
     the conversation's links are revoked. Signed with SECRET_KEY, with a salt of its own."""
-    version = FollowUp.objects.filter(conversation=conversation).values_list("link_version", flat=True).first()
-    return signing.dumps({"c": str(conversation.public_id), "v": version or 1}, salt=LINK_SALT)
+    return signing.dumps({"c": str(conversation.public_id), "v": current_link_version(conversation.public_id)},
+                         salt=LINK_SALT)
 
 
-def conversation_for_link(token) -> Conversation | None:
-    """The conversation a valid, unexpired, unrevoked link names; None otherwise (all look the same)."""
+def link_access(token) -> tuple[Conversation, int] | None:
+    """(conversation, link version) for a valid, unexpired, unrevoked link; None otherwise (all look the same)."""
     if not isinstance(token, str) or not 1 <= len(token) <= 300:
         return None
     try:
         data = signing.loads(token, salt=LINK_SALT, max_age=settings.CONVERSATION_LINK_MAX_AGE)
     except signing.BadSignature:
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("c"), str):
+    if not isinstance(data, dict) or not isinstance(data.get("c"), str) or not _is_uuid(data["c"]):
         return None
-    conversation = Conversation.objects.filter(public_id=data["c"]).select_related("customer").first() \
-        if _is_uuid(data["c"]) else None
+    conversation = Conversation.objects.filter(public_id=data["c"]).select_related("customer").first()
     if conversation is None:
         return None
-    version = FollowUp.objects.filter(conversation=conversation).values_list("link_version", flat=True).first()
-    return conversation if data.get("v") == (version or 1) else None
+    version = current_link_version(conversation.public_id)
+    return (conversation, version) if data.get("v") == version else None
 
 
-def links_revoke(conversation: Conversation) -> None:
-    """Every link e-mailed for this conversation stops working; the next e-mail carries a new one."""
+def conversation_for_link(token) -> Conversation | None:
+    access = link_access(token)
+    return access[0] if access else None
+
+
+def links_revoke(conversation: Conversation) -> int:
+    """Every link e-mailed for this conversation stops working, and so does every conversation token a link
+    was exchanged for; customer sockets opened with one close (after the commit, so none reconnects in
+    between and reads the old version). The next e-mail carries a new link. Returns the new version."""
     _follow_up_update(conversation.pk, link_version=F("link_version") + 1)
+    version = current_link_version(conversation.public_id)
+    public_id = conversation.public_id
+    transaction.on_commit(lambda: _close_link_sockets(public_id, version))
+    return version
+
+
+def _close_link_sockets(public_id, version: int) -> None:
+    """Tell the conversation's customer sockets that links before `version` are revoked. Never raises: a
+    socket that misses it finds out at its next frame (support.web.consumers.CustomerConsumer)."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(conversation_group(public_id), {"type": "links.revoked", "version": version})
+    except Exception:
+        log.warning("customer sockets of conversation %s not told their link was revoked", public_id, exc_info=True)
 
 
 def unsubscribe_token(customer: Customer) -> str:

@@ -164,6 +164,7 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
 class CustomerConsumer(ReplayingConsumer):
     async def connect(self):
         self.conversation = None
+        self.link_version = None  # the link the token came from, when it came from one
         self._auth_deadline = None
         self.address = limits.scope_address(self.scope)
         try:
@@ -207,6 +208,8 @@ class CustomerConsumer(ReplayingConsumer):
             await self.resume(content)
         elif self.conversation is None:
             await self.close(code=UNAUTHORIZED)
+        elif self.link_version is not None and not await self.link_still_valid():
+            await self.link_revoked()
         elif kind == "message":
             await self.post(content)
         elif kind == "ping":
@@ -220,16 +223,33 @@ class CustomerConsumer(ReplayingConsumer):
 
     async def resume(self, content):
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
-        conversation = await db(identity.conversation_for_token)(content.get("token"), public_id)
+        access = await db(identity.access_for_token)(content.get("token"), public_id)
+        conversation = access.conversation if access else None
         if conversation is None or (self.conversation is not None and conversation.pk != self.conversation.pk):
             security_log.warning("customer socket refused from %s: no valid token for conversation %s",
                                  self.address, str(public_id)[:40])
             await self.close(code=UNAUTHORIZED)
             return
-        self.conversation = conversation
+        self.conversation, self.link_version = conversation, access.link_version
         await self.join(events.conversation_group(conversation.public_id))
         await self.replay(conversation, _seq(content.get("last_seq")))
         await self.mark_seen()
+
+    async def link_still_valid(self) -> bool:
+        """Read again on every frame: a revocation whose broadcast was lost still closes the socket."""
+        return await db(identity.current_link_version)(self.conversation.public_id) == self.link_version
+
+    async def links_revoked(self, message):
+        """Staff revoked the conversation's links: a socket opened through an older one closes now."""
+        if self.link_version is not None and message.get("version", 0) != self.link_version:
+            await self.link_revoked()
+
+    async def link_revoked(self) -> None:
+        security_log.warning("customer socket of conversation %s closed: its link was revoked",
+                             self.conversation.public_id)
+        await self.send_error("link_revoked", "This conversation's link no longer works. Sign in again to "
+                              "carry on.")
+        await self.close(code=UNAUTHORIZED)
 
     async def post(self, content):
         raw_id = content.get("client_id")

@@ -99,11 +99,13 @@ def open_conversation(request):
     "conversation": id} (one of the signed-in customer's own). Returns it with a fresh conversation token."""
     body = json_body(request)
     zone = requested_time_zone(body)
+    link_version = None
     if "link" in body:
-        conversation = notify.conversation_for_link(body["link"])
-        if conversation is None:
+        access = notify.link_access(body["link"])
+        if access is None:
             security_log.warning("conversation link refused: invalid, expired or revoked")
             raise ApiError(404, LINK_REFUSED)
+        conversation, link_version = access
     elif "customer_token" in body and "conversation" in body:
         customer = _customer(body)
         wanted = identity.parse_uuid(body["conversation"])
@@ -115,7 +117,7 @@ def open_conversation(request):
     if zone:
         notify.set_time_zone(conversation, zone)
     return JsonResponse({"conversation": conversation_json(conversation, staff=False),
-                         "token": identity.conversation_token(conversation)})
+                         "token": identity.conversation_token(conversation, link_version=link_version)})
 
 
 @csrf_exempt
@@ -150,10 +152,13 @@ def _ts(value):
 @api("POST")
 @staff_required
 def revoke_links(request, public_id):
-    """Every link e-mailed for this conversation stops working (e.g. the customer forwarded one by mistake)."""
+    """Every link e-mailed for this conversation stops working (e.g. the customer forwarded one by mistake),
+    with the conversation tokens and the customer sockets opened through one."""
     conversation = Conversation.objects.filter(public_id=identity.parse_uuid(public_id)).first() \
         if identity.parse_uuid(public_id) else None
     if conversation is None:
         raise ApiError(404, NOT_YOURS)
-    notify.links_revoke(conversation)
+    version = notify.links_revoke(conversation)
+    security_log.info("conversation %s: links revoked by staff user id %s (now version %d)",
+                      conversation.public_id, request.user.pk, version)
     return JsonResponse({"revoked": True})
