@@ -512,8 +512,13 @@ SESSION_COOKIE_SAMESITE = "Lax"
 # -- Operations: probes, metrics, request ids (support/ops/health.py, support/ops/metrics.py, docs/deploy.md) ----
 # The probes and /metrics are answered first (support/ops/health.py says why), then every request gets its id.
 MIDDLEWARE = ["support.ops.log_context.RequestContextMiddleware", "support.ops.health.ProbeMiddleware", *MIDDLEWARE]
-# /metrics asks for this bearer token when it is set (Prometheus: authorization: credentials: ...).
+# /metrics asks for this bearer token (Prometheus: authorization: credentials: ...). Required with DEBUG off:
+# the counters name conversations' states and the desk's load, and a balancer's path rule alone can be
+# walked around (an encoded path reaches the same view). Open without a token only in development.
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+if not DEBUG and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN must be set when DJANGO_DEBUG is off: 16 or more random characters, "
+                               "the bearer token Prometheus sends to /metrics")
 # A Celery worker serves its own /metrics on this port (0: none); several workers on one machine need one
 # port each. On WORKER_METRICS_HOST: loopback by default, the address Prometheus reaches in a deployment.
 WORKER_METRICS_PORT = env_int("WORKER_METRICS_PORT", 0)

@@ -39,7 +39,7 @@ def documented_production_env() -> dict[str, str]:
 
 def clean_environ(extra: dict[str, str]) -> dict[str, str]:
     """This process's environment without any setting a developer may have exported, plus `extra`."""
-    prefixes = ("DJANGO_", "SHOP_", "WIDGET_", "DATABASE_URL", "REDIS_URL")
+    prefixes = ("DJANGO_", "SHOP_", "WIDGET_", "DATABASE_URL", "REDIS_URL", "METRICS_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     return {**env, "DJANGO_SETTINGS_MODULE": "agentsite.settings", **extra}
 
@@ -63,7 +63,7 @@ def check_deploy(env: dict[str, str], tmp_path) -> subprocess.CompletedProcess:
 
 def production(**overrides) -> dict[str, str]:
     return {"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": SECRET, "SHOP_SIGNING_KEY": "shop-" + "k" * 40,
-            **overrides}
+            "METRICS_TOKEN": "metrics-" + "m" * 20, **overrides}
 
 
 # -- check --deploy ---------------------------------------------------------------------------------------
@@ -135,6 +135,16 @@ def test_widget_origins_are_kept_as_browsers_send_them(monkeypatch, tmp_path):
 
 
 # -- the shop's signing key -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("token", [None, "", "short"])
+def test_with_debug_off_it_refuses_to_start_without_a_metrics_token(monkeypatch, tmp_path, token):
+    env = production()
+    env.pop("METRICS_TOKEN")
+    if token is not None:
+        env["METRICS_TOKEN"] = token
+    with pytest.raises(ImproperlyConfigured, match="METRICS_TOKEN must be set"):
+        settings_with(monkeypatch, tmp_path, **env)
+
 
 def test_with_debug_off_it_refuses_to_start_without_a_shop_signing_key_of_its_own(monkeypatch, tmp_path):
     with pytest.raises(ImproperlyConfigured, match="SHOP_SIGNING_KEY must be set"):

@@ -100,6 +100,9 @@ def test_metrics_ask_for_the_bearer_token_when_one_is_set(client, settings, redi
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     scrape(client, HTTP_AUTHORIZATION=f"Bearer {settings.METRICS_TOKEN}")
+    for encoded in ("/%6Detrics", "/m%65trics"):  # the same view however the path is spelled
+        assert client.get(encoded).status_code == 401
+        assert client.get(encoded, HTTP_AUTHORIZATION=f"Bearer {settings.METRICS_TOKEN}").status_code == 200
 
 
 @pytest.mark.django_db(transaction=True)  # the run is queued after its message's commit

@@ -294,7 +294,8 @@ def test_two_daphnes_and_two_workers_behind_the_balancer_serve_every_customer_an
     assert tagged and {line.get("request_id") for line in tagged} == {request_ids[0]}, tagged[:3]
     assert any("succeeded" in line["message"] for line in tagged)
     assert f"id={request_ids[0]}" in desk.balancer.log()
-    assert get(desk.url + "/metrics")[0] == 404  # each process's metrics are scraped at its own address
+    for path in ("/metrics", "/%6Detrics", "/%6detrics", "/m%65trics", "/metrics?x=1"):
+        assert get(desk.url + path)[0] == 404, path  # scraped at each process's own address, never here
     status, script = get(desk.url + "/static/support/widget.js")
     assert status == 200 and script  # through the static backend
 
