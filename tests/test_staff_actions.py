@@ -92,6 +92,24 @@ def test_a_double_click_refunds_once(as_user, people, conversation, any_shop):
     assert conversation.messages.filter(author=Message.SYSTEM, content__contains="20.00").count() == 1
 
 
+def test_a_key_names_one_action_on_one_conversation_only(as_user, people, conversation, demo, any_shop):
+    """The same key sent on another conversation, or for another kind of action, is a new request: it never
+    hands back (or stands for) the action it named elsewhere."""
+    client = as_user(people["sam"])
+    other = start_conversation(demo.maya)
+    first = refund(client, conversation, amount="20.00", key="k-shared")
+    second = refund(client, other, amount="15.00", key="k-shared")
+    assert first.status_code == second.status_code == 201
+    assert first.json()["action"]["id"] != second.json()["action"]["id"]
+    assert sorted(any_shop.refunds("SU-41310")) == [Decimal("15.00"), Decimal("20.00")]
+    assert StaffAction.objects.get(public_id=second.json()["action"]["id"]).conversation == other
+    assert other.messages.filter(author=Message.SYSTEM, content__contains="15.00").count() == 1
+    message = client.post_json(f"/api/staff/conversations/{conversation.public_id}/seller-messages",
+                               {"order_id": "SU-41310", "message": "Please check the parcel.", "key": "k-shared"})
+    assert message.status_code == 201 and message.json()["action"]["kind"] == StaffAction.SELLER_MESSAGE
+    assert len(any_shop.seller_messages("SU-41310")) == 1
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_same_key_at_the_same_instant_refunds_once(demo, people):
     if connection.vendor != "postgresql":

@@ -57,13 +57,22 @@ def _ctx(conversation: Conversation) -> ToolContext:
     return ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id))
 
 
-def _key(user, key) -> str | None:
-    """The stored idempotency key: the person's own namespace, so two people's keys never collide."""
+def _key(user, conversation: Conversation, kind: str, key) -> str | None:
+    """The stored idempotency key, in the namespace of the person, the conversation and the kind of action:
+    a key sent again names that one action, never one someone else took, on another conversation, or of
+    another kind (which a key looked up across them would hand back, and never do)."""
     if key is None:
         return None
     if not isinstance(key, str) or not cleaning.CLIENT_ID.fullmatch(key):
         raise ActionRefused("key must be 1 to 64 letters, digits or . _ : -")
-    return f"{user.pk}:{key}"
+    return f"{user.pk}:{conversation.pk}:{kind}:{key}"
+
+
+def _earlier(conversation: Conversation, full_key: str | None) -> StaffAction | None:
+    """The action this key already named, looked up on this conversation only."""
+    if not full_key:
+        return None
+    return StaffAction.objects.filter(conversation=conversation, idempotency_key=full_key).first()
 
 
 def _text(value, field: str, max_chars: int) -> str:
@@ -144,8 +153,8 @@ def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, 
     it, so a request repeated after a crash or a lost answer (the same client key) finds the shop's refund
     instead of making another (support/shop/effects.py)."""
     arguments = {"order_id": order_id, "amount": amount, "reason": reason}
-    full_key = _key(user, key)
-    earlier = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+    full_key = _key(user, conversation, StaffAction.REFUND, key)
+    earlier = _earlier(conversation, full_key)
     if earlier is not None and earlier.status != StaffAction.PENDING:
         return earlier  # the same request again (a double click, a retry): done once
     try:
@@ -195,7 +204,7 @@ def _intent(conversation: Conversation, user, kind: str, arguments: dict, full_k
             return StaffAction.objects.create(conversation=conversation, user=user, kind=kind, arguments=arguments,
                                               status=StaffAction.PENDING, idempotency_key=full_key)
     except IntegrityError:
-        found = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+        found = _earlier(conversation, full_key)
         if found is None:
             raise
         return found
@@ -244,8 +253,8 @@ def seller_message_send(*, conversation: Conversation, user, order_id, message, 
     """A message to the order's seller, sent through the agent's own tool (its rules, minus the approval a
     message with the customer's contact data needs from the agent: a person is writing it)."""
     arguments = {"order_id": order_id, "message": message}
-    full_key = _key(user, key)
-    earlier = StaffAction.objects.filter(idempotency_key=full_key).first() if full_key else None
+    full_key = _key(user, conversation, StaffAction.SELLER_MESSAGE, key)
+    earlier = _earlier(conversation, full_key)
     if earlier is not None and earlier.status != StaffAction.PENDING:
         return earlier
     try:
