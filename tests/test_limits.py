@@ -99,6 +99,16 @@ def test_behind_trusted_proxies_the_address_is_the_one_the_first_of_them_saw(set
     assert limits.client_address("10.0.0.2", "6.6.6.6, 203.0.113.9") == "203.0.113.9"
 
 
+def test_with_fewer_forwarded_entries_than_trusted_proxies_the_address_is_the_peer(settings):
+    """The request skipped a proxy (it reached the site or a later proxy directly): every entry may be the
+    client's own writing, so none is believed."""
+    settings.TRUSTED_PROXIES = 2
+    assert limits.client_address("198.51.100.7", "6.6.6.6") == "198.51.100.7"
+    settings.TRUSTED_PROXIES = 3
+    assert limits.client_address("198.51.100.7", "6.6.6.6, 7.7.7.7") == "198.51.100.7"
+    assert limits.client_address("198.51.100.7", " , ") == "198.51.100.7"
+
+
 def test_an_ipv6_subscriber_counts_as_their_whole_64_block(settings):
     assert limits.client_address("2001:db8:1:2:aaaa::1", None) == limits.client_address("2001:db8:1:2:bbbb::9", None)
     assert limits.client_address("2001:db8:1:3::1", None) != limits.client_address("2001:db8:1:2::1", None)

@@ -146,13 +146,15 @@ def warn_unavailable(what: str, error: Exception) -> None:
 def client_address(peer: str | None, forwarded: str | None) -> str:
     """Who is asking, as limits count them: the socket peer, or with TRUSTED_PROXIES = N the address the
     first of our N proxies saw (the Nth entry from the right of CLIENT_ADDRESS_HEADER; entries further left
-    are whatever the client wrote). IPv6 addresses count by /64, the block one subscriber gets."""
+    are whatever the client wrote; with fewer than N entries, the peer). IPv6 addresses count by /64, the block one subscriber gets."""
     address = peer or ""
     proxies = settings.TRUSTED_PROXIES
     if proxies and forwarded:
         entries = [e.strip() for e in forwarded.split(",") if e.strip()]
-        if entries:
-            address = entries[-proxies] if len(entries) >= proxies else entries[0]
+        # Fewer entries than proxies: the request did not come through all of them (it reached a later one,
+        # or the site, directly), so even the leftmost entry may be the client's own writing: the peer it is.
+        if len(entries) >= proxies:
+            address = entries[-proxies]
     return _counted_as(address)
 
 
