@@ -219,6 +219,56 @@ def test_a_different_second_decision_is_told_409_and_changes_nothing(staff, appr
     assert snapshot(approval) == after_first and queued == queued_after_first
 
 
+@pytest.mark.parametrize("verb, body", [("approve", {}), ("approve", {"arguments": {**REFUND_ARGUMENTS, "amount": "20.00"}}),
+                                        ("reject", {"reason": "Delivered with a photo."})])
+def test_the_same_decision_again_gets_the_same_bytes_whatever_the_run_did_since(staff, approval, verb, body):
+    """A double click or a retry after a lost answer: the answer is the card as decided, byte for byte, although
+    meanwhile the refund ran (the order's balance, shown live on cards, moved) and the call finished."""
+    from decimal import Decimal
+
+    from support.shop import shop
+
+    first = decide(staff, approval, verb, body)
+    assert first.status_code == 200
+    shop().refund(order_number="SU-41310", amount=Decimal("5.00"), reason="another", idempotency_key="elsewhere")
+    ToolCall.objects.filter(pk=approval.tool_call_id).update(status=ToolCall.EXECUTED)
+    live = staff.get("/api/staff/approvals?status=all").json()["approvals"]
+    assert json.dumps(live[0]["context"], sort_keys=True) != json.dumps(first.json()["approval"]["context"], sort_keys=True)
+    again = decide(staff, approval, verb, body)
+    assert again.status_code == 200
+    assert again.content == first.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_identical_decisions_at_the_same_instant_get_identical_answers(demo, sam):
+    """Twenty trials of four identical approvals sent at once: every answer of a trial is the same bytes."""
+    import threading
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises writers: no race to lose")
+    differing = 0
+    for _ in range(20):
+        approval = pending_refund_approval(start_conversation(demo.maya))
+        answers, barrier = [], threading.Barrier(4)
+
+        def one():
+            client = Client()
+            client.force_login(sam)
+            barrier.wait()
+            answers.append(client.post(f"/api/staff/approvals/{approval.public_id}/approve", "{}",
+                                       content_type="application/json"))
+            connection.close()
+
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [a.status_code for a in answers] == [200] * 4
+        differing += len({a.content for a in answers}) > 1
+    assert differing == 0
+
+
 @pytest.mark.parametrize("public_id", [str(uuid.uuid4()), "not-a-uuid"])
 @pytest.mark.parametrize("verb", ["approve", "reject"])
 def test_deciding_an_unknown_approval_is_404(staff, public_id, verb):

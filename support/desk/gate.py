@@ -94,6 +94,17 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
     return approval
 
 
+def decision_answer(approval: Approval, build) -> dict:
+    """The answer to a decision: built once (`build()`, the card as it is then), kept with the approval, and
+    the same for every repeat of that decision. Whoever stores it first wins; everyone answers with what
+    was stored, read back, so the bytes agree even where the database orders a JSON object's keys itself."""
+    stored = Approval.objects.filter(pk=approval.pk).values_list("decision_answer", flat=True).first()
+    if stored is None:
+        Approval.objects.filter(pk=approval.pk, decision_answer__isnull=True).update(decision_answer=build())
+        stored = Approval.objects.filter(pk=approval.pk).values_list("decision_answer", flat=True).first()
+    return stored
+
+
 def _check_as_the_tool_would(approval: Approval, tool, arguments: dict) -> None:
     """Arguments a person edited are checked as the tool will check them when it runs (ownership, ceiling,
     balance), so an impossible edit is refused here, in plain words, instead of failing after approval."""

@@ -226,6 +226,9 @@ class Approval(models.Model):
     # Why the call never ran although asked for (a staff member took the conversation over); the
     # decision itself, approved included, stays as it was written.
     not_run_reason = models.CharField(max_length=200, blank=True)
+    # The card as the decider was answered, kept so that the same decision sent again (a double click, a
+    # retry) gets the same bytes back, whatever the run has done since (support.desk.gate.decision_answer).
+    decision_answer = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["requested_at"]

@@ -112,7 +112,9 @@ def _decide(request, approval, **decision):
                              "approval": _fresh(approval)}, status=409)
     except services.InvalidArguments as error:
         raise ApiError(400, str(error)) from None
-    return JsonResponse({"approval": _fresh(approval)})
+    # The same decision sent again gets these very bytes: the card as it was when decided, not as the run
+    # has moved it since (a refund made, a balance lowered).
+    return JsonResponse({"approval": gate.decision_answer(approval, lambda: _fresh(approval))})
 
 
 def _fresh(approval) -> dict:
