@@ -258,12 +258,38 @@ def message_rate_check(*, conversation: Conversation, client_address: str | None
     except limits.Limited as over:
         raise RateLimited(retry_after=over.retry_after) from None
     except limits.Unavailable as error:
-        limits.warn_unavailable("message limits counted from the database, per conversation only", error)
+        limits.warn_unavailable("message limits counted from the database and per process", error)
+    # Without Redis: the conversation's and the customer's limits from the database (a race can pass them:
+    # the fallback, not the rule), the address's in this process.
     window = timezone.now() - timedelta(seconds=60)
-    recent = conversation.messages.filter(author=Message.CUSTOMER, created_at__gte=window).count()
-    if recent >= settings.MESSAGES_PER_MINUTE:
+    recent = Message.objects.filter(author=Message.CUSTOMER, created_at__gte=window)
+    if recent.filter(conversation=conversation).count() >= settings.MESSAGES_PER_MINUTE \
+            or recent.filter(conversation__customer_id=conversation.customer_id).count() \
+            >= settings.CUSTOMER_MESSAGES_PER_MINUTE:
         raise RateLimited(retry_after=60)
+    if client_address:
+        try:
+            limits.process_windows.hit(limits.messages_from(client_address))
+        except limits.Limited as over:
+            raise RateLimited(retry_after=over.retry_after) from None
     return ()
+
+
+def conversation_rate_check(*, customer_id: int, client_address: str) -> None:
+    """Count one new conversation against the customer's and the address's hourly limits, or
+    limits.Limited. Without Redis the customer's limit is counted from the database and the address's in
+    this process: a new conversation is where a flood of runs would start."""
+    checked = (limits.conversations_from(client_address), limits.conversations_of_customer(customer_id))
+    try:
+        limits.hit(*checked)
+        return
+    except limits.Unavailable as error:
+        limits.warn_unavailable("new conversations counted from the database and per process", error)
+    since = timezone.now() - timedelta(hours=1)
+    if Conversation.objects.filter(customer_id=customer_id, created_at__gte=since).count() \
+            >= settings.CUSTOMER_CONVERSATIONS_PER_HOUR:
+        raise limits.Limited(retry_after=60)
+    limits.process_windows.hit(checked[0])
 
 
 def conversation_flag(*, conversation_id: int, reason: str) -> None:

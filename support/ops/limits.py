@@ -12,8 +12,10 @@ import hashlib
 import ipaddress
 import logging
 import math
+import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass
 
 import redis
@@ -127,6 +129,71 @@ def clear(*limits: Limit) -> None:
         store().delete(*(KEY_PREFIX + limit.key for limit in limits))
     except redis.RedisError:
         log.warning("limits: could not clear %d limits", len(limits))
+
+
+# -- while Redis is away ---------------------------------------------------------------------------------
+
+class _ProcessWindows:
+    """The same sliding windows, counted in this process's memory: what a path that must stay open (a socket,
+    a new conversation) still counts while Redis is away. Each process counts on its own, so N processes let
+    N times the count through: a bound, not the rule. At most MAX_KEYS keys are held; past that, keys with
+    no event left in their window go first, then the oldest (their events are forgotten, never refused)."""
+
+    MAX_KEYS = 50_000
+
+    def __init__(self):
+        self._events: dict[str, deque] = {}
+        self._lock = threading.Lock()
+
+    def hit(self, *limits: Limit) -> None:
+        now = time.monotonic()
+        with self._lock:
+            wait = 0.0
+            for limit in limits:
+                events = self._events.get(limit.key)
+                if events is None:
+                    continue
+                while events and events[0] <= now - limit.window:
+                    events.popleft()
+                if len(events) >= limit.count:
+                    wait = max(wait, events[len(events) - limit.count] + limit.window - now)
+            if wait > 0:
+                raise Limited(max(1, math.ceil(wait)))
+            for limit in limits:
+                self._events.setdefault(limit.key, deque()).append(now)
+            if len(self._events) > self.MAX_KEYS:
+                self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        longest = max((HOUR, QUARTER_HOUR, MINUTE))
+        for key in [k for k, events in self._events.items() if not events or events[-1] <= now - longest]:
+            del self._events[key]
+        while len(self._events) > self.MAX_KEYS:
+            del self._events[next(iter(self._events))]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._events.clear()
+
+
+process_windows = _ProcessWindows()
+
+
+def hit_or_count_here(what: str, *limits: Limit) -> None:
+    """`hit`, or with Redis away the same limits counted in this process (see _ProcessWindows): for paths
+    the desk keeps open through an outage. Limited either way when over."""
+    limits = tuple(limit for limit in limits if limit is not None)
+    try:
+        hit(*limits)
+    except Unavailable as error:
+        warn_unavailable(f"{what} counted per process", error)
+        try:
+            process_windows.hit(*limits)
+        except Limited as over:
+            security_log.warning("refused over a limit counted in this process (one of %s); room again in %d s",
+                                 ", ".join(limit.key for limit in limits), over.retry_after)
+            metrics.rate_limited(limits)
+            raise
 
 
 _last_warning = 0.0

@@ -168,7 +168,8 @@ class CustomerConsumer(ReplayingConsumer):
         self._auth_deadline = None
         self.address = limits.scope_address(self.scope)
         try:
-            await sync_to_async(limits.hit, thread_sensitive=False)(limits.sockets_from(self.address))
+            await sync_to_async(limits.hit_or_count_here, thread_sensitive=False)("sockets",
+                                                                                  limits.sockets_from(self.address))
         except limits.Limited as over:
             # Accepted first so the client reads why: a refusal at the handshake is a bare 403.
             await AsyncJsonWebsocketConsumer.accept(self)
@@ -176,8 +177,6 @@ class CustomerConsumer(ReplayingConsumer):
                                   f"in {words.wait_words(over.retry_after)}.", retry_after=over.retry_after)
             await self.close(code=RATE_LIMITED)
             return
-        except limits.Unavailable as error:
-            limits.warn_unavailable("sockets not counted", error)
         await super().connect()
         self._auth_deadline = asyncio.get_running_loop().call_later(AUTH_TIMEOUT, self._close_unauthenticated)
 

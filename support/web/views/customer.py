@@ -116,12 +116,10 @@ def conversations(request):
         return started
     customer, order_number = started
     try:
-        limits.hit(limits.conversations_from(address), limits.conversations_of_customer(customer.pk))
+        services.conversation_rate_check(customer_id=customer.pk, client_address=address)
     except limits.Limited as over:
         raise ApiError(429, f"Too many new conversations; try again in {words.wait_words(over.retry_after)}, or carry on "
                             "in the one you have.", {"Retry-After": str(over.retry_after)}) from None
-    except limits.Unavailable as error:
-        limits.warn_unavailable("new conversations not counted", error)
     conversation = services.conversation_open(customer=customer, order_number=order_number)
     if zone:
         notify.set_time_zone(conversation, zone)
