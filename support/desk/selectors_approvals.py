@@ -1,7 +1,8 @@
 """What an approval card shows besides the call, so a person can decide in seconds: a sentence saying what
 the agent asks and why, the order's money (live, this customer's order only), the limits of the amount a
-person may approve, the policy passages the agent read before asking, the customer's own words, the form's
-fields and when the request stops waiting.
+person may approve, the policy passages the agent read before asking, the third-party text it read just
+before asking (selectors_provenance: flagged when it gives the agent instructions), the customer's own
+words, the form's fields and when the request stops waiting.
 
 Everything but the order's money comes from the conversation's history as the agent saw it (its tool
 results), so the card shows what the agent relied on; the money is read afresh because it is what the
@@ -21,6 +22,7 @@ from django.utils import timezone
 from support.agent.tools import ToolContext
 from support.customers.attachments import attachment_json, placeholder
 from support.desk import permissions
+from support.desk.selectors_provenance import provenance
 from support.models import Approval, Attachment, Message
 from support.shop import port
 from support.tools import tool_by_name
@@ -48,7 +50,14 @@ FIXED_FIELDS = {"order_id"}  # another order would be another action: reject and
 
 
 def asked_seq(approval: Approval) -> int | None:
-    """The seq of the agent's message that asked for the call (None for a row made without one)."""
+    """The seq of the agent's message that asked for the call (None for a row made without one). Kept on
+    the approval: the asking message never changes, and a card asks twice (here and for the messages since)."""
+    if not hasattr(approval, "_asked_seq"):
+        approval._asked_seq = _asked_seq(approval)
+    return approval._asked_seq
+
+
+def _asked_seq(approval: Approval) -> int | None:
     call_id = approval.tool_call.call_id
     for seq, calls in (Message.objects.filter(run_id=approval.run_id, role="assistant", tool_calls__isnull=False)
                        .order_by("-seq").values_list("seq", "tool_calls")):
@@ -73,6 +82,7 @@ def approval_context(approval: Approval) -> dict:
         "amount": _amount_limits(order) if name == "issue_refund" else None,
         "fields": _fields(name, args),
         "policies": history.policies(),
+        "provenance": provenance(history.messages, history.results),
         "customer_request": history.customer_request(),
         "expires_at": _ts(effective_expiry(approval)),
     }
@@ -92,7 +102,8 @@ class _History:
     def __init__(self, messages: list[dict]):
         self.messages = messages
         self.calls: dict[str, tuple[str, dict]] = {}  # call id -> (tool, arguments)
-        self.results: list[tuple[str, dict, object]] = []  # (tool, arguments, parsed result), in order
+        # (tool, arguments, parsed result, the tool message), in order
+        self.results: list[tuple[str, dict, object, dict]] = []
         for m in messages:
             if m["role"] == "assistant":
                 for call in m["tool_calls"] or ():
@@ -101,7 +112,7 @@ class _History:
                         self.calls[call.get("id")] = (fn.get("name") or "", _json_object(fn.get("arguments")))
             elif m["role"] == "tool" and m["tool_call_id"] in self.calls:
                 tool, arguments = self.calls[m["tool_call_id"]]
-                self.results.append((tool, arguments, _json(m["content"])))
+                self.results.append((tool, arguments, _json(m["content"]), m))
 
     @classmethod
     def read(cls, conversation_id: int, asked: int | None) -> "_History":
@@ -113,7 +124,7 @@ class _History:
         return cls(list(rows)[::-1])
 
     def latest(self, tool: str, match=lambda arguments, result: True):
-        for name, arguments, result in reversed(self.results):
+        for name, arguments, result, _ in reversed(self.results):
             if name == tool and isinstance(result, dict) and match(arguments, result):
                 return result
         return None
@@ -121,7 +132,7 @@ class _History:
     def policies(self) -> list[dict]:
         """The documents search_policy returned before the request, each once, in the order first seen."""
         seen: dict[str, dict] = {}
-        for name, _, result in self.results:
+        for name, _, result, _ in self.results:
             if name != "search_policy" or not isinstance(result, dict):
                 continue
             for doc in result.get("results") or ():

@@ -1,14 +1,16 @@
 // Approval cards: approve, change the arguments then approve, or reject with a reason. A card is meant to be
 // decided in seconds: one sentence saying what the agent asks and why, the order's money, what the customer
 // asked and wrote since, the policies the agent read, the time left, and a form of plain fields
-// (console-approval-form.js) rather than JSON. The same card serves the queue page, the side panel of the
-// list and the conversation page; the lists themselves are console-approval-list.js, which imports this
-// module (never the other way round). A card offers only what its viewer may decide (the API refuses the
-// rest anyway), and one whose customer wrote after the request shows those messages and asks for a tick
-// before approving (a "cancel" must not go unseen).
+// (console-approval-form.js) rather than JSON. When the agent asked right after reading a seller's text that
+// gives it instructions, the card opens with a warning (console-approval-provenance.js). The same card serves
+// the queue page, the side panel of the list and the conversation page; the lists themselves are
+// console-approval-list.js, which imports this module (never the other way round). A card offers only what
+// its viewer may decide (the API refuses the rest anyway), and one whose customer wrote after the request
+// shows those messages and asks for a tick before approving (a "cancel" must not go unseen).
 
 import { ApiError, staffApi } from "./console-api.js";
 import { ArgumentsForm } from "./console-approval-form.js";
+import { provenanceEl } from "./console-approval-provenance.js";
 import { customers } from "./console-store.js";
 import { filesEl } from "./console-transcript.js";
 import {
@@ -134,7 +136,7 @@ export class ApprovalCard {
     const titleId = uniqueId("approval-title");
     this.el.dataset.status = a.status;
     this.el.dataset.tool = a.tool;
-    this.el.className = `approval-card is-${a.status}`;
+    this.el.className = `approval-card is-${a.status}${context.provenance?.flagged ? " has-warning" : ""}`;
     this.el.setAttribute("aria-labelledby", titleId);
     const conversationLink = this.showConversation
       ? h("a", { href: conversationUrl(a.conversation), "data-testid": "approval-conversation-link", class: "approval-conv" },
@@ -172,6 +174,10 @@ export class ApprovalCard {
     const a = this.approval;
     const c = a.context || {};
     const parts = [];
+    // Third-party text read just before asking: a warning first when it gives the agent instructions.
+    const origin = provenanceEl(c.provenance);
+    const warned = Boolean(origin && c.provenance.flagged);
+    if (warned) parts.push(origin);
     if (c.why) parts.push(h("p", { class: "approval-why", "data-testid": "approval-why" }, h("span", { class: "muted" }, "Agent's reason: "), c.why));
     if (c.handover_summary) {
       parts.push(h("div", { class: "handover", role: "group", "data-testid": "approval-handover-summary", "aria-label": "The agent's summary" },
@@ -206,6 +212,7 @@ export class ApprovalCard {
     } else if (this.isRefund) {
       parts.push(h("p", { class: "hint", "data-testid": "approval-no-policies" }, "The agent read no policy before asking."));
     }
+    if (origin && !warned) parts.push(origin);
     return parts;
   }
 
