@@ -197,11 +197,12 @@ def test_it_messages_the_seller_without_an_approval_and_once_per_text(as_user, p
                                                "can be reached on +44 7700 900123.", "key": "m1"}
     response = client.post_json(url, body)
     assert response.status_code == 201 and response.json()["action"]["result"]["status"] == "sent"
-    assert any_shop.seller_messages("SU-41310") == [body["message"]]
+    sent = ["Message from Sundry customer support about order SU-41310\nIssue: other\n\n" + body["message"]]
+    assert any_shop.seller_messages("SU-41310") == sent  # inside the template, as the agent's are
     assert ShopEffect.objects.get().conversation == conversation  # the desk's record, for the limits
     again = client.post_json(url, {**body, "key": "m2"})  # the same text again: sent once, as for the agent
     assert again.json()["action"]["result"]["status"] == "already_sent"
-    assert any_shop.seller_messages() == [body["message"]]
+    assert any_shop.seller_messages() == sent
     sundry = client.post_json(url, {"order_id": "SU-41210", "message": "Hello"})
     assert sundry.status_code == 400 and "no seller" in sundry.json()["error"]
     assert not conversation.messages.filter(role="assistant", author=Message.SYSTEM).exists()

@@ -494,7 +494,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
         Run.objects.filter(pk=run.pk, lease=lease).update(**fields)  # its lock is ours: the lease holds
         if result.status == agent.AWAITING_APPROVAL:
-            _request_approvals(run, result.pending)
+            _request_approvals(run, result.pending, turn=result.spent.turns)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
             notice = {agent.ESCALATED: notices.ESCALATED,
                       agent.TOOL_UNAVAILABLE: notices.SHOP_AWAY}.get(result.stop_reason, notices.STOPPED)
@@ -515,7 +515,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
     return True
 
 
-def _request_approvals(run: Run, pending: list[agent.PendingCall]) -> None:
+def _request_approvals(run: Run, pending: list[agent.PendingCall], turn: int) -> None:
     for p in pending:
         call, _ = ToolCall.objects.update_or_create(
             run=run, call_id=p.call.id,
@@ -524,7 +524,22 @@ def _request_approvals(run: Run, pending: list[agent.PendingCall]) -> None:
         approval, created = Approval.objects.get_or_create(
             tool_call=call, defaults={"run": run, "requested_arguments": p.arguments})
         if created:
+            _trace_policy_reason(run, p, turn)
             transaction.on_commit(lambda a=approval: serializers.publish_approval(a))
+
+
+def _trace_policy_reason(run: Run, pending: agent.PendingCall, turn: int) -> None:
+    """A call of an ungated tool that its policy held for a person (a seller message linking to another
+    site, say) gets a trace row of kind "approval" saying why, as the approval card's title does: the card
+    is gone once decided, the trace stays. The call's own "tool" row follows when it runs or is rejected."""
+    tool = tool_by_name(pending.call.name)
+    why = tool.needs_person(pending.arguments) if tool and not tool.gated and tool.needs_person else ""
+    if not why:
+        return
+    step = Step.objects.create(run=run, kind="approval", turn=turn, label="Waiting for a person", tool=tool.name,
+                               call_id=pending.call.id[:128], arguments=pending.call.arguments[:4000],
+                               result=f"needs a person: {why}", finish_reason="awaiting_approval")
+    transaction.on_commit(partial(serializers.publish_step, step, started=False))
 
 
 def _stop_taken_over(run: Run, lease: str) -> None:

@@ -27,7 +27,7 @@ from support.models import Approval, Attachment, Message
 from support.shop import port
 from support.tools import tool_by_name
 from support.tools.common import customer_order, money
-from support.tools.sellers import needs_person
+from support.tools.sellers import ISSUES, needs_person
 
 HISTORY_READ = 300  # messages before the request read for tool results: a run never needs more
 POLICIES_SHOWN = 6
@@ -44,7 +44,8 @@ FIELD_LABELS = {
 FIELD_HELP = {
     ("issue_refund", "reason"): "Kept with the refund, for the record.",
     ("escalate_to_human", "reason"): "Why a person is needed.",
-    ("message_seller", "message"): "Sent to the seller as written.",
+    ("message_seller", "message"): "Sent to the seller as written, below a header naming Sundry customer "
+                                   "support, the order and the issue.",
 }
 FIXED_FIELDS = {"order_id"}  # another order would be another action: reject and let the agent ask again
 
@@ -238,8 +239,10 @@ def _summary(name: str, args: dict, history: _History, order: port.Order | None)
         return f"Hand over to a person — {reason}" if reason else "Hand over to a person"
     if name == "message_seller":
         seller = order.seller.name if order is not None else "the seller"
-        why = needs_person(args)
-        return f"Send a message to {seller} about {number}" + (f" — {why}" if why else "")
+        issue = ISSUES.get(str(args.get("issue") or "other"), "")
+        about = f" ({issue})" if issue and issue != ISSUES["other"] else ""
+        why = needs_person(args)  # the policy's reasons in plain words, each naming its rule
+        return f"Send a message to {seller} about {number}{about}" + (f" — {why}" if why else "")
     return f"Run {name}"
 
 

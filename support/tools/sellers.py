@@ -1,10 +1,18 @@
-"""message_seller: write to the marketplace seller who fulfils one of the customer's orders."""
+"""message_seller: write to the marketplace seller who fulfils one of the customer's orders.
+
+What leaves the desk for a seller follows a policy in code, checked before the message is sent:
+- it goes out inside a fixed template, so the seller always sees who writes and about what: a header naming
+  Sundry customer support and the order, the issue (one of ISSUES), then the text the agent wrote;
+- the text waits for a person's approval (needs_person, with the reason on the approval card and in the trace)
+  when it carries the customer's contact data, links to any site but the shop's own (foreign_links), or breaks
+  a wording rule (moderation: insults, threats, pressure, payment or login details, direct contact, telling
+  the seller to ignore instructions). A person who approves, or writes the message, sends it as approved.
+"""
 
 from __future__ import annotations
 
-import uuid
-
 import re
+import uuid
 from datetime import timedelta
 
 from django.conf import settings
@@ -14,7 +22,21 @@ from django.utils import timezone
 from support.agent.tools import Tool, ToolContext, ToolError
 from support.models import Conversation, ShopEffect
 from support.shop import effects, port, shop
+from support.tools import moderation
 from support.tools.common import ORDER_ID, call_key, conversation_pk, order_for_customer
+from support.tools.foreign_links import foreign_hosts
+
+# What a message is about, as the seller reads it under "Issue:". A call without one is "other".
+ISSUES = {
+    "missing_parcel": "missing parcel",
+    "wrong_item": "wrong item",
+    "damaged_item": "damaged or faulty item",
+    "return": "return or return label",
+    "late_delivery": "late delivery",
+    "refund": "refund or replacement",
+    "other": "other",
+}
+DEFAULT_ISSUE = "other"
 
 # What a seller never needs to fulfil, replace or refund an order: how to reach the customer. A message
 # carrying any of it waits for a person's approval (see contact_data and the approval policy).
@@ -37,10 +59,29 @@ def contact_data(text: str) -> str:
     return " and ".join(found)
 
 
+def policy_reasons(message: str) -> list[str]:
+    """Why `message` may not go to a seller without a person, in plain words, one reason per rule broken
+    (the wording rules quote what broke them); [] when it may go at once."""
+    message = str(message)
+    reasons = []
+    if found := contact_data(message):
+        reasons.append(f"the message to the seller contains {found}")
+    if hosts := foreign_hosts(message):
+        sites = "another site" if len(hosts) == 1 else "other sites"
+        reasons.append(f"the message links to {sites}: {', '.join(hosts)}")
+    reasons += [finding.reason for finding in moderation.findings(message)]
+    return reasons
+
+
 def needs_person(arguments: dict) -> str:
-    """message_seller's approval policy: a message with the customer's contact data needs a person."""
-    found = contact_data(arguments.get("message", ""))
-    return f"the message to the seller contains {found}" if found else ""
+    """message_seller's approval policy: the reasons of policy_reasons, joined; "" when it may run at once."""
+    return "; ".join(policy_reasons(arguments.get("message", "")))
+
+
+def seller_text(order_number: str, issue: str, message: str) -> str:
+    """What the seller receives: the fixed header, then the agent's (or the person's) text as it was."""
+    return (f"Message from Sundry customer support about order {order_number}\n"
+            f"Issue: {ISSUES[issue]}\n\n{message}")
 
 
 def _result(message: port.SellerMessageResult | ShopEffect, order: port.Order, status: str = "sent") -> dict:
@@ -80,11 +121,14 @@ def _same_order(message: port.SellerMessageResult, order: port.Order) -> port.Se
     return message
 
 
-def message_seller(ctx: ToolContext, order_id: str, message: str) -> dict:
-    body = str(message).strip()[:2000]
-    if not body:
+def message_seller(ctx: ToolContext, order_id: str, message: str, issue: str = DEFAULT_ISSUE) -> dict:
+    text = str(message).strip()[:2000]
+    if not text:
         raise ToolError("The message to the seller is empty.")
+    if issue not in ISSUES:
+        raise ToolError(f"The issue must be one of: {', '.join(ISSUES)}; nothing was sent.")
     order = order_for_customer(ctx, order_id)
+    body = seller_text(order.number, issue, text)
     key = call_key(ctx) or f"direct:{uuid.uuid4()}"  # called outside a run (a script): guarded by nothing else
     conversation = conversation_pk(ctx)
     if (earlier := ShopEffect.objects.filter(kind=ShopEffect.SELLER_MESSAGE, key=key).first()) is not None:
@@ -110,17 +154,23 @@ MESSAGE_SELLER = Tool(
     label="Contacting the seller",
     description=(
         "Send a message to the marketplace seller who fulfils one of this customer's orders, e.g. to "
-        "report a missing parcel, ask for a return label for a wrong item, or start a claim. Write it to "
-        "the seller: the order facts and what is needed, without the customer's contact details (a message "
-        "with an e-mail address, phone number or street address waits for a person's approval). Not "
-        "possible for orders fulfilled by Sundry itself (fulfilled_by.type sundry). Returns message_id, the "
-        "seller's name and status sent."
+        "report a missing parcel, ask for a return label for a wrong item, or start a claim. The seller "
+        "receives it below a fixed header naming Sundry customer support, the order number and the issue. "
+        "Write it to the seller, politely: the order facts and what is needed. A message waits for a "
+        "person's approval when it has the customer's contact details (an e-mail address, phone number or "
+        "street address), a link to a site other than the shop's, insults or swearing, threats, pressure, "
+        "capital letters throughout, asks for payment, bank or login details or for contact outside Sundry, "
+        "or tells the seller to ignore instructions. Not possible for orders fulfilled by Sundry itself "
+        "(fulfilled_by.type sundry). Returns message_id, the seller's name and status sent."
     ),
     parameters={
         "type": "object",
         "properties": {
             "order_id": dict(ORDER_ID),
-            "message": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "the text for the seller"},
+            "message": {"type": "string", "minLength": 1, "maxLength": 2000,
+                        "description": "the text for the seller, sent below the header"},
+            "issue": {"type": "string", "enum": list(ISSUES), "maxLength": 20,
+                      "description": "what the message is about, shown to the seller as the issue; default other"},
         },
         "required": ["order_id", "message"],
         "additionalProperties": False,
