@@ -170,7 +170,7 @@ export class Trace {
     h("td", { class: "num" }, isModel ? fmtCost(s.cost_usd) : "—"),
     h("td", { class: "cell-finish" },
       s.error ? h("span", { class: "error-text", "data-testid": "trace-error" }, s.error)
-        : h("span", { class: s.finish_reason && !["stop", "tool_calls"].includes(s.finish_reason) ? "error-text" : "" },
+        : h("span", { class: s.finish_reason && !["stop", "tool_calls", "awaiting_approval"].includes(s.finish_reason) ? "error-text" : "" },
           s.finish_reason || (isModel ? "—" : "ok")),
       s.attempts > 1 ? h("span", { class: "sub" }, ` ${s.attempts} attempts`) : null));
   }
