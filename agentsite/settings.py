@@ -417,14 +417,19 @@ ADDRESS_MESSAGES_PER_MINUTE = env_int("ADDRESS_MESSAGES_PER_MINUTE", 60, minimum
 CUSTOMER_CONVERSATIONS_PER_HOUR = env_int("CUSTOMER_CONVERSATIONS_PER_HOUR", 30, minimum=1)
 ADDRESS_CONVERSATIONS_PER_HOUR = env_int("ADDRESS_CONVERSATIONS_PER_HOUR", 60, minimum=1)
 ADDRESS_SOCKETS_PER_MINUTE = env_int("ADDRESS_SOCKETS_PER_MINUTE", 60, minimum=1)
-# Wrong order numbers (and, counted apart, wrong sign-in codes): per address and e-mail and per address in
-# 15 minutes, per e-mail in an hour. Past any of them an order number alone no longer signs in: a code is
-# e-mailed to the customer instead (a stranger's guesses never lock the owner out).
+# Wrong order numbers: per address and e-mail and per address in 15 minutes, per e-mail in an hour. Past any of
+# them an order number alone no longer signs in, and nothing is looked up: the customer asks for a code
+# (support/customers/signin.py). Wrong codes: the same per address and e-mail and per address, never per e-mail
+# (a stranger's wrong codes must not lock the owner out); codes e-mailed are capped per e-mail instead.
 SIGNIN_FAILURES_PER_ADDRESS_AND_EMAIL = env_int("SIGNIN_FAILURES_PER_ADDRESS_AND_EMAIL", 5, minimum=1)
 SIGNIN_FAILURES_PER_ADDRESS = env_int("SIGNIN_FAILURES_PER_ADDRESS", 20, minimum=1)
 SIGNIN_FAILURES_PER_EMAIL = env_int("SIGNIN_FAILURES_PER_EMAIL", 10, minimum=1)
 SIGNIN_CODE_SENDS_PER_EMAIL = env_int("SIGNIN_CODE_SENDS_PER_EMAIL", 5, minimum=1)  # per hour
+SIGNIN_CODE_REQUESTS_PER_ADDRESS = env_int("SIGNIN_CODE_REQUESTS_PER_ADDRESS", 10, minimum=1)  # per hour, any e-mail
 SIGNIN_CODE_TTL = env_int("SIGNIN_CODE_TTL", 15 * 60, minimum=60)  # seconds a code stays valid
+# Failed sign-ins (refused ones included) for one e-mail or from one address in an hour that raise the alert on
+# persistent guessing: logged at ERROR on support.security and counted in desk_signin_guessing_alerts_total.
+SIGNIN_GUESSING_ALERT_PER_HOUR = env_int("SIGNIN_GUESSING_ALERT_PER_HOUR", 50, minimum=1)
 # E-mail (sign-in codes): printed on the console unless EMAIL_HOST names an SMTP server.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)

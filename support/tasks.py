@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from support.customers import attachments, notify
+from support.customers import attachments, notify, signin
 from support.desk import gate, runner, services
 from support.ops import sweeper
 
@@ -33,3 +33,12 @@ def send_reply_emails() -> int:
     """Periodic (the beat, every REPLY_EMAIL_SWEEP_SECONDS): one e-mail per conversation whose customer left
     before replies arrived (support/customers/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""
     return len(notify.send_reply_emails())
+
+
+@shared_task(ignore_result=True)
+def send_signin_code(email: str, request_id: str) -> None:
+    """A sign-in code asked for (support/customers/signin.py): the customer is looked up and the code e-mailed
+    here, never in the request, so asking answers the same, as fast, for every address. At most
+    SIGNIN_CODE_SENDS_PER_EMAIL codes an hour per e-mail, counted here; a redelivered request sends no more.
+    Returns nothing: whether the address was a customer's stays out of the worker's log."""
+    signin.send_code(email, request_id)

@@ -84,6 +84,14 @@ def test_counts_outlive_the_process_that_made_them(settings):
         limits.hit(limit)
 
 
+def test_a_tally_counts_on_past_its_count_refuses_nothing_and_ends_with_its_window():
+    watched, other = limits.Limit("test:tally", 2, 60), limits.Limit("test:tally-other", 2, 600)
+    assert [limits.tally(watched, other) for _ in range(4)] == [[1, 1], [2, 2], [3, 3], [4, 4]]
+    limits.hit(limits.Limit("test:tally", 1, 60))  # a limit of the same name is another counter
+    assert 0 < limits.store().ttl(limits.KEY_PREFIX + "tally:test:tally") <= 60
+    assert 540 < limits.store().ttl(limits.KEY_PREFIX + "tally:test:tally-other") <= 600
+
+
 # -- the client's address -------------------------------------------------------------------------------
 
 def test_the_address_is_the_socket_peer_whatever_the_client_writes_in_headers(settings):

@@ -3,6 +3,7 @@
 A limit is "at most `count` events per `window` seconds" for one key (a conversation, a customer, a client
 address, an e-mail). `hit` checks every limit it is given and records the event in all of them in one Lua
 script, so two processes can never both pass the last free slot (check and count are one atomic step).
+`tally` counts events without ever refusing one, for alerts (persistent sign-in guessing).
 Nothing here is data: losing Redis forgets the counters, never a message.
 """
 
@@ -196,6 +197,32 @@ def hit_or_count_here(what: str, *limits: Limit) -> None:
             raise
 
 
+# KEYS: one counter per tally; ARGV[1..]: their windows in s. Each counter counts one more event and is
+# returned; the first event of a window starts it (fixed windows: a count falls back to 0 when it expires).
+_TALLY = """
+local counts = {}
+for i, key in ipairs(KEYS) do
+  counts[i] = redis.call('INCR', key)
+  if counts[i] == 1 then redis.call('EXPIRE', key, tonumber(ARGV[i])) end
+end
+return counts
+"""
+
+
+def tally(*limits: Limit) -> list[int]:
+    """Count one event in each limit's window without ever refusing; the counts so far in those windows.
+    For watching, not limiting: the caller compares them with `limit.count`. Each window is fixed (it starts
+    with its first event), so a count reaches a given value once per window. Raises Unavailable."""
+    if not limits:
+        return []
+    try:
+        counts = store().eval(_TALLY, len(limits), *(KEY_PREFIX + "tally:" + limit.key for limit in limits),
+                              *(limit.window for limit in limits))
+    except redis.RedisError as error:
+        raise Unavailable(str(error)) from error
+    return [int(count) for count in counts]
+
+
 _last_warning = 0.0
 
 
@@ -282,16 +309,34 @@ def sockets_from(address: str) -> Limit:
     return Limit(f"sockets:address:{address}", settings.ADDRESS_SOCKETS_PER_MINUTE, MINUTE)
 
 
-def signin_guesses(kind: str, address: str, email: str) -> tuple[Limit, Limit, Limit]:
-    """Failed guesses (`kind`: "order" or "code") by this address at this e-mail, by this address at any,
-    and at this e-mail from anywhere. None of them is a hard lock on the owner: see support/customers/signin.py."""
-    email = _digest(email)
-    return (
-        Limit(f"signin:{kind}:pair:{address}:{email}", settings.SIGNIN_FAILURES_PER_ADDRESS_AND_EMAIL, QUARTER_HOUR),
+def signin_guesses(kind: str, address: str, email: str) -> tuple[Limit, ...]:
+    """Failed guesses (`kind`: "order" or "code") by this address at this e-mail and by this address at any;
+    for order numbers also at this e-mail from anywhere. Never a lock on the owner: past an order-number
+    limit the e-mailed code still signs in, and wrong codes are never limited per e-mail (a stranger's
+    would shut the owner out). See support/customers/signin.py."""
+    digest = _digest(email)
+    per_address = (
+        Limit(f"signin:{kind}:pair:{address}:{digest}", settings.SIGNIN_FAILURES_PER_ADDRESS_AND_EMAIL, QUARTER_HOUR),
         Limit(f"signin:{kind}:address:{address}", settings.SIGNIN_FAILURES_PER_ADDRESS, QUARTER_HOUR),
-        Limit(f"signin:{kind}:email:{email}", settings.SIGNIN_FAILURES_PER_EMAIL, HOUR),
     )
+    if kind == "code":
+        return per_address
+    return (*per_address, Limit(f"signin:{kind}:email:{digest}", settings.SIGNIN_FAILURES_PER_EMAIL, HOUR))
 
 
 def code_sends_to(email: str) -> Limit:
+    """Codes e-mailed to one address (counted by the task that sends them, support/tasks.py)."""
     return Limit(f"signin:code-sends:{_digest(email)}", settings.SIGNIN_CODE_SENDS_PER_EMAIL, HOUR)
+
+
+def code_requests_from(address: str) -> Limit:
+    """Codes asked for from one client address, whoever they are for: one client cannot mail every customer."""
+    return Limit(f"signin:code-requests:{address}", settings.SIGNIN_CODE_REQUESTS_PER_ADDRESS, HOUR)
+
+
+def signin_failures_watched(address: str, email: str) -> tuple[Limit, Limit]:
+    """Failed sign-ins (wrong or refused, order numbers and codes alike) at this e-mail and from this address:
+    tallied for the alert on persistent guessing only, never to refuse (see `tally`)."""
+    threshold = settings.SIGNIN_GUESSING_ALERT_PER_HOUR
+    return (Limit(f"signin:failures:email:{_digest(email)}", threshold, HOUR),
+            Limit(f"signin:failures:address:{address}", threshold, HOUR))

@@ -62,6 +62,9 @@ EVENTS_DROPPED = Counter("desk_events_dropped", "Live events given up after thei
                          "UIs replay them from the database when they notice the gap.", ["type"])
 RATE_LIMITED = Counter("desk_rate_limit_refusals", "Requests and sockets refused over a limit, by what the "
                        "limit counts (messages, conversations, sockets, signin).", ["limit"])
+SIGNIN_GUESSING = Counter("desk_signin_guessing_alerts", "Alerts on persistent sign-in guessing: an e-mail or a "
+                          "client address reached SIGNIN_GUESSING_ALERT_PER_HOUR failed sign-ins in an hour (once an "
+                          "hour each).", ["counted_per"])
 
 
 # -- what the processes count ---------------------------------------------------------------------
@@ -180,6 +183,11 @@ def rate_limited(limits) -> None:
     kinds = {limit.key.split(":", 1)[0] for limit in limits}
     kind = kinds.pop() if len(kinds) == 1 else "other"
     RATE_LIMITED.labels(kind if kind in LIMIT_KINDS else "other").inc()
+
+
+def signin_guessing(counted_per: str) -> None:
+    """Failed sign-ins for one e-mail or from one address (`counted_per`) reached the alert's threshold."""
+    SIGNIN_GUESSING.labels(counted_per if counted_per in ("email", "address") else "other").inc()
 
 
 def task_ended(task_name: str, retval, seconds: float | None) -> None:

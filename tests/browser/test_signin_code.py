@@ -1,5 +1,6 @@
 """A customer who signs in with e-mail and order number after too many failed guesses from their address is
-asked for the code e-mailed to them, and the chat opens with it (the widget side of the sign-in rules)."""
+asked for a code: the widget asks for it to be e-mailed (a worker sends it), and the chat opens with it (the
+widget side of the sign-in rules). When no code can be asked for from here, the widget says so."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ BY_ORDER = f"""new MutationObserver((_, observer) => {{
 
 
 def guess(site: str, order: str) -> int:
-    body = json.dumps({"email": MAYA, "order_number": order}).encode()
+    return post(site, {"email": MAYA, "order_number": order})
+
+
+def post(site: str, fields: dict) -> int:
+    body = json.dumps(fields).encode()
     request = urllib.request.Request(site + "/api/conversations", data=body, method="POST",
                                      headers={"Content-Type": "application/json", "Origin": site})
     try:
@@ -59,4 +64,19 @@ def test_after_failed_guesses_the_widget_asks_for_the_emailed_code_and_opens_the
         expect(agent_messages(page).last).to_contain_text("SU-41210", timeout=20000)
     finally:
         for key in signins.scan_iter("limits:signin:*"):  # the other tests sign in from this address too
+            signins.delete(key)
+
+
+def test_when_no_more_codes_can_be_asked_for_from_here_the_widget_says_so(customer_page, site):
+    signins = redis.Redis(port=PORTS["redis"])
+    try:
+        assert {guess(site, "SU-99999") for _ in range(5)} == {403}
+        asked = {post(site, {"email": f"someone{n}@example.com", "send_code": True}) for n in range(10)}
+        assert asked == {202}  # SIGNIN_CODE_REQUESTS_PER_ADDRESS (10 an hour) spent from this address
+        page = customer_page(before=lambda p: p.add_init_script(BY_ORDER))
+        page.get_by_test_id("widget-button").click()
+        expect(page.get_by_test_id("widget-code-form")).to_be_visible()
+        expect(page.get_by_test_id("widget-error")).to_contain_text("Too many sign-in codes asked for from here")
+    finally:
+        for key in signins.scan_iter("limits:signin:*"):
             signins.delete(key)

@@ -615,15 +615,15 @@
     });
   }
 
-  // Too many failed sign-ins with this e-mail: an order number alone no longer opens a chat. A code is
-  // e-mailed to the customer (only if the order was right), and the chat opens with it.
+  // Too many failed sign-ins with this e-mail: an order number alone no longer opens a chat. The widget asks
+  // for a code to be e-mailed to the customer, and the chat opens with it.
   var codeForm = null;
   function askForCode() {
     if (codeForm) return;
     var post = function (body) {
       return api("conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
     };
-    post({email: identity.email, send_code: true}).catch(function () {});
+    post({email: identity.email, send_code: true}).catch(function (e) { showError(e.message); }); // 429, 503: say so
     codeForm = tid(el("form", "sw-code"), "widget-code-form");
     var text = el("p", "sw-code-text", t("For your security, enter the 8-digit code we just e-mailed to {email}.", {email: identity.email}));
     var field = tid(el("input", "sw-code-input"), "widget-code-input");

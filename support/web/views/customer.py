@@ -7,7 +7,6 @@ tells a caller which conversations exist.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 
@@ -26,8 +25,9 @@ security_log = logging.getLogger("support.security")
 
 NO_SUCH_CONVERSATION = "No such conversation."
 NOT_YOUR_ORDER = "We could not find that order for that e-mail address."
-CODE_REQUIRED = ("For your security, we have e-mailed a sign-in code to that address if the order is "
-                 "theirs. Enter the code to continue.")
+CODE_REQUIRED = ("For your security, an order number alone no longer opens a chat for that address. Ask us to "
+                 "e-mail you a sign-in code, then enter it to continue.")
+CODE_ON_ITS_WAY = "If that address is a customer's, a code is on its way. It works once, for a few minutes."
 START_SHAPES = ('Send {"customer_token": ...}, {"email": ..., "order_number": ...}, '
                 '{"email": ..., "code": ...} or {"email": ..., "send_code": true}.')
 LIMITS_DOWN = "Sign-in is unavailable for a moment. Try again in a few seconds."
@@ -53,8 +53,7 @@ def _refusal(status: int, code: str, message: str) -> JsonResponse:
 def _refused(address: str, email: str, why: str) -> None:
     """A refused sign-in, for whoever watches for attacks: from where, for which e-mail (as a digest: the
     log carries no address book), why."""
-    digest = hashlib.sha256(email.encode()).hexdigest()[:16]
-    security_log.warning("customer sign-in refused from %s for e-mail %s: %s", address, digest, why)
+    security_log.warning("customer sign-in refused from %s for e-mail %s: %s", address, signin.email_digest(email), why)
 
 
 def _start_request(body: dict, address: str):
@@ -76,10 +75,12 @@ def _start_request(body: dict, address: str):
     if email is None:
         raise ApiError(400, "That does not look like an e-mail address (name@example.com).")
     try:
-        if body.get("send_code") is True:
-            signin.send_code(email)
-            return JsonResponse({"code_sent": True, "detail": "If that address is a customer's, a code is on "
-                                 "its way. It works once, for a few minutes."}, status=202)
+        if "send_code" in body:
+            if body["send_code"] is not True:
+                raise ApiError(400, 'Ask for a code with {"email": ..., "send_code": true}.')
+            # The same work and answer for every address: counted, handed to a worker, 202.
+            signin.request_code(email=email, address=address)
+            return JsonResponse({"code_sent": True, "detail": CODE_ON_ITS_WAY}, status=202)
         if "code" in body:
             return signin.by_code(email=email, code=body["code"], address=address), None
         number = identity.canonical_order_number(body["order_number"])
@@ -99,9 +100,12 @@ def _start_request(body: dict, address: str):
         return _refusal(403, "wrong_code", "That code is wrong, used or expired. Check the latest e-mail "
                                            "from us, or ask for a new code.")
     except signin.TooManyCodes as over:
-        raise ApiError(429, "Too many wrong codes; try again in a few minutes.",
+        raise ApiError(429, f"Too many wrong codes; try again in {words.wait_words(over.retry_after)}.",
                        {"Retry-After": str(over.retry_after)}) from None
-    except limits.Unavailable:  # a guess we cannot count is a guess we do not take
+    except signin.TooManyCodeRequests as over:
+        raise ApiError(429, f"Too many sign-in codes asked for from here; try again in "
+                            f"{words.wait_words(over.retry_after)}.", {"Retry-After": str(over.retry_after)}) from None
+    except limits.Unavailable:  # a guess we cannot count is a guess we do not take; the same for asking a code
         raise ApiError(503, LIMITS_DOWN, {"Retry-After": "5"}) from None
 
 
