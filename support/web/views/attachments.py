@@ -26,8 +26,12 @@ from .customer import _conversation
 FIELD = "file"  # the form field each file is sent in, repeated for several
 
 
-def _refusal(status: int, code: str, message: str, **extra) -> JsonResponse:
-    return JsonResponse({"error": message, "code": code, "retryable": status in (429, 503), **extra}, status=status)
+def _refusal(status: int, code: str, message: str, *, retry_after: int | None = None, **extra) -> JsonResponse:
+    """The API's error shape; a refusal worth retrying says when, in Retry-After and in the body."""
+    body = {"error": message, "code": code, "retryable": status in (429, 503), **extra}
+    if retry_after is None:
+        return JsonResponse(body, status=status)
+    return JsonResponse({**body, "retry_after": retry_after}, status=status, headers={"Retry-After": str(retry_after)})
 
 
 @csrf_exempt
@@ -71,7 +75,8 @@ def _post(request, conversation):
             conversation=conversation, text=text, uploads=files, client_id=client_id or None,
             client_address=address)
     except attachments.Refused as refused:
-        return _refusal(refused.status, refused.code, str(refused), **({"file": refused.file} if refused.file else {}))
+        return _refusal(refused.status, refused.code, str(refused), retry_after=refused.retry_after,
+                        **({"file": refused.file} if refused.file else {}))
     except services.InvalidMessage as error:
         return _refusal(400, error.code, str(error))
     except services.RateLimited as error:
