@@ -22,7 +22,7 @@ from PIL import Image, ImageFile
 from support.customers import attachments
 from support.models import Attachment
 from tests.desk_factories import customer_messages, maya_chat, queued  # noqa: F401  (fixtures)
-from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
+from tests.redis_fixture import RestartableRedis, limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.test_attachments import jpeg, memory_storage, send, stored_names  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.usefixtures("limits_redis")
@@ -208,6 +208,32 @@ def test_an_upload_waits_for_a_free_slot_rather_than_decoding_alongside(send, mo
     assert response.status_code == 202, response.json()
     me = threading.current_thread().name
     assert slow.order == ["first starts", "first ends", f"{me} starts", f"{me} ends"]
+
+
+# -- the upload limit without Redis ---------------------------------------------------------------------------
+
+@pytest.fixture
+def stoppable_redis(settings):
+    server = RestartableRedis()
+    server.start()
+    settings.LIMITS_REDIS_URL = server.url
+    yield server
+    server.stop()
+
+
+def test_uploads_are_refused_while_their_limit_cannot_be_counted(send, maya_chat, memory_storage, stoppable_redis):
+    conversation, _ = maya_chat
+    assert send(("before.jpg", jpeg())).status_code == 202
+    stoppable_redis.stop()
+    response = send(("during.jpg", jpeg()))
+    body = response.json()
+    assert response.status_code == 503 and body["code"] == "unavailable" and body["retryable"] is True
+    assert response["Retry-After"] == "5" and "Sending files is unavailable for a moment" in body["error"]
+    assert len(customer_messages(conversation)) == 1 and Attachment.objects.count() == 1
+    assert len(stored_names(memory_storage)) == 3  # the first photo's file, thumbnail and preview: nothing new
+    stoppable_redis.start()
+    assert send(("after.jpg", jpeg())).status_code == 202
+    assert Attachment.objects.count() == 2
 
 
 # -- refusals say when to try again --------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from .common import ApiError, api, staff_required
 from .customer import _conversation
 
 FIELD = "file"  # the form field each file is sent in, repeated for several
+UNCOUNTED_RETRY_AFTER = 5  # seconds: when the upload limit could not be counted (its Redis unreachable)
 
 
 def _refusal(status: int, code: str, message: str, *, retry_after: int | None = None, **extra) -> JsonResponse:
@@ -65,7 +66,11 @@ def _post(request, conversation):
         return _refusal(429, "rate_limited", f"You have sent a lot of files in the last hour. Please wait "
                         f"{over.retry_after // 60 + 1} minutes and try again.", retry_after=over.retry_after)
     except limits.Unavailable as error:
-        limits.warn_unavailable("uploads not counted", error)
+        # Uncounted uploads are what the limit is there to stop (each costs decoding photos): refused until
+        # the limit can be counted again, as a sign-in guess is.
+        limits.warn_unavailable("uploads refused", error)
+        return _refusal(503, "unavailable", "Sending files is unavailable for a moment. Please send them again "
+                        "in a few seconds.", retry_after=UNCOUNTED_RETRY_AFTER)
     try:
         files, text, client_id = request.FILES.getlist(FIELD), request.POST.get("text", ""), request.POST.get("client_id")
     except (RequestDataTooBig, TooManyFilesSent):
