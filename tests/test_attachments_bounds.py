@@ -17,13 +17,14 @@ import zlib
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from PIL import Image, ImageFile
 
 from support.customers import attachments
 from support.models import Attachment
 from tests.desk_factories import customer_messages, maya_chat, queued  # noqa: F401  (fixtures)
 from tests.redis_fixture import RestartableRedis, limits_redis, limits_redis_server  # noqa: F401  (fixtures)
-from tests.test_attachments import jpeg, memory_storage, send, stored_names  # noqa: F401  (fixtures)
+from tests.test_attachments import PDF, jpeg, memory_storage, send, stored_names  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.usefixtures("limits_redis")
 
@@ -236,7 +237,21 @@ def test_uploads_are_refused_while_their_limit_cannot_be_counted(send, maya_chat
     assert Attachment.objects.count() == 2
 
 
-# -- refusals say when to try again --------------------------------------------------------------------------------
+# -- how files are handed back --------------------------------------------------------------------------------
+
+def test_a_pdf_is_a_download_under_a_strict_policy_never_a_page_on_the_desks_origin(send):
+    links = send(("invoice.pdf", PDF), ("a.jpg", jpeg())).json()["message"]["attachments"]
+    pdf, photo = (Client().get(link["url"]) for link in links)
+    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf"
+    assert pdf["Content-Disposition"] == 'attachment; filename="invoice.pdf"'
+    policy = pdf["Content-Security-Policy"]
+    assert "default-src 'none'" in policy and "sandbox" in policy and "script-src" not in policy
+    assert pdf["X-Content-Type-Options"] == "nosniff"
+    assert b"".join(pdf.streaming_content) == PDF
+    # A photo (pixels we wrote) is still shown in the browser, under the same policy.
+    assert photo["Content-Disposition"].startswith("inline;") and photo["Content-Security-Policy"] == policy
+    assert photo["X-Content-Type-Options"] == "nosniff"
+
 
 def test_the_upload_rate_limit_says_when_to_try_again(send, settings):
     settings.ATTACHMENT_UPLOADS_PER_HOUR = 1
