@@ -549,7 +549,16 @@ ATTACHMENT_MAX_BYTES = env_int("ATTACHMENT_MAX_BYTES", 10 * 1024 * 1024, minimum
 ATTACHMENTS_PER_MESSAGE = env_int("ATTACHMENTS_PER_MESSAGE", 4, minimum=1)
 ATTACHMENTS_PER_CONVERSATION = env_int("ATTACHMENTS_PER_CONVERSATION", 20, minimum=1)
 ATTACHMENT_BYTES_PER_CONVERSATION = env_int("ATTACHMENT_BYTES_PER_CONVERSATION", 50 * 1024 * 1024, minimum=1)
-ATTACHMENT_MAX_PIXELS = env_int("ATTACHMENT_MAX_PIXELS", 40_000_000, minimum=1)  # a photo's width x height
+# What a photo may cost to decode in the web process (support/customers/photos.py): its width x height, and
+# (past a 4K screen's 8.3 MP) its pixels per byte of file, so that a small file cannot declare a large
+# canvas. A phone's photo is 12 MP (24 on some) in 2-5 MB, 2 to 6 pixels per byte; a nearly blank 4K
+# screenshot about 200 (it is under 8.3 MP); a flat canvas made to be decoded hundreds to thousands.
+ATTACHMENT_MAX_PIXELS = env_int("ATTACHMENT_MAX_PIXELS", 25_000_000, minimum=1)
+ATTACHMENT_MAX_PIXELS_PER_BYTE = env_int("ATTACHMENT_MAX_PIXELS_PER_BYTE", 100, minimum=1)
+# Photos decoded at once per web process (each holds up to ~100 MB while it is), and how long an upload
+# waits for one before it is refused (503 "busy", to be sent again).
+ATTACHMENT_IMAGE_SLOTS = env_int("ATTACHMENT_IMAGE_SLOTS", 2, minimum=1)
+ATTACHMENT_IMAGE_WAIT = env_float("ATTACHMENT_IMAGE_WAIT", 5.0, minimum=0.0)
 ATTACHMENT_UPLOADS_PER_HOUR = env_int("ATTACHMENT_UPLOADS_PER_HOUR", 30, minimum=1)  # per client address
 ATTACHMENT_URL_MAX_AGE = env_int("ATTACHMENT_URL_MAX_AGE", 1800, minimum=30)
 # Whether the configured model reads images: true sends the newest MODEL_IMAGES_PER_REQUEST photos of the

@@ -1,16 +1,16 @@
 """A customer's photos and PDFs: checked by content, re-encoded (photos), stored through the "attachments"
 storage, served through signed expiring URLs, shown as thumbnails, and read by the model.
 
-Photos are opened, verified and re-encoded by Pillow, so what is stored and served is pixels we wrote:
-no EXIF (location included), no text chunks, no colour profile, nothing a camera or an attacker put
-beside the image. PDFs are never rendered here: the %PDF header and the end-of-file marker are checked and
-the file is stored as sent. Files are written before the message's transaction and removed again when it
-fails, so a refused or failed upload leaves nothing behind.
+Photos are opened, verified and re-encoded by Pillow (support/customers/photos.py, which also bounds what
+a photo may cost to decode), so what is stored and served is pixels we wrote: no EXIF (location included),
+no text chunks, no colour profile, nothing a camera or an attacker put beside the image. PDFs are never
+rendered here: the %PDF header and the end-of-file marker are checked and the file is stored as sent (and
+served as a download, never shown on the desk's origin). Files are written before the message's
+transaction and removed again when it fails, so a refused or failed upload leaves nothing behind.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import unicodedata
@@ -22,40 +22,27 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 from django.utils import timezone
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
-from support.customers import cleaning
+from support.customers import cleaning, photos
 from support.models import Attachment, Message
 from support.models.attachments import attachment_storage, remove_stored
 from support.ops import limits
 
 log = logging.getLogger(__name__)
 
-try:  # HEIC/HEIF photos (iPhones) when pillow-heif is installed; otherwise they are refused in plain words
-    from pillow_heif import register_heif_opener
-    register_heif_opener()
-    HEIF = True
-except ImportError:  # pragma: no cover - depends on the installation
-    HEIF = False
-
 URL_SALT = "support.attachment"
-THUMBNAIL_PX = 320  # the longer side of the thumbnail both UIs show
-PREVIEW_PX = 1024  # the longer side of the copy the model is sent
-# Pillow's format -> (what we store it as, its content type, file extension)
-IMAGE_FORMATS = {
-    "JPEG": ("JPEG", "image/jpeg", "jpg"), "MPO": ("JPEG", "image/jpeg", "jpg"),  # MPO: some phones' JPEGs
-    "PNG": ("PNG", "image/png", "png"), "WEBP": ("WEBP", "image/webp", "webp"),
-    "HEIF": ("JPEG", "image/jpeg", "jpg"),  # browsers cannot show HEIC: stored as JPEG
-}
 HEIC_BRANDS = (b"ftypheic", b"ftypheix", b"ftyphevc", b"ftypheim", b"ftypheis", b"ftypmif1", b"ftypmsf1")
+BUSY_RETRY_AFTER = 5  # seconds: what a refused upload is told to wait when every photo slot stayed taken
 
 
 class Refused(Exception):
     """A file or an upload we will not take: `str()` says why in plain words, `code` says it to a program."""
 
-    def __init__(self, message: str, code: str, status: int = 400, file: str | None = None):
+    def __init__(self, message: str, code: str, status: int = 400, file: str | None = None,
+                 retry_after: int | None = None):
         super().__init__(message)
-        self.code, self.status, self.file = code, status, file
+        self.code, self.status, self.file, self.retry_after = code, status, file, retry_after
 
 
 @dataclass
@@ -149,83 +136,42 @@ def _not_a_photo(raw: bytes, name: str) -> Refused:
 
 
 def _image(raw: bytes, name: str) -> Prepared:
-    unreadable = Refused(f"“{name}” couldn't be read: the file seems damaged or incomplete. Please take the "
-                         "photo again or send another copy.", "attachment_unreadable", 400, name)
+    """A photo, re-encoded within bounds (support/customers/photos.py); Refused in plain words otherwise."""
     try:
-        with Image.open(io.BytesIO(raw)) as probe:  # reads the header only: nothing is decoded yet
-            kind = probe.format
-            width, height = probe.size
-            if kind not in IMAGE_FORMATS or (kind == "HEIF" and not HEIF):
-                raise _not_a_photo(raw, name)
-            if width * height > settings.ATTACHMENT_MAX_PIXELS:
-                raise Refused(f"“{name}” is too large ({width:,} × {height:,} pixels). Please send a photo of "
-                              f"at most {settings.ATTACHMENT_MAX_PIXELS / 1_000_000:g} megapixels.",
-                              "attachment_too_large", 413, name)
-            probe.verify()
-        with Image.open(io.BytesIO(raw)) as opened:
-            opened.load()
-            image = ImageOps.exif_transpose(opened)  # the way the camera held it, before EXIF goes
-            stored, content_type, ext = IMAGE_FORMATS[kind]
-            data = _encode(image, stored)
-            thumbnail, preview = _jpeg(image, THUMBNAIL_PX, 80), _jpeg(image, PREVIEW_PX, 85)
-            width, height = image.size
-    except Refused:
-        raise
-    except UnidentifiedImageError:
+        photo = photos.reencode(raw)
+    except photos.TooLarge as large:
+        raise _too_many_pixels(name, large, len(raw)) from None
+    except Image.DecompressionBombError:  # Pillow's refusal in Image.open, past twice ATTACHMENT_MAX_PIXELS
+        raise Refused(f"“{name}” has far too many pixels for us to open (over "
+                      f"{_megapixels(2 * settings.ATTACHMENT_MAX_PIXELS)}). Please send a smaller photo.",
+                      "attachment_too_large", 413, name) from None
+    except photos.Busy:
+        raise Refused(f"We're busy with other customers' photos right now, so “{name}” wasn't sent. Please "
+                      "send it again in a few seconds.", "busy", 503, name, retry_after=BUSY_RETRY_AFTER) from None
+    except (photos.NotAPhoto, UnidentifiedImageError):
         raise _not_a_photo(raw, name) from None
-    except Image.DecompressionBombError:
-        raise Refused(f"“{name}” is too large in pixels to open safely.", "attachment_too_large", 413, name) from None
     except (OSError, SyntaxError, ValueError, EOFError, TypeError, IndexError, MemoryError):
-        raise unreadable from None
+        raise Refused(f"“{name}” couldn't be read: the file seems damaged or incomplete. Please take the "
+                      "photo again or send another copy.", "attachment_unreadable", 400, name) from None
     stem = name.rsplit(".", 1)[0] if "." in name else name
-    return Prepared(kind=Attachment.IMAGE, content_type=content_type, ext=ext, data=data,
-                    name=f"{stem}.{ext}", uploaded_size=len(raw), width=width, height=height,
-                    thumbnail=thumbnail, preview=preview)
+    return Prepared(kind=Attachment.IMAGE, content_type=photo.content_type, ext=photo.ext, data=photo.data,
+                    name=f"{stem}.{photo.ext}", uploaded_size=len(raw), width=photo.width, height=photo.height,
+                    thumbnail=photo.thumbnail, preview=photo.preview)
 
 
-def _plain(image: Image.Image, *, alpha: bool) -> Image.Image:
-    """The pixels alone, in a mode the encoder takes; info (EXIF, ICC, text chunks...) left behind."""
-    if alpha and image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
-        clean = image.convert("RGBA")
-    elif image.mode in ("RGB", "L"):
-        clean = image.copy()
+def _megapixels(pixels: int) -> str:
+    return f"{pixels / 1_000_000:g} megapixels"
+
+
+def _too_many_pixels(name: str, large: photos.TooLarge, size: int) -> Refused:
+    dimensions = f"{large.width:,} × {large.height:,} pixels"
+    if large.per_byte:  # a small file that declares a large picture: mostly one colour, or made to be decoded
+        words = (f"“{name}” is {dimensions} in a file of only {human_size(size)}, which we can't open safely. "
+                 "Please send the photo as your camera saved it, or a smaller screenshot.")
     else:
-        clean = _flatten(image)
-    clean.info = {}
-    return clean
-
-
-def _flatten(image: Image.Image) -> Image.Image:
-    """RGB, a transparent background made white (a JPEG has no alpha)."""
-    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        white = Image.new("RGB", rgba.size, (255, 255, 255))
-        white.paste(rgba, mask=rgba.getchannel("A"))
-        return white
-    return image.convert("RGB")
-
-
-def _encode(image: Image.Image, fmt: str) -> bytes:
-    out = io.BytesIO()
-    if fmt == "JPEG":
-        clean = _flatten(image) if image.mode not in ("RGB", "L") else image.copy()
-        clean.info = {}
-        clean.save(out, "JPEG", quality=90, optimize=True)
-    elif fmt == "PNG":
-        _plain(image, alpha=True).save(out, "PNG")
-    else:
-        _plain(image, alpha=True).save(out, "WEBP", quality=90)
-    return out.getvalue()
-
-
-def _jpeg(image: Image.Image, px: int, quality: int) -> bytes:
-    small = _flatten(image) if image.mode not in ("RGB", "L") else image.copy()
-    small.thumbnail((px, px), Image.Resampling.LANCZOS)
-    small.info = {}
-    out = io.BytesIO()
-    small.save(out, "JPEG", quality=quality, optimize=True)
-    return out.getvalue()
-
+        words = (f"“{name}” is too large ({dimensions}). Please send a photo of at most "
+                 f"{_megapixels(settings.ATTACHMENT_MAX_PIXELS)}, or a screenshot of it.")
+    return Refused(words, "attachment_too_large", 413, name)
 
 # -- a message with files -------------------------------------------------------------------------------------
 
@@ -344,7 +290,7 @@ def limits_json() -> dict:
     return {"max_file_bytes": settings.ATTACHMENT_MAX_BYTES, "per_message": settings.ATTACHMENTS_PER_MESSAGE,
             "per_conversation": settings.ATTACHMENTS_PER_CONVERSATION,
             "conversation_bytes": settings.ATTACHMENT_BYTES_PER_CONVERSATION,
-            "types": ["image/jpeg", "image/png", "image/webp", *(["image/heic", "image/heif"] if HEIF else []),
+            "types": ["image/jpeg", "image/png", "image/webp", *(["image/heic", "image/heif"] if photos.HEIF else []),
                       "application/pdf"]}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 from PIL import Image, ImageDraw
 from playwright.sync_api import expect
@@ -139,3 +140,40 @@ def test_a_file_that_is_not_a_photo_is_refused_in_plain_words(site, customer_pag
     snap(customer, "attachments-widget-refused")
     customer.get_by_test_id("widget-chip-remove").click()
     expect(customer.get_by_test_id("widget-tray")).to_be_hidden()
+
+
+def test_a_pdf_is_a_download_for_the_customer_and_for_staff(site, customer_page, staff_page, tmp_path):
+    """The desk serves a PDF as a download, never as a page on its origin: both tiles say so, and open none."""
+    pdf = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+    path = tmp_path / "receipt.pdf"
+    path.write_bytes(pdf)
+    customer = customer_page()
+    open_widget(customer)
+    customer.get_by_test_id("widget-file-input").set_input_files(str(path))
+    expect(customer.get_by_test_id("widget-chip")).to_contain_text("receipt.pdf")
+    customer.get_by_test_id("widget-send").click()
+    tile = customer.locator('[data-testid="widget-message"][data-author="customer"]').get_by_test_id("widget-file")
+    expect(tile).to_have_count(1, timeout=15000)
+    expect(tile).to_contain_text("receipt.pdf")
+    expect(tile).to_contain_text("Download")
+    assert "download it" in tile.get_attribute("aria-label")
+    snap(customer, "attachments-widget-pdf")
+    with customer.expect_download() as got:
+        tile.click()
+    assert got.value.suggested_filename == "receipt.pdf"
+    assert Path(got.value.path()).read_bytes() == pdf
+    assert len(customer.context.pages) == 1  # no tab was opened for it
+
+    conversation = widget_conversation(customer)["id"]
+    staff = staff_page(f"/console/conversations/{conversation}/")
+    file = staff.get_by_test_id("transcript").get_by_test_id("message-file")
+    expect(file).to_have_count(1, timeout=10000)
+    expect(file).to_contain_text("receipt.pdf")
+    expect(file).to_contain_text("Download")
+    file.scroll_into_view_if_needed()
+    snap(staff, "attachments-console-pdf")
+    with staff.expect_download() as got:
+        file.click()
+    assert got.value.suggested_filename == "receipt.pdf"
+    assert Path(got.value.path()).read_bytes() == pdf
+    assert len(staff.context.pages) == 1

@@ -16,16 +16,19 @@ function authorLabel(m) {
   }
 }
 
-// A customer's photos and PDFs: thumbnails (and a tile for a PDF) that open the full file in a new tab. The
-// links are signed and expire (ATTACHMENT_URL_MAX_AGE); one past its time is fetched again before opening.
+// A customer's photos and PDFs: thumbnails that open the full photo in a new tab, and a tile that downloads
+// a PDF (the desk serves PDFs as downloads, never shown on the console's origin). The links are signed and
+// expire (ATTACHMENT_URL_MAX_AGE); one past its time is fetched again before opening.
 export function filesEl(attachments) {
   return h("div", { class: "msg-files", "data-testid": "message-files" }, attachments.map((a) => {
+    const pdf = a.kind === "pdf";
     const caption = `${a.ref} · ${a.size_text}${a.width ? ` · ${a.width}×${a.height}` : ""}`;
-    const link = h("a", { class: `msg-file msg-file-${a.kind}`, href: a.url, target: "_blank", rel: "noopener",
-      "data-testid": "message-file", "data-ref": a.ref, title: `${a.name} — ${caption}` },
+    const opens = pdf ? { download: a.name } : { target: "_blank", rel: "noopener" };
+    const link = h("a", { class: `msg-file msg-file-${a.kind}`, href: a.url, ...opens,
+      "data-testid": "message-file", "data-ref": a.ref, title: `${pdf ? "Download " : ""}${a.name} — ${caption}` },
     a.thumbnail_url ? h("img", { src: a.thumbnail_url, alt: `Photo ${a.ref} from the customer`, loading: "lazy" })
       : h("span", { class: "msg-file-badge" }, "PDF"),
-    h("span", { class: "msg-file-caption" }, a.kind === "pdf" ? `${a.name} · ${caption}` : caption));
+    h("span", { class: "msg-file-caption" }, pdf ? `${a.name} · ${caption} · Download` : caption));
     let expires = Date.parse(a.expires_at) || 0;
     const fresh = async () => {
       const response = await fetch(`/api/staff/attachments/${encodeURIComponent(a.id)}`, { credentials: "same-origin" });
@@ -40,7 +43,9 @@ export function filesEl(attachments) {
     link.addEventListener("click", async (event) => {
       if (Date.now() < expires - 30000) return;
       event.preventDefault();
-      if (await fresh()) window.open(link.href, "_blank", "noopener");
+      if (!(await fresh())) return;
+      if (pdf) link.click(); // its fresh link now: this click goes through to the download
+      else window.open(link.href, "_blank", "noopener");
     });
     link.querySelector("img")?.addEventListener("error", () => { if (Date.now() >= expires - 30000) fresh(); }, { once: true });
     return link;

@@ -840,7 +840,7 @@
     "Attach a photo or PDF": "Foto oder PDF anhängen", "Files to send": "Dateien zum Senden",
     "Remove {name}": "{name} entfernen", "Sending…": "Wird gesendet…", "Drop photos or PDFs here": "Fotos oder PDFs hier ablegen",
     "Photo {name}, {size}: open it full size": "Foto {name}, {size}: in voller Größe öffnen",
-    "PDF {name}, {size}: open it": "PDF {name}, {size}: öffnen",
+    "PDF {name}, {size}: download it": "PDF {name}, {size}: herunterladen", "Download": "Herunterladen",
     "You can send up to {n} files in one message.": "Sie können bis zu {n} Dateien in einer Nachricht senden.",
     "“{name}” isn't a photo or a PDF. Please choose a JPEG, PNG, WebP or HEIC photo, or a PDF.":
       "„{name}“ ist kein Foto und kein PDF. Bitte wählen Sie ein JPEG-, PNG-, WebP- oder HEIC-Foto oder ein PDF.",
@@ -976,16 +976,18 @@
   }
   function dropUpload(id) { if (id && uploading[id]) { uploading[id].remove(); delete uploading[id]; } }
 
-  /* A customer message's files: thumbnails that open the full photo, a tile for a PDF. The words under
-   * them are left out when they are only the desk's "[Sent a photo]". */
+  /* A customer message's files: thumbnails that open the full photo, a tile that downloads a PDF (the desk
+   * serves PDFs as downloads, never shown on its own origin). The words under them are left out when they
+   * are only the desk's "[Sent a photo]". */
   function filesInto(li, bubble, m) {
     var grid = tid(el("div", "sw-files"), "widget-files");
     m.attachments.forEach(function (a) {
       var link = tid(el("a", "sw-file sw-file--" + a.kind), "widget-file");
       link.target = "_blank"; link.rel = "noopener noreferrer"; link.referrerPolicy = "no-referrer";
       link.dataset.id = a.id; link.dataset.ref = a.ref;
-      link.setAttribute("aria-label", say(a.kind === "image" ? "Photo {name}, {size}: open it full size" : "PDF {name}, {size}: open it",
+      link.setAttribute("aria-label", say(a.kind === "image" ? "Photo {name}, {size}: open it full size" : "PDF {name}, {size}: download it",
         {name: a.name, size: a.size_text}));
+      if (a.kind === "pdf") link.download = a.name; // honoured where the widget runs on the desk's own origin
       if (a.thumbnail_url) {
         var img = el("img", "sw-file-thumb"); img.alt = ""; img.referrerPolicy = "no-referrer";
         if (a.width && a.height) { img.width = a.width; img.height = a.height; }
@@ -994,7 +996,8 @@
       } else {
         link.appendChild(el("span", "sw-file-badge sw-file-badge--pdf", "PDF"));
         var words = el("span", "sw-file-words");
-        words.appendChild(el("span", "sw-file-name", a.name)); words.appendChild(el("span", "sw-file-size", a.size_text));
+        words.appendChild(el("span", "sw-file-name", a.name));
+        words.appendChild(el("span", "sw-file-size", a.size_text + " · " + say("Download")));
         link.appendChild(words);
       }
       setLinks(link, a);

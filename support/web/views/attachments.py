@@ -24,10 +24,18 @@ from .common import ApiError, api, staff_required
 from .customer import _conversation
 
 FIELD = "file"  # the form field each file is sent in, repeated for several
+UNCOUNTED_RETRY_AFTER = 5  # seconds: when the upload limit could not be counted (its Redis unreachable)
+# What a served file may do in the browser: nothing. An image shows (img-src), no script runs, no form or
+# plugin loads, and `sandbox` gives the document an opaque origin, not the desk's.
+FILE_POLICY = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
 
 
-def _refusal(status: int, code: str, message: str, **extra) -> JsonResponse:
-    return JsonResponse({"error": message, "code": code, "retryable": status in (429, 503), **extra}, status=status)
+def _refusal(status: int, code: str, message: str, *, retry_after: int | None = None, **extra) -> JsonResponse:
+    """The API's error shape; a refusal worth retrying says when, in Retry-After and in the body."""
+    body = {"error": message, "code": code, "retryable": status in (429, 503), **extra}
+    if retry_after is None:
+        return JsonResponse(body, status=status)
+    return JsonResponse({**body, "retry_after": retry_after}, status=status, headers={"Retry-After": str(retry_after)})
 
 
 @csrf_exempt
@@ -61,7 +69,11 @@ def _post(request, conversation):
         return _refusal(429, "rate_limited", f"You have sent a lot of files in the last hour. Please wait "
                         f"{over.retry_after // 60 + 1} minutes and try again.", retry_after=over.retry_after)
     except limits.Unavailable as error:
-        limits.warn_unavailable("uploads not counted", error)
+        # Uncounted uploads are what the limit is there to stop (each costs decoding photos): refused until
+        # the limit can be counted again, as a sign-in guess is.
+        limits.warn_unavailable("uploads refused", error)
+        return _refusal(503, "unavailable", "Sending files is unavailable for a moment. Please send them again "
+                        "in a few seconds.", retry_after=UNCOUNTED_RETRY_AFTER)
     try:
         files, text, client_id = request.FILES.getlist(FIELD), request.POST.get("text", ""), request.POST.get("client_id")
     except (RequestDataTooBig, TooManyFilesSent):
@@ -71,7 +83,8 @@ def _post(request, conversation):
             conversation=conversation, text=text, uploads=files, client_id=client_id or None,
             client_address=address)
     except attachments.Refused as refused:
-        return _refusal(refused.status, refused.code, str(refused), **({"file": refused.file} if refused.file else {}))
+        return _refusal(refused.status, refused.code, str(refused), retry_after=refused.retry_after,
+                        **({"file": refused.file} if refused.file else {}))
     except services.InvalidMessage as error:
         return _refusal(400, error.code, str(error))
     except services.RateLimited as error:
@@ -114,15 +127,15 @@ def attachment_file(request, token):
         raise ApiError(404, "This file is no longer available.") from None
     thumbnail = variant == "thumbnail"
     name = attachment.name if not thumbnail else f"{attachment.reference}-thumbnail.jpg"
+    # A PDF is downloaded, never opened on the desk's origin: a browser's PDF viewer runs the file's own
+    # scripts and forms outside any policy we could set on the page, and on this origin the console's session
+    # is one click away. Photos (pixels we wrote) and thumbnails are shown inline.
+    download = attachment.kind == Attachment.PDF and not thumbnail
     response = FileResponse(handle, content_type="image/jpeg" if thumbnail else attachment.content_type,
-                            filename=name)
+                            as_attachment=download, filename=name)
     response["Cache-Control"] = "private, max-age=600"
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Referrer-Policy"] = "no-referrer"
-    if attachment.kind == Attachment.PDF and not thumbnail:
-        # The browser's PDF viewer does not run under the pages' policy (object-src 'none'). The PDF is the
-        # customer's own file, shown by the browser's viewer, never by us.
-        response._csp_exempt = True
-    else:
-        response["Content-Security-Policy"] = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
+    response["X-Content-Type-Options"] = "nosniff"  # served as the type we checked, never as a guess
+    response["Content-Security-Policy"] = FILE_POLICY
     return response
