@@ -849,7 +849,9 @@
     "error:attachment_unreadable": "Diese Datei konnte nicht gelesen werden; sie scheint beschädigt oder unvollständig zu sein.",
     "error:attachment_too_large": "Diese Datei ist zu groß. Bitte senden Sie ein kleineres Foto oder PDF.",
     "error:too_many_attachments": "Zu viele Dateien für eine Nachricht. Bitte senden Sie den Rest in einer weiteren Nachricht.",
-    "error:attachments_full": "In diesem Gespräch ist kein Platz für weitere Dateien."
+    "error:attachments_full": "In diesem Gespräch ist kein Platz für weitere Dateien.",
+    "error:busy": "Wir verarbeiten gerade viele Fotos. Bitte senden Sie Ihre Datei in ein paar Sekunden noch einmal.",
+    "error:unavailable": "Das Senden von Dateien ist gerade kurz nicht möglich. Bitte versuchen Sie es in ein paar Sekunden noch einmal."
   });
   var ICON_CLIP = "M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5.8a3 3 0 0 1 6 0v9.7a1.5 1.5 0 0 1-3 0V6.5H9v9a3 3 0 0 0 6 0V5.8a4.5 4.5 0 0 0-9 0v10.7a6 6 0 0 0 12 0v-10z";
   var FILE_LIMITS = {max_file_bytes: 10 * 1024 * 1024, per_message: 4}; // the defaults; the server's own replace them
