@@ -78,6 +78,7 @@ def test_a_staff_refund_whose_answer_is_lost_is_made_once_when_sent_again(remote
 def test_a_pending_staff_refund_is_resolved_by_the_key_when_the_same_request_comes_again(remote, demo, lead):
     conversation = start_conversation(demo.maya)
     # A first attempt whose worker died after the shop made the refund: its intent is pending, the shop has it.
+    # (Its key in the form saved before keys named the conversation and the kind: found by that form too.)
     action = StaffAction.objects.create(conversation=conversation, user=lead, kind=StaffAction.REFUND,
                                         arguments={}, status=StaffAction.PENDING, idempotency_key=f"{lead.pk}:k-p")
     from support.shop import shop

@@ -69,10 +69,13 @@ def _key(user, conversation: Conversation, kind: str, key) -> str | None:
 
 
 def _earlier(conversation: Conversation, full_key: str | None) -> StaffAction | None:
-    """The action this key already named, looked up on this conversation only."""
+    """The action this key already named, looked up on this conversation only (and of this kind: an action
+    saved before keys named the conversation and the kind, "<user>:<key>", is found by that form too)."""
     if not full_key:
         return None
-    return StaffAction.objects.filter(conversation=conversation, idempotency_key=full_key).first()
+    user, _, kind, key = full_key.split(":", 3)
+    return (StaffAction.objects.filter(conversation=conversation, kind=kind,
+                                       idempotency_key__in=(full_key, f"{user}:{key}")).first())
 
 
 def _text(value, field: str, max_chars: int) -> str:
