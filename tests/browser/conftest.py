@@ -222,6 +222,25 @@ def model_settings(model_control):
     model_control("/reset", {})
 
 
+@pytest.fixture(autouse=True)
+def _limits_start_at_zero():
+    """Each browser test starts with no rate-limit counts, as the unit tests do: the suite opens more
+    conversations as Maya from 127.0.0.1 within an hour than one customer may (the limits themselves are
+    tested in tests/test_limits.py and tests/test_redis_outage.py). Only the limits' keys go: the queue and
+    the channel layer live in the same Redis."""
+    import redis
+
+    client = redis.Redis(port=PORTS["redis"], socket_connect_timeout=0.5)
+    try:
+        keys = list(client.scan_iter("limits:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    except redis.ConnectionError:
+        pass  # the site and its Redis are not started yet: nothing is counted
+    finally:
+        client.close()
+
+
 @pytest.fixture
 def customer_page(new_context, site):
     """customer_page(email=None) -> a shop page in a browser context of its own (its own localStorage,
