@@ -233,3 +233,30 @@ def test_a_read_call_in_flight_when_the_worker_died_is_simply_made_again(desk, q
     services.runs_recover(now=timezone.now() + timedelta(hours=1))
     assert runner.run_execute(queued.pop()) == "answered"
     assert "2-year warranty" in result_of(conversation, look)
+
+
+def test_a_gated_call_approved_while_its_server_is_down_is_not_sent_and_says_so(desk, queued, monkeypatch,
+                                                                                mcp_server):  # noqa: F811
+    c = credit()
+    conversation, outcome, _ = ask(desk.maya, queued, monkeypatch, reply(calls=[c]))
+    assert outcome == "awaiting_approval"
+    mcp_server.stop()
+    monkeypatch.setattr(mcp, "LIST_TTL", 0)  # every use asks the server again, which no longer answers
+    monkeypatch.setattr(mcp, "FAILED_LIST_TTL", 0)
+    # The tool is still known from the server's last answer, so the decision is checked and taken.
+    gate.approval_decide(approval=Approval.objects.get(), user=None, approve=True)
+    assert runner.run_execute(queued.pop()) == "tool_unavailable"
+    assert mcp_server.credits == []
+    assert "the warranty service could not be reached" in result_of(conversation, c)
+    assert not conversation.notes.exists()  # never sent: nothing that may have run
+
+
+def test_an_answer_the_desk_cannot_read_is_said_so_and_breaks_nothing(settings):
+    server = {"name": "warranty"}
+    odd = type("Odd", (), {"content": 5, "structured_content": None, "is_error": False})()
+    assert mcp._answer(server, odd) == {"untrusted_text_from": "mcp:warranty",
+                                        "text": "[the service's answer could not be read]",
+                                        "service_reported_error": True}
+    picture = type("Part", (), {"type": "image", "text": None})()
+    mixed = type("Result", (), {"content": [picture], "structured_content": None, "is_error": False})()
+    assert mcp._answer(server, mixed)["text"] == "[image content left out]"

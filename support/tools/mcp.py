@@ -49,12 +49,14 @@ log = logging.getLogger(__name__)
 
 LIST_TTL = 60.0  # seconds a server's tool list is kept per process
 FAILED_LIST_TTL = 10.0  # a server that did not answer is asked again after this, not on every run
+KEEP_LISTED = 600.0  # how long the last answered list stands in for a server that stopped answering
 MCP_TEXT_CHARS = 8000  # the most the model reads of one answer, below TOOL_OUTPUT_MAX_CHARS too
 DESCRIPTION_CHARS = 1000
 
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mcp")
 _lock = threading.Lock()
 _listings: dict[tuple[str, str], tuple[float, dict | None]] = {}  # (name, url) -> (when, {tool: info} or None)
+_good: dict[tuple[str, str], tuple[float, dict]] = {}  # the last list each server did answer
 _reserved: set[str] = set()  # the desk's own tool names (support/tools/__init__.py)
 
 
@@ -127,9 +129,16 @@ def listing(server: dict) -> dict | None:
     try:
         tools = _list_tools(server)
     except (NotSent, NoAnswer):
+        # A server that answered a moment ago keeps its tools for a while: a call then fails with an error
+        # naming it (and a decision on a waiting call can still be checked), instead of the tools vanishing.
+        good = _good.get(key)
+        if good is not None and now - good[0] < KEEP_LISTED:
+            return good[1]
         tools = None
     with _lock:
         _listings[key] = (time.monotonic(), tools)
+        if tools is not None:
+            _good[key] = (time.monotonic(), tools)
     return tools
 
 
@@ -137,6 +146,7 @@ def forget_listings() -> None:
     """Ask every server again on next use (tests; a changed setting)."""
     with _lock:
         _listings.clear()
+        _good.clear()
 
 
 def _call(server: dict, tool: str, arguments: dict):
