@@ -9,7 +9,7 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
-from agentsite.mcp_settings import parse_servers
+from agentsite.mcp_settings import env_mcp_servers, parse_servers
 from support.desk import assistant, gate, permissions, runner, serializers, services
 from support.models import Approval, Conversation, Step, ToolCall
 from support.tools import mcp
@@ -53,6 +53,19 @@ def test_a_bad_setting_is_refused_in_words_naming_it(value, words):
     with pytest.raises(ImproperlyConfigured) as refused:
         parse_servers(value)
     assert words in str(refused.value) and "MCP_SERVERS" in str(refused.value)
+
+
+def test_the_variable_is_read_from_the_environment_and_bad_json_named(monkeypatch):
+    monkeypatch.delenv("MCP_SERVERS", raising=False)
+    assert env_mcp_servers() == []  # the default: no servers
+    monkeypatch.setenv("MCP_SERVERS", "[{'name': 'w'}]")
+    with pytest.raises(ImproperlyConfigured, match=r"^MCP_SERVERS must be a JSON list of servers"):
+        env_mcp_servers()
+    monkeypatch.setenv("MCP_SERVERS", '[{"name": "w", "url": "http://h/mcp?key=sekrit", "headers": '
+                                      '{"Authorization": ["sekrit"]}, "tools": {"t": {"kind": "read"}}}]')
+    with pytest.raises(ImproperlyConfigured) as refused:
+        env_mcp_servers()
+    assert "headers" in str(refused.value) and "sekrit" not in str(refused.value)
 
 
 def test_a_good_setting_is_read_with_its_defaults():
