@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from agentsite.mcp_settings import env_mcp_servers  # stdlib and Django only: safe before setup
 from support.web.origins import normalise_origin  # stdlib only at import: safe before setup
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -372,6 +373,8 @@ SHOP_BACKEND = env_choice("SHOP_BACKEND", "demo", ("demo", "http", "shopify"))  
 # rotation: give it the new key, then the desk, then retire the old one at the shop).
 SHOP_URL = env_str("SHOP_URL", "")
 SHOP_API_KEY = env_str("SHOP_API_KEY", "")
+# Tool servers (Model Context Protocol) the agent may use besides the shop: agentsite/mcp_settings.py.
+MCP_SERVERS = env_mcp_servers("MCP_SERVERS")
 # Shopify: the store's domain ("sundry.myshopify.com"), the custom app's Admin API access token, and the API
 # version every request names (pinned: a new version is a change to test, not something to drift into).
 SHOPIFY_SHOP_DOMAIN = env_str("SHOPIFY_SHOP_DOMAIN", "")

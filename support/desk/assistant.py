@@ -15,7 +15,7 @@ from support.agent.llm import OpenAIModel
 from support.agent.loop import OUTCOME_TOOL
 from support.agent.types import Limits, Transcript
 from support.customers.notify import zone_of
-from support.tools import SHOP_TOOLS
+from support.tools import SHOP_TOOLS, mcp
 
 SYSTEM_PROMPT = """You are Sundry's customer support agent. Sundry is a marketplace: orders ship from \
 Sundry's own warehouse or from marketplace sellers, and sellers may add their own policy supplements.
@@ -73,7 +73,7 @@ def new_transcript(customer_text: str) -> Transcript:
 
 
 def tools():
-    return list(SHOP_TOOLS)
+    return [*SHOP_TOOLS, *mcp.tools()]  # MCP_SERVERS' listed tools, those their servers have now
 
 
 def context_window() -> int:

@@ -3,6 +3,7 @@
 from django.core import checks
 
 from support.desk.assistant import model_price_problem
+from support.tools import mcp
 
 
 @checks.register()
@@ -11,3 +12,15 @@ def model_is_priced(app_configs, **kwargs):
     if not problem:
         return []
     return [checks.Error(f"Runs will be refused: {problem}.", id="support.E001")]
+
+
+@checks.register()
+def mcp_tools_exist(app_configs, **kwargs):
+    """Every tool MCP_SERVERS lists is one its server has. A server that does not answer now is a warning:
+    it may be down for a moment, and its tools are offered again once it answers."""
+    missing, silent = mcp.missing_tools()
+    found = [checks.Error(f"MCP_SERVERS lists {m}, which the server does not have; it is not offered to the agent.",
+                          id="support.E002") for m in missing]
+    found += [checks.Warning(f"MCP_SERVERS: the {name} server did not answer; its tools are not offered until it does.",
+                             id="support.W002") for name in silent]
+    return found

@@ -27,6 +27,8 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
+from support.tools import mcp
+
 security_log = logging.getLogger("support.security")
 
 DECIDE_APPROVAL = "support.decide_approval"
@@ -65,10 +67,11 @@ def recheck_seconds() -> float:
 def is_large_refund(tool: str, arguments) -> bool:
     """A refund above the threshold. Arguments without a readable amount are not: the tool's schema refuses
     them before anything runs (a 400, which says more than a 403 would)."""
-    if tool != "issue_refund" or not isinstance(arguments, dict):
+    field = "amount" if tool == "issue_refund" else mcp.amount_field(tool)  # a gated MCP tool's, if named
+    if field is None or not isinstance(arguments, dict):
         return False
     try:
-        return Decimal(str(arguments.get("amount"))) > large_refund_threshold()
+        return Decimal(str(arguments.get(field))) > large_refund_threshold()
     except (InvalidOperation, TypeError, ValueError):
         return False
 

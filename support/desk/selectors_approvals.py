@@ -25,7 +25,7 @@ from support.desk import permissions
 from support.desk.selectors_provenance import provenance
 from support.models import Approval, Attachment, Message
 from support.shop import port
-from support.tools import tool_by_name
+from support.tools import mcp, tool_by_name
 from support.tools.common import customer_order, money
 from support.tools.sellers import ISSUES, needs_person
 
@@ -243,6 +243,9 @@ def _summary(name: str, args: dict, history: _History, order: port.Order | None)
         about = f" ({issue})" if issue and issue != ISSUES["other"] else ""
         why = needs_person(args)  # the policy's reasons in plain words, each naming its rule
         return f"Send a message to {seller} about {number}{about}" + (f" — {why}" if why else "")
+    server = mcp.server_of(name)
+    if server is not None:
+        return f"Run {mcp.what_it_does(name, args)} on the {server} service"
     return f"Run {name}"
 
 

@@ -7,6 +7,7 @@ from functools import wraps
 
 from support.agent.tools import Tool, ToolUnavailable
 from support.shop import port
+from support.tools import mcp
 from support.tools.escalation import ESCALATE_TO_HUMAN
 from support.tools.orders import GET_ORDER
 from support.tools.parcels import TRACK_PARCEL
@@ -44,8 +45,10 @@ SHOP_TOOLS: list[Tool] = [_reaching_the_shop(tool) for tool in (
     GET_ORDER, TRACK_PARCEL, SEARCH_POLICY, MESSAGE_SELLER, ISSUE_REFUND, ESCALATE_TO_HUMAN)]
 
 _BY_NAME = {tool.name: tool for tool in SHOP_TOOLS}
+mcp.reserve([*_BY_NAME, "record_outcome"])  # an MCP tool of one of these names is offered as <server>__<name>
 
 
 def tool_by_name(name: str) -> Tool | None:
-    """The shop tool called `name`, or None (the loop answers unknown names to the model itself)."""
-    return _BY_NAME.get(name)
+    """The shop tool, or MCP server tool (support/tools/mcp.py), called `name`, or None (the loop answers
+    unknown names to the model itself)."""
+    return _BY_NAME.get(name) or mcp.tool_by_name(name)
