@@ -101,7 +101,7 @@ def test_a_seeded_policy_replaced_by_an_import_keeps_what_it_said_before(tmp_pat
     (tmp_path / "p.md").write_text(f"---\ndoc_id: {seeded.doc_id}\n---\n# {seeded.title}\n\nNew words.\n")
     assert run(tmp_path)[0] == "added 0, updated 1, unchanged 0, refused 0"
     history = list(PolicyVersion.objects.filter(doc__doc_id=seeded.doc_id).values_list("version", "body", "changed_by"))
-    assert history == [(1, seeded.body, "before import"), (2, "New words.", "import")]
+    assert history == [(1, seeded.body, "before versions"), (2, "New words.", "import")]
 
 
 def test_one_document_is_saved_whole_or_not_at_all(folder, demo, monkeypatch):
@@ -294,3 +294,24 @@ def test_the_approval_card_cites_the_version_the_agent_read(desk, queued):
     assert runner.run_execute(run_id) == "awaiting_approval"
     policies = serializers.approval_json(Approval.objects.get(run_id=run_id))["context"]["policies"]
     assert policies and [p["version"] for p in policies] == [2] * len(policies)
+
+
+# -- an edit in the admin is versioned too ------------------------------------------------------------------
+
+
+def test_an_edit_in_the_admin_is_a_new_version_and_the_old_words_are_kept(demo):
+    from django.test import Client
+
+    from support.desk import demo as demo_data
+
+    lead = demo_data.demo_staff_user(password="pw")  # the demo login: a Support lead
+    client = Client()
+    client.force_login(lead)
+    doc = PolicyDocument.objects.filter(seller__isnull=True).first()
+    path = f"/admin/support/policydocument/{doc.pk}/change/"
+    form = {"title": doc.title, "body": doc.body + "\n\nAlso on Sundays.", "seller": ""}
+    assert client.post(path, form).status_code == 302
+    assert client.post(path, form).status_code == 302  # the same words again: no new version
+    history = list(PolicyVersion.objects.filter(doc=doc).values_list("version", "changed_by"))
+    assert history == [(1, "before versions"), (2, f"admin: {lead.get_username()}")]
+    assert PolicyDocument.objects.get(pk=doc.pk).version == 2

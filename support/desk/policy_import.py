@@ -84,7 +84,7 @@ def save_policy(item: Source, changed_by: str = CHANGED_BY) -> str | Refused:
             return "unchanged"
         else:
             if not doc.versions.exists():  # seeded or edited before imports kept history: keep what it said
-                _keep(doc, changed_by="before import")
+                _keep(doc, changed_by="before versions")
             doc.title, doc.body, doc.seller, doc.source = item.title, item.body, seller, item.source
             doc.version += 1
             doc.save()
