@@ -205,6 +205,16 @@ def site():
         def do_GET(self):
             if self.path == "/slow":
                 time.sleep(3)
+            if self.path == "/endless":  # no Content-Length: the body ends when the server stops, here never soon
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                try:
+                    for _ in range(10_000):  # 10 MB unless the importer hangs up first
+                        self.wfile.write(b"<p>" + b"x" * 1017 + b"</p>")
+                except OSError:
+                    pass
+                return
             status, headers, body = site.routes.get(self.path, (404, {}, b"not here"))
             self.send_response(status)
             for name, value in headers.items():
@@ -257,6 +267,18 @@ def test_a_sitemap_imports_each_page_it_names(site, db):
     assert PolicyDocument.objects.get(title="Shipping times").version == 2
 
 
+def test_a_sitemap_index_is_followed_one_level_deep(site, db):
+    site.add("/policies/shipping", PAGE)
+    site.add("/pages.xml", f"<urlset><url><loc>{site.url}/policies/shipping</loc></url></urlset>", "text/xml")
+    site.add("/deeper.xml", "<sitemapindex><sitemap><loc>/index.xml</loc></sitemap></sitemapindex>", "text/xml")
+    site.add("/index.xml", "<sitemapindex><sitemap><loc>/pages.xml</loc></sitemap>"
+                           "<sitemap><loc>/deeper.xml</loc></sitemap></sitemapindex>", "text/xml")
+    out, err = run(f"{site.url}/index.xml")
+    assert out == "added 1, updated 0, unchanged 0, refused 1"
+    assert "/deeper.xml: a sitemap index inside a sitemap index is not followed [not_policy_text]" in err
+    assert PolicyDocument.objects.get().title == "Shipping times"
+
+
 def test_hostile_pages_are_refused_in_plain_words(site, db, settings):
     settings.POLICY_IMPORT_MAX_BYTES = 5000
     settings.POLICY_IMPORT_TIMEOUT_SECONDS = 0.5
@@ -265,8 +287,9 @@ def test_hostile_pages_are_refused_in_plain_words(site, db, settings):
     site.add("/to-file", "", status=302, Location="file:///etc/passwd")
     site.add("/loop", "", status=302, Location="/loop")
     site.add("/slow", PAGE)
-    all_refused([f"{site.url}/{path}" for path in ("huge", "image", "to-file", "loop", "slow")],
+    all_refused([f"{site.url}/{path}" for path in ("huge", "endless", "image", "to-file", "loop", "slow")],
                 "/huge: it is larger than 5000 bytes [too_large]",
+                "/endless: it is larger than 5000 bytes [too_large]",
                 "/image: it is not HTML or Markdown (binary data) [not_policy_text]",
                 "/to-file: only http and https addresses are fetched [fetch_failed]",
                 "/loop: more than 5 redirects [fetch_failed]",

@@ -28,6 +28,7 @@ MARKDOWN_TYPES = ("text/markdown", "text/x-markdown", "text/plain")
 XML_TYPES = ("application/xml", "text/xml")
 MAX_REDIRECTS = 5
 SITEMAP_PAGES = 500  # the most pages one sitemap may name
+SITEMAPS_IN_INDEX = 20  # the most sitemaps one sitemap index may name
 # Elements whose text is never policy: code, styling, and the page's furniture.
 NOT_TEXT = ("script", "style", "noscript", "template", "iframe", "object", "svg", "nav", "header", "footer", "form")
 DOC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
@@ -216,28 +217,39 @@ def _page(url: str, content_type: str, path: str, data: bytes) -> Source:
     raise Refusal("not_policy_text", f"it is not HTML or Markdown (the server says {content_type or 'nothing'})")
 
 
-def _sitemap(url: str, final: str, data: bytes, client: httpx2.Client) -> Iterator[Source | Refused]:
+def _sitemap(url: str, final: str, data: bytes, client: httpx2.Client, nested: bool = False
+             ) -> Iterator[Source | Refused]:
+    """The pages a sitemap names; a sitemap index's sitemaps in turn (one level deep, at most
+    SITEMAPS_IN_INDEX). Only pages and sitemaps on the sitemap's own site are fetched."""
     # html.parser reads the XML as plain tags: no entities are expanded and nothing external is loaded.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)  # on purpose, for the reasons above
         soup = BeautifulSoup(_decoded(data), "html.parser")
-    if soup.find("urlset") is None:
-        yield Refused(url, "not_policy_text", "it is XML but not a sitemap (no <urlset>)")
+    index = soup.find("sitemapindex") is not None
+    if not index and soup.find("urlset") is None:
+        yield Refused(url, "not_policy_text", "it is XML but not a sitemap (no <urlset> or <sitemapindex>)")
+        return
+    if index and nested:
+        yield Refused(url, "not_policy_text", "a sitemap index inside a sitemap index is not followed")
         return
     host = urlsplit(final).netloc
+    most = SITEMAPS_IN_INDEX if index else SITEMAP_PAGES
     locations = [loc.get_text(strip=True) for loc in soup.find_all("loc")]
-    for page in locations[:SITEMAP_PAGES]:
+    for page in locations[:most]:
         page = urljoin(final, page)
         if urlsplit(page).netloc != host:  # a sitemap names pages of its own site only
             yield Refused(page, "fetch_failed", f"the sitemap's page is on another site than {host}")
             continue
         try:
             page_final, content_type, page_data = fetch(page, client)
-            yield _page(page, content_type, urlsplit(page_final).path.lower(), page_data)
+            if index:
+                yield from _sitemap(page, page_final, page_data, client, nested=True)
+            else:
+                yield _page(page, content_type, urlsplit(page_final).path.lower(), page_data)
         except Refusal as e:
             yield Refused(page, e.code, e.why)
-    for page in locations[SITEMAP_PAGES:]:
-        yield Refused(page, "too_large", f"the sitemap names more than {SITEMAP_PAGES} pages")
+    for page in locations[most:]:
+        yield Refused(page, "too_large", f"the sitemap names more than {most} {'sitemaps' if index else 'pages'}")
 
 
 def _url_key(url: str) -> str:
