@@ -10,6 +10,8 @@ the desk's rules, editing the rows would not.
 
 from django.contrib import admin
 
+from support.desk.policy_import import save_policy
+from support.desk.policy_sources import Source
 from support.models import (
     Approval,
     Charge,
@@ -122,9 +124,22 @@ class ParcelAdmin(ReadOnlyAdmin):
 
 @admin.register(PolicyDocument)
 class PolicyDocumentAdmin(admin.ModelAdmin):
-    list_display = ["doc_id", "title", "seller"]
+    list_display = ["doc_id", "title", "seller", "version"]
     list_filter = ["seller"]
     search_fields = ["doc_id", "title", "body"]
+    fields = ["doc_id", "title", "body", "seller", "version", "source"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The version counts the saved changes; a doc_id, once saved, is what the agent and the history cite.
+        return ["version", "source", "doc_id"] if obj is not None else ["version", "source"]
+
+    def save_model(self, request, obj, form, change):
+        """An edit is versioned as an import is (docs/policies.md): a new version only when the words changed,
+        the old one kept, and the staff member named."""
+        save_policy(Source(obj.doc_id, obj.title, obj.body, obj.source or "admin",
+                           obj.seller.code if obj.seller else ""), changed_by=f"admin: {request.user.get_username()}")
+        saved = PolicyDocument.objects.get(doc_id=obj.doc_id)
+        obj.pk, obj.version, obj.source = saved.pk, saved.version, saved.source
 
 
 @admin.register(Refund)

@@ -96,7 +96,7 @@ def test_it_finds_sundry_and_the_sellers_loss_policy_first_when_the_seller_is_na
     supplement = next(r for r in result["results"] if r["doc_id"] == "POL-HL-LOSS")
     assert supplement["scope"] == "seller" and supplement["seller_id"] == "S-HL"
     assert "48 hours" in supplement["excerpt"]
-    assert set(supplement) == {"doc_id", "title", "scope", "seller_id", "excerpt", "score"}
+    assert set(supplement) == {"doc_id", "title", "scope", "seller_id", "version", "excerpt", "score"}
 
 
 def test_it_leaves_supplements_out_when_no_seller_is_named(ctx_for):

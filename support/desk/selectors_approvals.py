@@ -143,7 +143,9 @@ class _History:
                 if key and key not in seen and len(seen) < POLICIES_SHOWN:
                     seen[key] = {"doc_id": str(doc.get("doc_id") or ""), "title": str(doc.get("title") or ""),
                                  "excerpt": str(doc.get("excerpt") or "")[:EXCERPT_CHARS],
-                                 "scope": str(doc.get("scope") or "")}
+                                 "scope": str(doc.get("scope") or ""),
+                                 # the version the agent read; None when the search predates versions
+                                 "version": doc["version"] if type(doc.get("version")) is int else None}
         return list(seen.values())
 
     def customer_request(self) -> list[dict]:

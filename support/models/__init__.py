@@ -12,6 +12,7 @@ from .shop import (
     OrderItem,
     Parcel,
     PolicyDocument,
+    PolicyVersion,
     Refund,
     Scan,
     Seller,
@@ -22,8 +23,8 @@ from .staff import Note, SavedReply, StaffAction
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall", "ShopEffect",
-    "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "Refund", "Scan", "Seller",
-    "SellerMessage", "money_field",
+    "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "PolicyVersion", "Refund", "Scan",
+    "Seller", "SellerMessage", "money_field",
     "Note", "SavedReply", "StaffAction",
     "FollowUp", "ReplyEmailOptOut",
     "Rating",

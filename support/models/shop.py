@@ -161,12 +161,35 @@ class PolicyDocument(models.Model):
     title = models.CharField(max_length=200)
     body = models.TextField()
     seller = models.ForeignKey(Seller, null=True, blank=True, on_delete=models.CASCADE, related_name="policies")
+    # Raised by each import that changes the title, body or seller; the agent's search cites it.
+    version = models.PositiveIntegerField(default=1)
+    source = models.CharField(max_length=500, blank=True)  # the file or URL it was imported from, if any
 
     class Meta:
         ordering = ["doc_id"]
 
     def __str__(self) -> str:
         return f"{self.doc_id}: {self.title}"
+
+
+class PolicyVersion(models.Model):
+    """One version of a policy as it was imported: the history an import never overwrites."""
+
+    doc = models.ForeignKey(PolicyDocument, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    title = models.CharField(max_length=200)
+    body = models.TextField()
+    seller_code = models.CharField(max_length=20, blank=True)  # as it was then; empty for a Sundry-wide policy
+    source = models.CharField(max_length=500, blank=True)
+    imported_at = models.DateTimeField(default=timezone.now)
+    changed_by = models.CharField(max_length=150, default="import")
+
+    class Meta:
+        ordering = ["doc", "version"]
+        constraints = [models.UniqueConstraint(fields=["doc", "version"], name="policy_version_once")]
+
+    def __str__(self) -> str:
+        return f"{self.doc_id} v{self.version}"
 
 
 # Refund references a customer reads out or types: no 0/O, 1/I/L or U/V look-alikes.

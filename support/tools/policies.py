@@ -12,7 +12,8 @@ def search_policy(ctx: ToolContext, query: str, seller_id: str | None = None) ->
         result = {"doc_id": row.doc_id, "title": row.title, "scope": "sundry" if row.seller is None else "seller"}
         if row.seller is not None:
             result["seller_id"] = row.seller.code
-        result.update({"excerpt": hit.excerpt, "score": hit.score})
+        # The version read: the approval card cites it, so a decision can be traced to the words it rested on.
+        result.update({"version": row.version, "excerpt": hit.excerpt, "score": hit.score})
         results.append(result)
     return {"results": results}
 
@@ -27,7 +28,7 @@ SEARCH_POLICY = Tool(
         "to also search that marketplace seller's own supplement, which can add rules such as waiting "
         "periods; always do so for an order fulfilled by a marketplace seller. Use it before promising a "
         "refund, replacement or claim. Returns up to 4 documents, best match first, each with doc_id, "
-        "title, scope (sundry or seller), an excerpt and a relevance score."
+        "title, version, scope (sundry or seller), an excerpt and a relevance score."
     ),
     parameters={
         "type": "object",

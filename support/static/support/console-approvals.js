@@ -208,6 +208,7 @@ export class ApprovalCard {
           c.policies.map((p) => p.title || p.doc_id).join(" · ")),
         h("ul", {}, c.policies.map((p) => h("li", { "data-testid": "approval-policy", "data-doc": p.doc_id },
           h("strong", {}, p.title || p.doc_id), " ", h("span", { class: "doc-id" }, p.doc_id),
+          p.version ? h("span", { class: "doc-version", "data-testid": "approval-policy-version" }, ` v${p.version}`) : null,
           p.excerpt ? h("p", { class: "excerpt" }, /[.!?…]$/.test(p.excerpt.trim()) ? p.excerpt : `${p.excerpt.trim()}…`) : null)))));
     } else if (this.isRefund) {
       parts.push(h("p", { class: "hint", "data-testid": "approval-no-policies" }, "The agent read no policy before asking."));
