@@ -5,6 +5,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from prometheus_client import REGISTRY
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
@@ -118,6 +119,23 @@ def test_a_read_tool_runs_at_once_and_its_answer_is_marked_and_cut(desk, queued,
     assert marked["text"].endswith("[cut: 3700 of 38000 characters shown]")  # TOOL_OUTPUT_MAX_CHARS 4000
 
 
+def test_calls_are_counted_by_server_and_tool_and_the_trace_names_the_server(desk, queued, monkeypatch,
+                                                                            mcp_server):  # noqa: F811
+    def counted(tool, result="ok"):
+        return REGISTRY.get_sample_value(
+            "desk_tool_calls_total", {"server": "warranty", "tool": tool, "result": result}) or 0.0
+
+    before = counted("lookup_warranty"), counted("get_order")
+    look = call("lookup_warranty", {"order_number": "SU-41310"})
+    conversation, _, _ = ask(desk.maya, queued, monkeypatch, reply(calls=[look]), *answer("Two years."))
+    assert counted("lookup_warranty") == before[0] + 1
+    assert counted("get_order") == before[1]  # the desk's own get_order is not the server's
+    step = Step.objects.get(kind="tool", tool="lookup_warranty")
+    assert serializers.step_json(step)["server"] == "warranty"
+    assert REGISTRY.get_sample_value("desk_tool_call_seconds_count",
+                                     {"server": "warranty", "tool": "lookup_warranty"}) >= 1
+
+
 # -- gated tools -----------------------------------------------------------------------------------------
 
 def test_a_gated_call_waits_for_a_person_and_runs_once_approved(desk, queued, monkeypatch, mcp_server):  # noqa: F811
@@ -215,6 +233,9 @@ def test_a_gated_call_in_flight_when_the_worker_died_is_not_sent_again(desk, que
     assert conversation.status == Conversation.NEEDS_ATTENTION  # for a person
     [note] = conversation.notes.all()  # the words stay, whatever line the agent's hand-over puts in the queue
     assert note.text.startswith("issue_store_credit 15.00 on SU-41310 may have run; check the warranty system")
+    # The queue's line keeps what to check first; the agent's own hand-over comes after it, not instead.
+    assert conversation.attention_reason.startswith("issue_store_credit 15.00 on SU-41310 may have run")
+    assert "Then: The agent handed this over" in conversation.attention_reason
 
 
 def test_the_flag_says_in_plain_words_what_may_have_run(desk, queued, monkeypatch, mcp_server):  # noqa: F811

@@ -111,7 +111,7 @@ def test_model_and_tool_calls_of_a_run_are_counted_with_tokens_and_cost(desk, qu
     calls = value("desk_model_calls_total", model=model, result="ok")
     tokens = value("desk_model_tokens_total", model=model, kind="prompt")
     cost = value("desk_model_cost_usd_total", model=model)
-    lookups = value("desk_tool_calls_total", tool="get_order", result="ok")
+    lookups = value("desk_tool_calls_total", server="desk", tool="get_order", result="ok")
     conversation = start_conversation(desk.maya)
     services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
     assert runner.run_execute(queued.pop()) == "answered"
@@ -119,13 +119,13 @@ def test_model_and_tool_calls_of_a_run_are_counted_with_tokens_and_cost(desk, qu
     assert value("desk_model_calls_total", model=model, result="ok") == calls + run.turns
     assert value("desk_model_tokens_total", model=model, kind="prompt") == tokens + run.prompt_tokens
     assert value("desk_model_cost_usd_total", model=model) == pytest.approx(cost + float(run.cost_usd), abs=1e-6)
-    assert value("desk_tool_calls_total", tool="get_order", result="ok") > lookups
+    assert value("desk_tool_calls_total", server="desk", tool="get_order", result="ok") > lookups
 
 
 def test_a_tool_name_the_model_made_up_is_counted_as_unknown():
-    before = value("desk_tool_calls_total", tool="unknown", result="error")
+    before = value("desk_tool_calls_total", server="desk", tool="unknown", result="error")
     metrics.step_recorded(agent.Step(kind="tool", turn=1, tool="drop_tables_" + uuid.uuid4().hex, error="no such tool"))
-    assert value("desk_tool_calls_total", tool="unknown", result="error") == before + 1
+    assert value("desk_tool_calls_total", server="desk", tool="unknown", result="error") == before + 1
 
 
 def test_retries_and_failed_model_calls_are_counted():

@@ -84,7 +84,7 @@ def test_a_scripted_refund_run_moves_every_counter_an_operator_watches(desk, que
     assert moved(before, after, f'desk_model_call_seconds_count{{model="{MODEL}"}}') == run.turns
     # Every reply that streamed text had its first token timed (the refund call's reply may stream none).
     assert 1 <= moved(before, after, f'desk_model_first_token_seconds_count{{model="{MODEL}"}}') <= run.turns
-    assert moved(before, after, 'desk_tool_calls_total{result="ok",tool="issue_refund"}') == 1
+    assert moved(before, after, 'desk_tool_calls_total{result="ok",server="desk",tool="issue_refund"}') == 1
     assert moved(before, after, 'desk_approval_decision_seconds_count{decision="approved"}') == 1
     assert moved(before, after, 'desk_events_published_total{type="message.saved"}') >= 4
     assert moved(before, after, 'desk_events_published_total{type="run.status"}') >= 2

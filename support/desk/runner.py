@@ -29,7 +29,7 @@ from support.customers import attachments, languages
 from support.desk import assistant, journal, notices, serializers, services, takeover
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics
-from support.tools import tool_by_name
+from support.tools import mcp, tool_by_name
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,8 @@ class DbObserver(agent.Observer):
         self._unit: journal.Unit | None = None
         self._transaction: ExitStack | None = None  # opened by a nested atomic(): a tool that may write
         self._state_at: float | None = None  # when our last append read the conversation's state
+        # The flag standing as the run was claimed (no query): one a step raises later differs from it.
+        self.flag_at_start = conversation.attention_reason if conversation.status == Conversation.NEEDS_ATTENTION else ""
 
     # units and transactions
     @contextmanager
@@ -214,7 +216,8 @@ class DbObserver(agent.Observer):
                 unit.cost_usd += Decimal(str(step.cost_usd))
             elif step.kind == "tool" and step.call_id:
                 unit.tool_calls.append(self._tool_call(step))
-        metrics.step_recorded(step, self.run, known_tool=step.kind == "tool" and tool_by_name(step.tool) is not None)
+        known = step.kind == "tool" and tool_by_name(step.tool) is not None
+        metrics.step_recorded(step, self.run, known_tool=known, server=mcp.server_of(step.tool) or "desk")
 
     def _tool_call(self, step: agent.Step) -> ToolCall:
         """The call's record: inserted (a read-only tool, or a call answered without running: unknown tool,
@@ -507,12 +510,28 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             else:
                 history, _ = history_for_model(list(conversation.messages.order_by("seq")))
                 why = handoff_reason(history, result.stop_reason, result.detail)
-            services.conversation_flag(conversation_id=conversation.pk, reason=why)
+            services.conversation_flag(conversation_id=conversation.pk, reason=_after_flags_of_the_run(
+                conversation, observer.flag_at_start, why))
         for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are read back
             setattr(run, name, value)
         run.refresh_from_db(fields=["turns", "prompt_tokens", "completion_tokens", "cost_usd"])
         transaction.on_commit(lambda: serializers.publish_run(run))
     return True
+
+
+def _standing_flag(conversation: Conversation) -> str:
+    current = Conversation.objects.filter(pk=conversation.pk).values_list("status", "attention_reason").first()
+    return current[1] if current and current[0] == Conversation.NEEDS_ATTENTION else ""
+
+
+def _after_flags_of_the_run(conversation: Conversation, at_start: str, why: str) -> str:
+    """The hand-over's line, after the one a step of this run raised (a gated MCP call that may have run):
+    what a person must check first stays first, and is not replaced by the agent's own words."""
+    raised = _standing_flag(conversation)
+    if not raised or raised == at_start or why in raised:
+        return why
+    both = f"{raised} Then: {why}"
+    return both if len(both) <= 300 else both[:299] + "…"
 
 
 def _request_approvals(run: Run, pending: list[agent.PendingCall], turn: int) -> None:

@@ -10,6 +10,7 @@ from support.customers.attachments import message_fields
 from support.customers.words import staff_name
 from support.desk import permissions, selectors_approvals
 from support.live import events
+from support.tools import mcp
 from support.models import Approval, Conversation, Message, Run, Step
 
 
@@ -52,7 +53,8 @@ def run_json(run: Run) -> dict:
 
 def step_json(step: Step) -> dict:
     return {
-        "run": str(step.run.public_id), "kind": step.kind, "turn": step.turn, "label": step.label, "tool": step.tool, "call_id": step.call_id,
+        "run": str(step.run.public_id), "kind": step.kind, "turn": step.turn, "label": step.label, "tool": step.tool,
+        "server": mcp.server_of(step.tool) if step.kind == "tool" else None, "call_id": step.call_id,
         "arguments": step.arguments, "result": step.result, "error": step.error, "model": step.model,
         "finish_reason": step.finish_reason, "attempts": step.attempts, "prompt_tokens": step.prompt_tokens,
         "completion_tokens": step.completion_tokens, "cost_usd": str(step.cost_usd),

@@ -41,9 +41,10 @@ MODEL_TOKENS = Counter("desk_model_tokens", "Tokens the model endpoint counted, 
                        ["model", "kind"])
 MODEL_COST = Counter("desk_model_cost_usd", "What model calls cost, in US dollars, from the price table.",
                      ["model"])
-TOOL_CALLS = Counter("desk_tool_calls", "Tool calls answered, by tool and result (ok, error, rejected).",
-                     ["tool", "result"])
-TOOL_SECONDS = Histogram("desk_tool_call_seconds", "Time of one tool call.", ["tool"], buckets=SECONDS)
+TOOL_CALLS = Counter("desk_tool_calls", "Tool calls answered, by where the tool lives (desk, or the MCP server's "
+                     "name), tool and result (ok, error, rejected).", ["server", "tool", "result"])
+TOOL_SECONDS = Histogram("desk_tool_call_seconds", "Time of one tool call, by server and tool.", ["server", "tool"],
+                         buckets=SECONDS)
 RUN_TASKS = Counter("desk_run_tasks", "Run tasks a worker ended, by what happened: a stop reason, "
                     "awaiting_approval, or not_claimed / lease_lost / requeued / failed / exception.", ["result"])
 RUN_TASK_SECONDS = Histogram("desk_run_task_seconds", "Time a worker spent on one run task.", buckets=LONG_SECONDS)
@@ -99,11 +100,13 @@ def socket_closed(consumer) -> None:
         SOCKETS_OPEN.labels(kind).dec()
 
 
-def step_recorded(step, run=None, *, known_tool: bool = False) -> None:
+def step_recorded(step, run=None, *, known_tool: bool = False, server: str = "desk") -> None:
     """A row of the trace was saved (support.agent.types.Step) for `run`: a model call or a tool call. A
     failed one is also logged, at WARNING with the run's and conversation's ids (the operator's view of
     model and tool errors; the error text is ours or the endpoint's, never the customer's message).
-    A tool step is counted under its name only when `known_tool` (one of the desk's tools), else "unknown"."""
+    A tool step is counted under its name only when `known_tool` (one of the desk's tools, or a tool MCP_SERVERS
+    lists), else "unknown"; `server` is "desk" for the desk's own tools, else the MCP server's configured name
+    (both closed sets: names come from the code and the setting, never from the model)."""
     if step.error and step.error != "rejected by staff":
         _log_step_error(step, run)
     if step.kind == "model":
@@ -119,9 +122,10 @@ def step_recorded(step, run=None, *, known_tool: bool = False) -> None:
     if step.kind != "tool":  # a compaction of the history: no call to count
         return
     tool = step.tool if known_tool else "unknown"
+    server = server if known_tool else "desk"
     result = "rejected" if step.error == "rejected by staff" else "error" if step.error else "ok"
-    TOOL_CALLS.labels(tool, result).inc()
-    TOOL_SECONDS.labels(tool).observe(step.duration_ms / 1000)
+    TOOL_CALLS.labels(server, tool, result).inc()
+    TOOL_SECONDS.labels(server, tool).observe(step.duration_ms / 1000)
 
 
 def _log_step_error(step, run) -> None:

@@ -159,7 +159,8 @@ export class Trace {
     h("td", { class: "num" }, String(s.turn)),
     h("td", {}, h("span", { class: `kind kind-${s.kind}` }, s.kind)),
     h("td", {}, isModel ? h("span", { class: "muted", title: s.label }, s.model || "model")
-      : h("code", { title: s.label }, s.tool)),
+      : [h("code", { title: s.label }, s.tool),
+        s.server ? h("span", { class: "sub", "data-testid": "trace-server" }, ` · ${s.server} service`) : null]),
     h("td", { class: "cell-args" }, args ? h("code", { class: "clamp", title: args }, args) : h("span", { class: "muted" }, "—")),
     h("td", { class: "cell-result" }, s.result
       ? h("details", {}, h("summary", {}, excerpt(s.result, 70)), h("pre", { class: "json" }, prettyJson(s.result)))
