@@ -2,16 +2,20 @@
 person under the desk's checks, and a gated call is sent at most once, even across a worker's death."""
 
 import json
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
-from prometheus_client import REGISTRY
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from agentsite.mcp_settings import env_mcp_servers, parse_servers
 from support.desk import assistant, gate, permissions, runner, serializers, services
+from support.desk.checks import mcp_tools_exist
 from support.models import Approval, Conversation, Step, ToolCall
 from support.tools import mcp
 from tests.fake_model import ScriptedModel, answer, call, reply
@@ -93,15 +97,28 @@ def test_only_the_listed_tools_the_server_has_are_offered(mcp_server, settings):
     assert offered["issue_store_credit"].gated
     assert mcp_server.headers_seen and set(mcp_server.headers_seen) == {TOKEN}  # its headers went along
 
-    found = [m for m in checks.run_checks() if m.id in ("support.E002", "support.W002")]
+    found = mcp_tools_exist(None, asked=True)
     assert [(m.id, "retired_tool" in m.msg) for m in found] == [("support.E002", True)]
+    # Every other command runs the checks too (migrate, runserver): they neither wait on the servers nor fail.
+    assert not [m for m in checks.run_checks() if m.id.startswith("support.") and m.id[-3:] == "002"]
+
+
+def test_manage_py_check_asks_the_servers_and_fails_on_a_missing_tool(mcp_server, settings):  # noqa: F811
+    listed = [{"name": "warranty", "url": mcp_server.url, "headers": {"Authorization": TOKEN},
+               "tools": {"lookup_warranty": {"kind": "read"}, "retired_tool": {"kind": "read"}}}]
+    env = {**os.environ, "MCP_SERVERS": json.dumps(listed)}
+    done = subprocess.run([sys.executable, "manage.py", "check", "--tag", "mcp"], cwd=settings.BASE_DIR, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "support.E002" in done.stderr and "warranty: retired_tool" in done.stderr
+    assert "sekrit" not in done.stdout + done.stderr  # the server's header is never echoed
 
 
 def test_a_server_that_does_not_answer_is_a_warning_and_offers_nothing(mcp_server):  # noqa: F811
     mcp_server.stop()
     mcp.forget_listings()
     assert not [t for t in assistant.tools() if t.name in ("lookup_warranty", "issue_store_credit")]
-    found = [m for m in checks.run_checks() if m.id in ("support.E002", "support.W002")]
+    found = mcp_tools_exist(None, asked=True)
     assert [m.id for m in found] == ["support.W002"] and "warranty" in found[0].msg
 
 

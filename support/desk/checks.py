@@ -1,5 +1,9 @@
 """Start-up checks: configuration the desk cannot run correctly with, said before the first run fails."""
 
+import os
+import sys
+
+from django.conf import settings
 from django.core import checks
 
 from support.desk.assistant import model_price_problem
@@ -14,10 +18,21 @@ def model_is_priced(app_configs, **kwargs):
     return [checks.Error(f"Runs will be refused: {problem}.", id="support.E001")]
 
 
-@checks.register()
+def _asked_for() -> bool:
+    """Whether a person ran `manage.py check`. migrate, runserver and others run the checks too; they must not
+    wait on a server that is down, nor fail because a server dropped a tool (the agent is simply not offered
+    it). Django tells a check nothing about the command that runs it, hence the command line."""
+    return len(sys.argv) > 1 and os.path.basename(sys.argv[0]) in ("manage.py", "django-admin") \
+        and sys.argv[1] == "check"
+
+
+@checks.register("mcp")
 def mcp_tools_exist(app_configs, **kwargs):
     """Every tool MCP_SERVERS lists is one its server has. A server that does not answer now is a warning:
-    it may be down for a moment, and its tools are offered again once it answers."""
+    it may be down for a moment, and its tools are offered again once it answers. The servers are asked only
+    by `manage.py check` (every check, or `--tag mcp`), or when called directly."""
+    if not settings.MCP_SERVERS or not (kwargs.get("asked") or _asked_for()):
+        return []
     missing, silent = mcp.missing_tools()
     found = [checks.Error(f"MCP_SERVERS lists {m}, which the server does not have; it is not offered to the agent.",
                           id="support.E002") for m in missing]
