@@ -5,9 +5,12 @@ staff socket. Deciding is narrower:
   - approving or rejecting a gated call needs `support.decide_approval`;
   - approving a refund above LARGE_REFUND_THRESHOLD (default 100.00) also needs
     `support.approve_large_refund` (rejecting one needs only the first).
+Any staff member may read the shop's policies in the console; writing one (a new policy or a new version)
+needs `support.edit_policies` (docs/policies.md).
 Groups (created by migration 0007, and again by ensure_groups()): "Support agents" have decide_approval,
-"Support leads" have both. Both see the shop and desk records in the admin (view permissions, migration
-0008); leads may also edit customers, sellers and policy texts there. Superusers have every permission.
+"Support leads" have both and edit_policies (migration 0016). Both see the shop and desk records in the admin
+(view permissions, migration 0008); leads may also edit customers, sellers and policy texts there.
+Superusers have every permission.
 
 Refusals that matter for security (a 403 on a staff endpoint, a refused or revoked staff socket) are
 logged as WARNING on the `support.security` logger with the user, the client address and the reason.
@@ -33,10 +36,12 @@ security_log = logging.getLogger("support.security")
 
 DECIDE_APPROVAL = "support.decide_approval"
 APPROVE_LARGE_REFUND = "support.approve_large_refund"
-# codename -> name, on the Approval model's content type (migration 0007 writes the same).
+EDIT_POLICIES = "support.edit_policies"
+# codename -> (the model whose content type holds it, its name); migrations 0007 and 0016 write the same.
 PERMISSIONS = {
-    "decide_approval": "Can approve or reject the agent's gated actions",
-    "approve_large_refund": "Can approve refunds above the large-refund threshold",
+    "decide_approval": ("approval", "Can approve or reject the agent's gated actions"),
+    "approve_large_refund": ("approval", "Can approve refunds above the large-refund threshold"),
+    "edit_policies": ("policydocument", "Can edit the shop's policies in the staff console"),
 }
 AGENTS, LEADS = "Support agents", "Support leads"
 # What staff may see in the admin (/admin/): every shop and desk record, read-only; leads may also edit the
@@ -48,7 +53,8 @@ ADMIN_VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel"
 LEAD_EDITABLE = ("customer", "seller", "policydocument")
 _VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
 GROUPS = {AGENTS: ["decide_approval", *_VIEW],
-          LEADS: ["decide_approval", "approve_large_refund", *_VIEW, *(f"change_{m}" for m in LEAD_EDITABLE)]}
+          LEADS: ["decide_approval", "approve_large_refund", "edit_policies", *_VIEW,
+                  *(f"change_{m}" for m in LEAD_EDITABLE)]}
 
 REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
 
@@ -94,15 +100,24 @@ def viewer_json(user) -> dict:
             "large_refund_threshold": str(large_refund_threshold())}
 
 
+def policy_edit_refusal(user) -> str | None:
+    """Why `user` may not write a policy, in plain words; None when they may."""
+    if user.has_perm(EDIT_POLICIES):
+        return None
+    return ("Your account may read the policies but not change them: that needs the permission “edit policies” "
+            f"({EDIT_POLICIES}), which the {LEADS} group has.")
+
+
 def ensure_groups() -> dict:
-    """The two permissions and two groups, created when missing (a flushed test database, an old one)."""
+    """Our permissions and the two groups, created when missing (a flushed test database, an old one)."""
     from django.contrib.auth.models import Group, Permission
     from django.contrib.contenttypes.models import ContentType
 
-    content_type, _ = ContentType.objects.get_or_create(app_label="support", model="approval")
-    perms = {codename: Permission.objects.get_or_create(content_type=content_type, codename=codename,
-                                                        defaults={"name": name})[0]
-             for codename, name in PERMISSIONS.items()}
+    perms = {}
+    for codename, (model, name) in PERMISSIONS.items():
+        content_type, _ = ContentType.objects.get_or_create(app_label="support", model=model)
+        perms[codename] = Permission.objects.get_or_create(content_type=content_type, codename=codename,
+                                                           defaults={"name": name})[0]
     perms.update(_model_permissions({c for codenames in GROUPS.values() for c in codenames} - set(perms)))
     groups = {}
     for name, codenames in GROUPS.items():

@@ -1,5 +1,6 @@
-"""Saving imported policies (`manage.py import_policies`): one transaction per document, a new version only
-when the title, body or seller changed, and every version kept in PolicyVersion.
+"""Saving policies, imported (`manage.py import_policies`) or edited (the admin, the console's editor): one
+transaction per document, a new version only when the title, body or seller changed, and every version kept
+in PolicyVersion.
 
 The sources are read by policy_sources.py; this module decides added, updated, unchanged or refused.
 """
@@ -65,8 +66,13 @@ def import_policies(args: Iterable[str], changed_by: str = CHANGED_BY) -> Import
     return report
 
 
-def save_policy(item: Source, changed_by: str = CHANGED_BY) -> str | Refused:
-    """"added", "updated" or "unchanged" — or why it was refused. All of one document or nothing."""
+def save_policy(item: Source, changed_by: str = CHANGED_BY, *, note: str = "",
+                based_on: int | None = None) -> str | Refused:
+    """"added", "updated" or "unchanged" — or why it was refused. All of one document or nothing.
+
+    `based_on`: the version an editor started from (0 for a new document); the save is refused when the
+    document has another version by then, so an edit never silently replaces one made meanwhile. An import
+    passes None: the file or page is what the policy says."""
     seller = None
     if item.seller_code:
         seller = Seller.objects.filter(code=item.seller_code).first()
@@ -74,6 +80,8 @@ def save_policy(item: Source, changed_by: str = CHANGED_BY) -> str | Refused:
             return Refused(item.source, "unknown_seller", f"no seller has the code {item.seller_code!r}")
     with transaction.atomic():
         doc = PolicyDocument.objects.select_for_update().filter(doc_id=item.doc_id).first()
+        if based_on is not None and (doc.version if doc else 0) != based_on:  # checked under the row's lock
+            return _stale(item, doc, based_on)
         if doc is None:
             doc = PolicyDocument.objects.create(doc_id=item.doc_id, title=item.title, body=item.body,
                                                 seller=seller, source=item.source, version=1)
@@ -89,11 +97,20 @@ def save_policy(item: Source, changed_by: str = CHANGED_BY) -> str | Refused:
             doc.version += 1
             doc.save()
             outcome = "updated"
-        _keep(doc, changed_by)
+        _keep(doc, changed_by, note)
     return outcome
 
 
-def _keep(doc: PolicyDocument, changed_by: str) -> None:
+def _stale(item: Source, doc: PolicyDocument | None, based_on: int) -> Refused:
+    if doc is None:
+        return Refused(item.source, "not_found", f"there is no policy {item.doc_id} any more")
+    if based_on == 0:
+        return Refused(item.source, "duplicate_doc_id", f"a policy with the doc_id {item.doc_id} exists already")
+    return Refused(item.source, "stale_version",
+                   f"version {doc.version} of {item.doc_id} was saved after version {based_on}, the one edited")
+
+
+def _keep(doc: PolicyDocument, changed_by: str, note: str = "") -> None:
     PolicyVersion.objects.create(doc=doc, version=doc.version, title=doc.title, body=doc.body,
                                  seller_code=doc.seller.code if doc.seller else "", source=doc.source,
-                                 changed_by=changed_by)
+                                 changed_by=changed_by, note=note)

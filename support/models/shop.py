@@ -173,7 +173,7 @@ class PolicyDocument(models.Model):
 
 
 class PolicyVersion(models.Model):
-    """One version of a policy as it was imported: the history an import never overwrites."""
+    """One version of a policy as it was imported or edited: the history a later save never overwrites."""
 
     doc = models.ForeignKey(PolicyDocument, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
@@ -182,7 +182,8 @@ class PolicyVersion(models.Model):
     seller_code = models.CharField(max_length=20, blank=True)  # as it was then; empty for a Sundry-wide policy
     source = models.CharField(max_length=500, blank=True)
     imported_at = models.DateTimeField(default=timezone.now)
-    changed_by = models.CharField(max_length=150, default="import")
+    changed_by = models.CharField(max_length=150, default="import")  # "import", "admin: <user>", "console: <user>"
+    note = models.CharField(max_length=200, blank=True)  # what changed, in the editor's words (the console asks)
 
     class Meta:
         ordering = ["doc", "version"]

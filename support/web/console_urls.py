@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import console, evaluation
+from support.web.views import console, evaluation, policies
 
 app_name = "console"
 
@@ -12,4 +12,9 @@ urlpatterns = [
     path("approvals/", console.approvals, name="approvals"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
+    path("policies/", policies.policy_list, name="policies"),
+    path("policies/new/", policies.policy_new, name="policy_new"),
+    path("policies/<str:doc_id>/", policies.policy_detail, name="policy"),
+    path("policies/<str:doc_id>/edit/", policies.policy_edit, name="policy_edit"),
+    path("policies/<str:doc_id>/versions/<int:version>/", policies.policy_version, name="policy_version"),
 ]

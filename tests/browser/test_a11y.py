@@ -292,3 +292,52 @@ def test_the_check_finds_what_it_is_meant_to_find(site, staff_page):
     }""")
     found = {v["id"]: " ".join(v["nodes"]) for v in serious_violations(page)}
     assert "#nameless" in found.get("button-name", "") and "#faint" in found.get("color-contrast", ""), found
+
+
+@pytest.fixture(scope="module")
+def edited_policy(site):
+    """A policy with three versions saved in the console (a table, a list, a changed sentence), gone after."""
+    from support.desk import policy_edit
+    from support.desk.demo import demo_staff_user
+    from support.models import PolicyDocument
+
+    lead = demo_staff_user()
+    body = ("Gift cards are not refunded in cash.\n\n| Card | Credit restored |\n|---|---|\n| Expired | 30 days |\n\n"
+            "- Ask for the card number.\n- Check the balance.")
+    draft = policy_edit.PolicyDraft(f"Gift cards {uuid.uuid4().hex[:6]}", body, "", "First version")
+    doc_id = policy_edit.policy_create(user=lead, draft=draft).doc_id
+    for version, text in ((1, body.replace("30 days", "45 days")), (2, body.replace("in cash", "in cash or kind"))):
+        changed = policy_edit.PolicyDraft(draft.title, text, "", f"Change {version}")
+        policy_edit.policy_save(user=lead, doc_id=doc_id, draft=changed, based_on=version)
+    yield doc_id
+    PolicyDocument.objects.filter(doc_id=doc_id).delete()
+
+
+def test_the_policy_list_is_accessible_and_fits_a_phone(edited_policy, staff_page):
+    page = staff_page("/console/policies/")
+    expect(page.locator(f'[data-testid="policy-row"][data-doc="{edited_policy}"]')).to_be_visible()
+    assert_accessible(page, "policies")
+
+
+def test_a_policy_with_its_history_is_accessible_and_fits_a_phone(edited_policy, staff_page):
+    page = staff_page(f"/console/policies/{edited_policy}/")
+    expect(page.get_by_test_id("policy-history-item")).to_have_count(3)
+    expect(page.get_by_test_id("policy-text").locator("table")).to_be_visible()
+    assert_accessible(page, "policy")
+
+
+def test_the_policy_editor_with_a_preview_and_a_missing_note_is_accessible_and_fits_a_phone(edited_policy, staff_page):
+    page = staff_page(f"/console/policies/{edited_policy}/edit/")
+    page.get_by_test_id("policy-preview-button").click()
+    expect(page.get_by_test_id("policy-preview-text").locator("li")).to_have_count(2)
+    assert_accessible(page, "policy-editor-preview")
+    page.get_by_test_id("policy-body").fill("Gift cards are never refunded.")
+    page.get_by_test_id("policy-save").click()  # without a note: the field says what to do
+    expect(page.get_by_test_id("policy-note")).to_have_attribute("aria-invalid", "true")
+    assert_accessible(page, "policy-editor-note-missing")
+
+
+def test_an_older_policy_version_with_its_differences_is_accessible_and_fits_a_phone(edited_policy, staff_page):
+    page = staff_page(f"/console/policies/{edited_policy}/versions/1/")
+    expect(page.get_by_test_id("policy-diff").get_by_test_id("diff-removed").first).to_be_visible()
+    assert_accessible(page, "policy-version")
