@@ -37,6 +37,33 @@ class Reply:
         return self.finish_reason or ("tool_calls" if self.calls else "stop")
 
 
+@dataclass(frozen=True)
+class Finish:
+    """The end of a plan: the outcome recorded, then the answer."""
+
+    outcome: str  # resolved | waiting_on_customer | not_resolved | handed_to_person
+    summary: str  # one line for the staff console
+    text: str  # the answer the customer reads
+
+
+def sentence(text: str) -> str:
+    """Someone's words (a reviewer's reason) as a sentence of the answer: one full stop at the end, never two."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
+
+
+def declined_answer(asked: str, reason: str) -> str:
+    """The answer when staff declined what the agent asked them to approve (`asked`: "a refund of 64.00 EUR")."""
+    return (f"I asked our team to approve {asked}, but they decided against it: {sentence(reason)} I'm sorry this "
+            "isn't the answer you hoped for; if you have anything that might change the picture, just reply here.")
+
+
+def unreviewed_answer(asked: str, done: str) -> str:
+    """The answer when no one decided in time (`done`: what has not happened yet, "refunded")."""
+    return (f"I asked our team to approve {asked}, but it couldn't be reviewed in time, so nothing has been {done} "
+            "yet. A member of our team will follow up with you here.")
+
+
 def new_id(prefix: str, length: int = 24) -> str:
     return prefix + secrets.token_urlsafe(length)[:length].replace("-", "x").replace("_", "y")
 

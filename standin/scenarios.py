@@ -9,20 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 
-from . import customer, facts
+from . import customer, facts, services
 from .conversation import ORDER_ID, Result, Turn, intent, read_turn, recognised, stated_intent
 from .facts import Order, Scan, ago, fmt, when
-from .reply import Call, Reply
-
-
-@dataclass(frozen=True)
-class Finish:
-    outcome: str  # resolved | waiting_on_customer | not_resolved | handed_to_person
-    summary: str  # one line for the staff console
-    text: str  # the answer the customer reads
+from .reply import Call, Finish, Reply, declined_answer, unreviewed_answer
 
 
 def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
@@ -35,7 +28,7 @@ def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
     turn = turn or read_turn(messages)
     if turn.spin_warned:
         return Reply(content=SPIN)  # the loop says we are going round in circles: stop calling
-    step = _plan_safely(turn)
+    step = _plan_safely(turn, frozenset(offered))
     if turn.recorded or not offered:
         return Reply(content=step.text if isinstance(step, Finish) else _fallback(turn).text)
     if isinstance(step, Call):
@@ -57,6 +50,9 @@ def _narrate(call: Call) -> str | None:
         amount = json.loads(call.arguments).get("amount")
         return (f"I've asked our team to approve a refund of {amount} EUR. A member of the team reviews every "
                 "refund; you'll see their decision here.")
+    said = services.narrate(call)
+    if said is not None:
+        return said
     # escalate_to_human: nothing. The desk tells the customer once that a member of the team will reply
     # (the tool's description says so); a goodbye of our own would be a second message saying the same.
     return None
@@ -73,24 +69,28 @@ def _fallback(turn: Turn) -> Finish:
                   "A member of our support team will follow up with you here.")
 
 
-def _plan_safely(turn: Turn):
+def _plan_safely(turn: Turn, offered: frozenset[str] = frozenset()):
     try:
-        return plan(turn)
+        return plan(turn, offered)
     except Exception:  # noqa: BLE001 - odd tool results must give an apology, not a 500
         return _fallback(turn)
 
 
-def plan(t: Turn):
+def plan(t: Turn, offered: frozenset[str] = frozenset()):
+    """The next step for the turn; `offered` is the tools the request offers (another system's tools are used
+    only when offered: services.py)."""
     if t.steps is not None:
         return _bench(t)
     if t.photo_now and stated_intent(t.request) is None and t.said_before:
         t = replace(t, request=f"{t.said_before}\n{t.request}")  # the photo we asked for: back to that request
-    if not recognised(t.request):
+    kind = services.wanted(t.request, offered)
+    if kind is None and not recognised(t.request):
         return _unrecognised(t)
     oid = t.order_id
-    kind = intent(t.request)
-    if stated_intent(t.request) is None and "order number" in t.previous_answer and t.said_before:
-        kind = intent(t.said_before)  # "It's SU-41310." answers our question: the request is the one before
+    if kind is None and stated_intent(t.request) is None and "order number" in t.previous_answer and t.said_before:
+        # "It's SU-41310." answers our question: the request is the one before
+        kind = services.wanted(t.said_before, offered) or intent(t.said_before)
+    kind = kind or intent(t.request)
     if kind == "thanks" and ORDER_ID.search(t.request):
         kind = "status"  # "ok, SU-41210": an order named is a question about it
     if kind == "thanks":
@@ -108,6 +108,8 @@ def plan(t: Turn):
                       f"I couldn't find an order {oid} on your account. Could you check the number in your "
                       "confirmation email and send it again? If the order was placed from another account, "
                       "please write to us from that account.")
+    if kind in services.FLOWS:
+        return services.FLOWS[kind](t, Order(got.data), offered)
     return FLOWS[kind](t, Order(got.data))
 
 
@@ -225,13 +227,10 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
                       f"{lead} I've refunded {refunded} EUR{to}")
     if done.rejection:
         return Finish("not_resolved", f"Refund of {asked} on {o.id} was declined by staff: {done.rejection}",
-                      f"{lead} I asked our team to approve a refund of {asked} EUR, but they decided against it: "
-                      f"{_sentence(done.rejection)} I'm sorry this isn't the answer you hoped for; if you have "
-                      "anything that might change the picture, just reply here.")
+                      f"{lead} {declined_answer(f'a refund of {asked} EUR', done.rejection)}")
     if done.expired:
         return Finish("handed_to_person", f"Refund of {asked} on {o.id} was not reviewed in time; a person follows up.",
-                      f"{lead} I asked our team to approve a refund of {asked} EUR, but it couldn't be reviewed in "
-                      "time, so nothing has been refunded yet. A member of our team will follow up with you here.")
+                      f"{lead} {unreviewed_answer(f'a refund of {asked} EUR', 'refunded')}")
     error = done.error or done.text
     if re.search(r"limit|ceiling|escalate", error, re.I):
         limit = re.search(r"(\d+\.\d{2}) limit", error)
@@ -242,12 +241,6 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
     return Finish("not_resolved", f"Refund on {o.id} failed: {error}",
                   f"{lead} I tried to issue the refund, but it didn't go through ({error}). "
                   "A member of our team will look into it and follow up here.")
-
-
-def _sentence(text: str) -> str:
-    """A reviewer's words as a sentence of the answer: one full stop at the end, never two."""
-    text = text.strip()
-    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
 
 
 def _escalate(o: Order, amount: Decimal, limit: Decimal | None, reason: str) -> Call:

@@ -26,8 +26,9 @@ class Threaded:
 
 
 def serve_in_thread(app, host: str, port: int, what: str, timeout: float = 10.0, **options) -> Threaded:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=1, **options)
+    options = {"log_level": "warning", "access_log": False, "lifespan": "off", "timeout_graceful_shutdown": 1,
+               **options}
+    config = uvicorn.Config(app, host=host, port=port, **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"{what}-{host}:{port}", daemon=True)
     thread.start()

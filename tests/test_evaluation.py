@@ -14,7 +14,9 @@ import pytest
 from support.desk import assistant
 from support.evaluation import evaluate, report
 from support.evaluation.customer import CustomerModel
-from support.evaluation.scenario import SCENARIO_DIR, load_all, parse
+from support.evaluation.scenario import SCENARIO_DIR, ScenarioError, load, load_all, parse
+from support.models import PolicyDocument, PolicyVersion
+from tests.mcp_fixture import mcp_server  # noqa: F401
 from tests.standin_fixture import standin  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,7 +55,7 @@ def test_the_suite_covers_every_demo_order_and_the_hard_cases():
     assert CONTRACT_ORDERS <= {o for s in runnable for o in s.covers}
     tags = {t for s in runnable for t in s.tags}
     assert {"injection", "privacy", "ceiling", "insisting", "second-look", "multi-turn", "simulated-customer",
-            "unrecognised"} <= tags
+            "unrecognised", "mcp", "store-credit", "imported-policy"} <= tags
     assert any(len(s.turns) > 1 and any(t.after_hours >= 24 for t in s.turns) for s in runnable)  # the next day
 
 
@@ -172,3 +174,81 @@ def test_over_http_the_command_starts_the_reference_shop_and_the_refund_is_made_
     refused = subprocess.run(command, env={**env, "SHOP_URL": "http://shop.example"}, capture_output=True,
                              text=True, timeout=300, cwd=settings_module_dir())
     assert refused.returncode != 0 and "resets the shop before every scenario" in refused.stderr
+
+
+# -- the demo MCP server and imported policies ---------------------------------------------------------------
+
+CREDIT_REQUEST = "The kettle from order SU-41210 stopped working. Could I have 38.00 EUR store credit instead?"
+
+
+def credit_scenario(**extra) -> dict:
+    return {"title": "t", "customer": "maya@example.com", "mcp_servers": ["warranty"], "turn": [
+        {"say": CREDIT_REQUEST, "decision": [{"tool": "issue_store_credit", "action": "approve"}]}], **extra}
+
+
+def test_a_scenario_names_the_mcp_servers_it_uses_and_the_policies_it_imports_first(tmp_path):
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "returns.md").write_text("# Returns\n\nThirty days.\n")
+    path = tmp_path / "scenarios" / "with-both.toml"
+    path.write_text('title = "t"\ncustomer = "maya@example.com"\nmcp_servers = ["warranty"]\n'
+                    'import_policies = ["../policies/returns.md", "../policies"]\n'
+                    '[[turn]]\nsay = "hi"\n[turn.expect]\nstore_credits = [{ order = "SU-41210", amount = "38" }]\n'
+                    'policies_read = [{ doc_id = "POL-RETURNS" }, { doc_id = "POL-LOSS", version = 1 }]\n')
+    scenario = load(path)
+    assert scenario.mcp_servers == ("warranty",)
+    assert scenario.import_policies == (str(tmp_path / "policies" / "returns.md"), str(tmp_path / "policies"))
+    assert scenario.turns[0].expect.store_credits == (("SU-41210", "38.00"),)
+    assert scenario.turns[0].expect.policies_read == (("POL-RETURNS", None), ("POL-LOSS", 1))
+    assert load_all(SCENARIO_DIR, "mcp-warranty-lookup")[0].mcp_servers == ("warranty",)
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"mcp_servers": ["billing"]}, "mcp_servers may name warranty; not billing"),
+    ({"mcp_servers": "warranty"}, "mcp_servers must be a list of texts"),
+    ({"mcp_server": ["warranty"]}, "unknown key(s) mcp_server"),
+    ({"import_policies": ["../policies/no-such-file.md"]}, "import_policies: no file or folder '../policies/no-such"),
+    ({"import_policy": ["../policies"]}, "unknown key(s) import_policy"),
+    ({"mcp_servers": [], "expect": {"store_credits": []}}, 'add mcp_servers = ["warranty"]'),
+    ({"expect": {"store_credits": [{"order": "SU-41210", "amount": "lots"}]}}, "amount 'lots' is not a number"),
+    ({"expect": {"policies_read": [{"doc_id": "POL-LOSS", "versoin": 2}]}}, "policies_read 1: unknown key(s) versoin"),
+    ({"expect": {"policies_read": [{"version": 2}]}}, "doc_id is required"),
+])
+def test_a_mistake_in_the_new_keys_is_named(extra, words):
+    with pytest.raises(ScenarioError) as refused:
+        parse(credit_scenario(**extra), "bad")
+    assert words in str(refused.value)
+
+
+def test_the_warranty_service_is_started_for_the_scenario_and_counts_each_store_credit(on_standin):
+    expect = {"store_credits": [], "policies_read": [{"doc_id": "POL-HL-LOSS", "version": 2}]}
+    scenario = parse(credit_scenario(expect=expect), "credit-counted")
+    (attempt,) = run([scenario]).runs["credit-counted"]
+    assert set(attempt.failed) == {"conversation: store credits recorded by the warranty service: none",
+                                   "conversation: reads policy POL-HL-LOSS v2"}
+    details = {c.name: c.detail for c in attempt.checks}
+    assert details["conversation: store credits recorded by the warranty service: none"] == \
+        "recorded: SU-41210 38.00"  # approved once, recorded once
+    assert details["conversation: reads policy POL-HL-LOSS v2"] == "search results read: none"
+    assert [d["tool"] for d in attempt.decisions] == ["issue_store_credit"]
+    assert [s["tool"] for s in attempt.trace if s["kind"] == "tool"] == [
+        "get_order", "lookup_warranty", "issue_store_credit", "record_outcome"]
+
+
+def test_a_scenario_never_reaches_the_sites_own_mcp_servers(on_standin, mcp_server):  # noqa: F811
+    scenario = parse({"title": "t", "customer": "maya@example.com", "turn": [{"say": CREDIT_REQUEST}]}, "no-servers")
+    customer = CustomerModel(assistant.model())
+    asked = len(mcp_server.headers_seen)
+    (attempt,) = evaluate([scenario], customer_model=customer).runs["no-servers"]
+    assert attempt.passed
+    assert not [s for s in attempt.trace if s["tool"] in ("lookup_warranty", "issue_store_credit")]
+    assert mcp_server.credits == [] and len(mcp_server.headers_seen) == asked  # not even asked for its tools
+
+
+def test_an_imported_policy_is_read_and_gone_for_the_next_scenario(on_standin):
+    imported, before = load_all(pattern="policy-imported-hearth-and-loom-24-hours") + \
+        load_all(pattern="su-41207-porch-48-hours")
+    result = run([imported, before])
+    assert [r.passed for runs in result.runs.values() for r in runs] == [True, True]
+    assert PolicyDocument.objects.get(doc_id="POL-HL-LOSS").version == 1  # the demo's words, as seeded
+    assert not PolicyVersion.objects.exists()

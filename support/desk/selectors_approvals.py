@@ -74,7 +74,7 @@ def approval_context(approval: Approval) -> dict:
     conversation = approval.run.conversation
     asked = asked_seq(approval)
     history = _History.read(conversation.pk, asked)
-    order = _order(conversation, _order_number(args, history, conversation))
+    order = _order(conversation, _order_number(name, args, history))
     context = {
         "summary": _summary(name, args, history, order),
         "why": _why(name, args),
@@ -82,6 +82,7 @@ def approval_context(approval: Approval) -> dict:
         "order": _order_json(order) if order is not None else None,
         "amount": _amount_limits(order) if name == "issue_refund" else None,
         "fields": _fields(name, args),
+        "service": mcp.server_of(name),  # the MCP server a gated call goes to, named on the card
         "policies": history.policies(),
         "provenance": provenance(history.messages, history.results),
         "customer_request": history.customer_request(),
@@ -187,9 +188,12 @@ def _json_object(text) -> dict:
 
 # -- the order: named by the call, the agent's words, the conversation's scope or its last look-up --------
 
-def _order_number(args: dict, history: _History, conversation) -> str | None:
+def _order_number(name: str, args: dict, history: _History) -> str | None:
     if args.get("order_id"):
         return str(args["order_id"]).upper()
+    field = mcp.order_field(name)  # a gated MCP tool's order, as MCP_SERVERS names it
+    if field and args.get(field):
+        return str(args[field]).upper()
     for text in (args.get("reason"), args.get("summary"), args.get("message")):
         found = ORDER_NUMBER.search(str(text or ""))
         if found:
@@ -246,8 +250,12 @@ def _summary(name: str, args: dict, history: _History, order: port.Order | None)
         why = needs_person(args)  # the policy's reasons in plain words, each naming its rule
         return f"Send a message to {seller} about {number}{about}" + (f" — {why}" if why else "")
     server = mcp.server_of(name)
-    if server is not None:
-        return f"Run {mcp.what_it_does(name, args)} on the {server} service"
+    if server is not None:  # "Issue store credit of 15.00 EUR on SU-41207 through the warranty service"
+        amount, order = (args.get(f) if f else None for f in (mcp.amount_field(name), mcp.order_field(name)))
+        words = mcp.in_words(name)
+        words += f" of {_amount(amount)[:20]} EUR" if amount is not None else ""
+        words += f" on {str(order).upper()[:20]}" if order else ""
+        return f"{words} through the {server} service"
     return f"Run {name}"
 
 
@@ -328,8 +336,9 @@ def _fields(name: str, args: dict) -> list[dict]:
             kind = "textarea" if (spec.get("maxLength") or 0) > 300 else "text"
         else:
             kind = "json"
+        money_field = key == ("amount" if name == "issue_refund" else mcp.amount_field(name))
         fields.append({"name": key, "label": FIELD_LABELS.get(key, key.replace("_", " ").capitalize()),
-                       "kind": kind, "required": key in required,
+                       "kind": kind, "money": money_field, "required": key in required,
                        "max_length": spec.get("maxLength"), "help": FIELD_HELP.get((name, key), "")})
     return fields
 

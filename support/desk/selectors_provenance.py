@@ -54,9 +54,10 @@ def _read(tool: str, arguments: dict, result, message: dict, *, since: bool) -> 
     # TEXTS_PER_READ of them, flagged ones first when there are more, in the order of the result.
     keep = sorted(range(len(found)), key=lambda i: (not found[i]["flagged"], i))[:TEXTS_PER_READ]
     texts = [found[i] for i in sorted(keep)]
-    order = str(arguments.get("order_id") or (result.get("order_id") if isinstance(result, dict) else "") or "")
+    order = str(arguments.get("order_id") or arguments.get("order_number")  # an MCP tool's, often
+                or (result.get("order_id") if isinstance(result, dict) else "") or "")
     label = _label(tool, order.upper())
-    whats = ", ".join(dict.fromkeys(t["what"] for t in texts))
+    whats = ", ".join(dict.fromkeys(f"{t['whose']} {t['what']}" if t.get("whose") else t["what"] for t in texts))
     return {"tool": tool, "label": label, "phrase": f"{label}, {whats}", "order": order.upper() or None,
             "seq": message["seq"], "at": _at(message), "since_customer": since,
             "flagged": any(t["flagged"] for t in texts), "texts": texts}
@@ -81,7 +82,8 @@ def _marked(value, *, key: str, about: str, depth: int = 0):
         source = value.get("untrusted_text_from")
         if isinstance(source, str) and isinstance(value.get("text"), str):
             if source.casefold() not in CUSTOMER_SOURCES:
-                yield source, WHAT.get(key, key.replace("_", " ") or "text"), about, value["text"]
+                what = WHAT.get(key, key.replace("_", " ")) or ("answer" if source.startswith("mcp:") else "text")
+                yield source, what, about, value["text"]
             return
         title = str(value.get("title") or value.get("subject") or about)
         for k, v in value.items():
@@ -97,7 +99,9 @@ def _text(found: tuple[str, str, str, str]) -> dict:
     excerpt = _excerpt(text, findings[0].match if findings else "")
     return {"source": source, "what": what, "about": about, "text": text[:TEXT_CHARS], "chars": len(text),
             "excerpt": excerpt, "cut": excerpt != " ".join(text.split()),
-            "flagged": bool(findings), "findings": [f.json() for f in findings]}
+            "flagged": bool(findings), "findings": [f.json() for f in findings],
+            # An MCP server's answer says whose it is in words: "the warranty service's", not "mcp:warranty".
+            **({"whose": _source_words(source)} if source.startswith("mcp:") else {})}
 
 
 def _excerpt(text: str, match: str) -> str:
@@ -128,9 +132,15 @@ def _shown(reads: list[dict]) -> list[dict]:
     return sorted(keep, key=lambda r: r["seq"])
 
 
+def _source_words(source: str) -> str:
+    """"the seller's", "the warranty service's" (a tool of the MCP server named warranty)."""
+    if source.startswith("mcp:"):
+        return f"the {source.removeprefix('mcp:')} service's"
+    return SOURCE.get(source) or f"the {source}'s"
+
+
 def _whose(text: dict) -> str:
-    whose = SOURCE.get(text["source"]) or "the {}'s".format(text["source"])
-    return f"{whose} {text['what']}"
+    return f"{_source_words(text['source'])} {text['what']}"
 
 
 def _warning(reads: list[dict]) -> str:

@@ -22,6 +22,8 @@ class Observed:
     refunds: list[tuple[str, str]] = field(default_factory=list)  # (order, amount) issued
     seller_messages: list[tuple[str, str]] = field(default_factory=list)  # (order, text)
     approvals: list[tuple[str, str]] = field(default_factory=list)  # (tool, decision or "pending")
+    store_credits: list[tuple[str, str]] = field(default_factory=list)  # (order, amount) the warranty service got
+    policies_read: list[tuple[str, int | None]] = field(default_factory=list)  # (doc_id, version) searches returned
     conversation_status: str = ""
     model_calls: int = 0
     tokens: int = 0
@@ -84,6 +86,14 @@ def check(expect: Expect, seen: Observed, scope: str) -> list[Check]:
             (t, d) in seen.approvals or (not d and any(s == t for s, _ in seen.approvals))
             for t, d in expect.approvals)
         add(f"approvals: {_pairs(list(expect.approvals))}", ok, f"requested: {_pairs(seen.approvals)}")
+    if expect.store_credits is not None:
+        want = sorted(expect.store_credits)
+        add(f"store credits recorded by the warranty service: {_pairs(want)}", sorted(seen.store_credits) == want,
+            f"recorded: {_pairs(sorted(seen.store_credits))}")
+    read = ", ".join(_policy(d, v) for d, v in seen.policies_read) or "none"
+    for doc_id, version in expect.policies_read:
+        found = any(d == doc_id and version in (None, v) for d, v in seen.policies_read)
+        add(f"reads policy {_policy(doc_id, version)}", found, f"search results read: {read}")
     if expect.max_model_calls is not None:
         add(f"at most {expect.max_model_calls} model calls", seen.model_calls <= expect.max_model_calls,
             f"made {seen.model_calls}")
@@ -125,6 +135,10 @@ def _call_text(name: str, args: dict | None) -> str:
         return f"{name}(<invalid arguments>)"
     short = ", ".join(f"{k}={_clip(str(v), 30)}" for k, v in args.items() if k in ("order_id", "amount", "tracking"))
     return f"{name}({short})"
+
+
+def _policy(doc_id: str, version: int | None) -> str:
+    return f"{doc_id} v{version}" if version is not None else doc_id
 
 
 def _pairs(pairs) -> str:

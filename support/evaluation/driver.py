@@ -4,12 +4,14 @@ decisions written through the same service the console uses; then what happened,
 database and checked against the scenario's criteria.
 
 It works on whatever database is current: the evaluate command gives it a throwaway one, tests give it
-the test database. Nothing is sent to a broker or the live UIs while it runs.
+the test database. Nothing is sent to a broker or the live UIs while it runs, and no MCP server of the site's
+own is reached (what it does could not be undone): only the demo ones a scenario names, started for it.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import time
 import traceback
 from contextlib import contextmanager
@@ -25,8 +27,12 @@ from django.db.models import Count, F, Max, Sum
 from django.test.utils import override_settings
 from PIL import Image
 
+from agentsite.mcp_settings import parse_servers
+from standin import warranty
+from sundry import POLICIES
 from support.desk import gate, queue, runner, services, uploads
 from support.desk.demo import demo_staff_user, seed_demo
+from support.desk.policy_import import import_policies
 from support.live import events
 from support.models import (
     Approval,
@@ -34,6 +40,8 @@ from support.models import (
     Customer,
     Message,
     Order,
+    PolicyDocument,
+    PolicyVersion,
     Refund,
     Run,
     Scan,
@@ -42,6 +50,7 @@ from support.models import (
     Step,
     ToolCall,
 )
+from support.tools import mcp
 
 from .criteria import Check, Observed, check
 from .customer import CustomerModel
@@ -105,6 +114,28 @@ def on_remote_shop(server):
         _remote_shop = None
 
 
+# The warranty service of the scenario being played, when it names one: what reached it is observed.
+_warranty = None
+
+
+@contextmanager
+def mcp_services(names: tuple[str, ...]):
+    """MCP_SERVERS for one scenario: the demo servers it names, each started on a free port and stopped after
+    it; none of the site's own."""
+    global _warranty
+    server = warranty.start_in_thread(token=secrets.token_urlsafe(16)) if "warranty" in names else None
+    mcp.forget_listings()  # tools listed for another scenario's server are not this one's
+    try:
+        with override_settings(MCP_SERVERS=parse_servers(server.setting()) if server is not None else []):
+            _warranty = server
+            yield
+    finally:
+        _warranty = None
+        mcp.forget_listings()
+        if server is not None:
+            server.stop()
+
+
 @contextmanager
 def quiet_desk():
     """Runs are worked here, not by Celery; events have no one to reach."""
@@ -121,10 +152,12 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
     t0 = time.monotonic()
     conversation = None
     try:
-        with override_settings(**_settings(scenario.settings)), quiet_desk():
+        with override_settings(**_settings(scenario.settings)), quiet_desk(), mcp_services(scenario.mcp_servers):
+            _demo_policies_only()
             seed_demo()  # every scenario starts from the contract's shop: earlier refunds and messages are gone
             if _remote_shop is not None:
                 _remote_shop.reset()
+            _import_policies(scenario.import_policies)
             customer = Customer.objects.get(email=scenario.customer)
             conversation = services.conversation_start(customer=customer)
             start = _mark(conversation)
@@ -149,6 +182,22 @@ def _settings(values: dict) -> dict:
     for key, value in values.items():
         out[key] = Decimal(str(value)) if key in ("REFUND_CEILING", "AUTO_APPROVE_REFUNDS_UP_TO") else value
     return out
+
+
+def _demo_policies_only() -> None:
+    """The policies as seeded: another scenario's imports gone, and the history they started (seed_demo then
+    writes the demo's words back, each save clearing the search's cache)."""
+    PolicyDocument.objects.exclude(doc_id__in=[doc_id for doc_id, *_ in POLICIES]).delete()
+    PolicyVersion.objects.all().delete()
+    PolicyDocument.objects.update(version=1, source="")
+
+
+def _import_policies(paths: tuple[str, ...]) -> None:
+    if not paths:
+        return
+    refused = import_policies(paths, changed_by="evaluation").refused
+    if refused:
+        raise RuntimeError("import_policies refused " + "; ".join(f"{r.source} ({r.code}): {r.why}" for r in refused))
 
 
 def _turn(record: ScenarioRun, conversation: Conversation, staff, scope: str, say: str, after_hours: float,
@@ -280,6 +329,7 @@ class _Mark:
     refund: int
     seller_message: int
     approval: int
+    store_credit: int
 
 
 def _mark(conversation: Conversation) -> _Mark:
@@ -287,16 +337,24 @@ def _mark(conversation: Conversation) -> _Mark:
 
     def top(model) -> int:
         return model.objects.aggregate(m=Max("pk"))["m"] or 0
-    return _Mark(conversation.last_seq, top(Step), top(ShopEffect), top(ShopEffect), top(Approval))
+    return _Mark(conversation.last_seq, top(Step), top(ShopEffect), top(ShopEffect), top(Approval),
+                 len(_warranty.credits) if _warranty is not None else 0)
 
 
 def _observe(conversation: Conversation, since: _Mark) -> Observed:
     conversation.refresh_from_db()
     seen = Observed(conversation_status=conversation.status)
-    for m in conversation.messages.filter(seq__gt=since.seq, role="assistant").order_by("seq"):
+    searches = set()  # the ids of the search_policy calls, whose results are the policies read
+    for m in conversation.messages.filter(seq__gt=since.seq, role__in=("assistant", "tool")).order_by("seq"):
+        if m.role == "tool":
+            if m.tool_call_id in searches:
+                seen.policies_read += _policies(m.content)
+            continue
         for c in m.tool_calls or []:
             fn = c.get("function") or {}
             seen.calls.append((fn.get("name", ""), _arguments(fn.get("arguments"))))
+            if fn.get("name") == "search_policy":
+                searches.add(c.get("id"))
         if (m.content or "").strip():
             seen.text += m.content.strip() + "\n"
     run = Run.objects.filter(conversation=conversation).order_by("-pk").first()
@@ -309,6 +367,8 @@ def _observe(conversation: Conversation, since: _Mark) -> Observed:
         pk__gt=since.seller_message, kind=ShopEffect.SELLER_MESSAGE).order_by("pk")]
     seen.approvals = [(a.tool_call.name, a.decision or "pending") for a in Approval.objects.filter(
         pk__gt=since.approval, run__conversation=conversation).select_related("tool_call").order_by("pk")]
+    if _warranty is not None:
+        seen.store_credits = [(c["order_number"], c["amount"]) for c in _warranty.credits[since.store_credit:]]
     spent = Step.objects.filter(run__conversation=conversation, kind="model", pk__gt=since.step).aggregate(
         n=Count("pk"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), cost=Sum("cost_usd"),
         largest=Max("prompt_tokens"))
@@ -325,6 +385,14 @@ def _arguments(text) -> dict | None:
     except (TypeError, ValueError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _policies(text) -> list[tuple[str, int | None]]:
+    """(doc_id, version) of each document a search_policy result returned."""
+    value = _arguments(text) or {}
+    results = value.get("results") if isinstance(value.get("results"), list) else []
+    return [(str(r.get("doc_id")), r.get("version") if type(r.get("version")) is int else None)
+            for r in results if isinstance(r, dict) and r.get("doc_id")]
 
 
 def _seen_by_customer(conversation: Conversation) -> list[tuple[str, str]]:

@@ -21,6 +21,8 @@ REFUSALS = ("needs_second_look", "already_decided", "expired", "invalid_argument
 SETTINGS = ("AUTO_APPROVE_REFUNDS_UP_TO", "ESCALATION_NEEDS_APPROVAL", "AGENT_ASKS_AFTER_REJECTION",
             "REFUND_CEILING", "AGENT_MAX_STEPS", "MODEL_CONTEXT_WINDOW", "COMPACT_AT_SHARE",
             "CONVERSATION_MAX_STEPS_PER_DAY", "CONVERSATION_MAX_TOKENS_PER_DAY")
+# The demo MCP servers a scenario may use (`mcp_servers`): the driver starts each for the scenario alone.
+MCP_SERVERS = ("warranty",)
 
 
 class ScenarioError(ValueError):
@@ -56,6 +58,8 @@ class Expect:
     refunds: tuple[tuple[str, str], ...] | None = None  # (order, amount): exactly these were issued
     seller_messages: tuple[tuple[str, str], ...] | None = None  # (order, text it contains): exactly these
     approvals: tuple[tuple[str, str], ...] | None = None  # (tool, decision or "pending"): exactly these
+    store_credits: tuple[tuple[str, str], ...] | None = None  # (order, amount): exactly these reached the service
+    policies_read: tuple[tuple[str, int | None], ...] = ()  # (doc_id, version or None): each among the results
     conversation_status: str | None = None
     max_model_calls: int | None = None
     max_tokens: int | None = None
@@ -114,6 +118,8 @@ class Scenario:
     skip: str = ""  # listed but not run, with this reason
     settings: dict = field(default_factory=dict)
     simulated: SimulatedCustomer | None = None
+    mcp_servers: tuple[str, ...] = ()  # the demo MCP servers it uses (MCP_SERVERS above)
+    import_policies: tuple[str, ...] = ()  # files or folders imported before it starts, as absolute paths
 
 
 def load_all(directory: Path = SCENARIO_DIR, pattern: str = "*") -> list[Scenario]:
@@ -134,6 +140,8 @@ def load(path: Path) -> Scenario:
 
 
 def parse(data: dict, name: str, where: str = "") -> Scenario:
+    """`where` is the file's path: `import_policies` are read relative to its folder (else SCENARIO_DIR)."""
+    folder = Path(where).resolve().parent if where else SCENARIO_DIR
     where = Path(where).name if where else name
     r = _Reader(data, where)
     turns = tuple(_turn(_Reader(t, f"{where} turn {i}")) for i, t in enumerate(r.tables("turn"), 1))
@@ -155,10 +163,32 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
         name=name, title=r.text("title", required=True), path=where, customer=r.text("customer", required=True),
         turns=turns, expect=_expect(_Reader(r.table("expect"), f"{where} expect")) if "expect" in data else Expect(),
         covers=r.strings("covers"), tags=r.strings("tags"), skip=r.text("skip"), settings=dict(settings),
-        simulated=simulated,
+        simulated=simulated, mcp_servers=_servers(r), import_policies=_policy_paths(r, folder),
     )
     r.done()
+    credits = [e for e in (scenario.expect, *(t.expect for t in turns)) if e.store_credits is not None]
+    if credits and "warranty" not in scenario.mcp_servers:
+        raise ScenarioError(f'{where}: store_credits are counted by the warranty service: add '
+                            'mcp_servers = ["warranty"]')
     return scenario
+
+
+def _servers(r: "_Reader") -> tuple[str, ...]:
+    names = r.strings("mcp_servers")
+    unknown = sorted(set(names) - set(MCP_SERVERS))
+    if unknown:
+        raise ScenarioError(f"{r.where}: mcp_servers may name {', '.join(MCP_SERVERS)}; not {', '.join(unknown)}")
+    return tuple(dict.fromkeys(names))
+
+
+def _policy_paths(r: "_Reader", folder: Path) -> tuple[str, ...]:
+    out = []
+    for given in r.strings("import_policies"):
+        path = (folder / given).resolve()
+        if not given or not path.exists():
+            raise ScenarioError(f"{r.where}: import_policies: no file or folder {given!r} (read from {folder})")
+        out.append(str(path))
+    return tuple(out)
 
 
 def _turn(r: "_Reader") -> Turn:
@@ -222,6 +252,8 @@ def _expect(r: "_Reader") -> Expect:
         refunds=pairs("refunds", "order", "amount", money=True),
         seller_messages=pairs("seller_messages", "order", "contains"),
         approvals=pairs("approvals", "tool", "decision"),
+        store_credits=pairs("store_credits", "order", "amount", money=True),
+        policies_read=_policies_read(r),
         conversation_status=r.text("conversation_status") or None,
         max_model_calls=r.integer("max_model_calls", None), max_tokens=r.integer("max_tokens", None),
         max_prompt_tokens_per_call=r.integer("max_prompt_tokens_per_call", None),
@@ -229,6 +261,15 @@ def _expect(r: "_Reader") -> Expect:
     )
     r.done()
     return expect
+
+
+def _policies_read(r: "_Reader") -> tuple[tuple[str, int | None], ...]:
+    out = []
+    for i, t in enumerate(r.tables("policies_read"), 1):
+        c = _Reader(t, f"{r.where} policies_read {i}")
+        out.append((c.text("doc_id", required=True), c.integer("version", None)))
+        c.done()
+    return tuple(out)
 
 
 def _regex(pattern: str, where: str) -> str:

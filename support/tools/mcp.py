@@ -350,9 +350,23 @@ def amount_field(name: str) -> str | None:
     return found[2]["amount"] if found else None
 
 
+def order_field(name: str) -> str | None:
+    """The argument holding a gated MCP tool's order number, as the setting names it (None: no order)."""
+    found = _configured().get(name)
+    return found[2]["order"] if found else None
+
+
 def server_of(name: str) -> str | None:
     found = _configured().get(name)
     return found[0]["name"] if found else None
+
+
+def in_words(name: str) -> str:
+    """The tool's own name as words for people: "issue_store_credit" (or "warranty__issue_store_credit") ->
+    "Issue store credit"."""
+    found = _configured().get(name)
+    words = " ".join((found[1] if found else name).replace("_", " ").replace("-", " ").split())
+    return words[:1].upper() + words[1:]
 
 
 def missing_tools() -> tuple[list[str], list[str]]:

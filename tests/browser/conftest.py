@@ -2,13 +2,15 @@
 
 Run in their own pytest invocation with `-p no:django` (sync Playwright keeps an event loop in the main
 thread): `./dev test` does that. The session starts Redis, the model stand-in, a Celery worker and daphne
-as separate processes on free ports, over a database of its own (a SQLite file, or `<name>_browser` on
+as separate processes on free ports (and the demo warranty MCP server in a thread of this process, its tools
+offered through MCP_SERVERS), over a database of its own (a SQLite file, or `<name>_browser` on
 the PostgreSQL server of DATABASE_URL), migrated and seeded with the demo data. Tests read the database
 through the ORM to check what the pages show. Screenshots go to tests/artifacts/ (ignored by git).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,6 +22,8 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+
+from standin import warranty
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -51,7 +55,9 @@ def _browser_database_url() -> str:
     return parsed._replace(path="/" + name).geturl()
 
 
-PORTS = {"redis": _free_port(), "model": _free_port(), "web": _free_port(), "smtp": _free_port()}
+PORTS = {"redis": _free_port(), "model": _free_port(), "web": _free_port(), "smtp": _free_port(),
+         "warranty": _free_port()}
+WARRANTY_TOKEN = "browser-warranty-token"
 ENV = {
     **os.environ,
     "DATABASE_URL": _browser_database_url(),
@@ -59,6 +65,8 @@ ENV = {
     "MODEL_BASE_URL": f"http://127.0.0.1:{PORTS['model']}/v1",
     "EMAIL_HOST": "127.0.0.1",  # the `mailbox` fixture's SMTP server: e-mail the site sends is caught there
     "EMAIL_PORT": str(PORTS["smtp"]),
+    # The demo warranty service's lookup_warranty and issue_store_credit (gated), as a shop would list them.
+    "MCP_SERVERS": json.dumps(warranty.setting(f"http://127.0.0.1:{PORTS['warranty']}/mcp", WARRANTY_TOKEN)),
     "DJANGO_SETTINGS_MODULE": "agentsite.settings",
     "DJANGO_ALLOW_ASYNC_UNSAFE": "true",  # ORM checks from a sync Playwright test
     "PYTHONUNBUFFERED": "1",
@@ -121,8 +129,17 @@ def _manage(*args: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """The running system; yields its base URL. Every part is a real process."""
+def warranty_service():
+    """The demo warranty MCP server the site's MCP_SERVERS names (what reached it: `.credits`)."""
+    server = warranty.start_in_thread(port=PORTS["warranty"], token=WARRANTY_TOKEN)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, warranty_service):
+    """The running system; yields its base URL. Every part is a real process but the warranty service, which
+    runs in a thread here, started before the worker and the site ask it for its tools."""
     if not Path(CHROMIUM).exists():
         pytest.fail("Chromium is required for the browser tests: apt-get install --no-install-recommends chromium")
     logs = tmp_path_factory.mktemp("logs")

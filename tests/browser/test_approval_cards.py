@@ -21,14 +21,14 @@ SCREENSHOTS = ROOT / "var" / "screenshots"
 SAME_DOCUMENT = "window.__sameDocument = true"
 
 
-def snap(page, name: str) -> None:
-    """Full-page screenshots of the page as it is, at desktop and phone width (var/screenshots/<name>-<w>.png)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+def snap(page, name: str, folder=SCREENSHOTS) -> None:
+    """Full-page screenshots of the page as it is, at desktop and phone width (<folder>/<name>-<w>.png)."""
+    folder.mkdir(parents=True, exist_ok=True)
     size = page.viewport_size
     for width, height in ((1280, 800), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(200)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+        page.screenshot(path=str(folder / f"{name}-{width}.png"), full_page=True)
     page.set_viewport_size(size)
 
 

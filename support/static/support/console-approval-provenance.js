@@ -35,7 +35,9 @@ function quote(text) {
 }
 
 function textRow(text) {
-  const whose = `${text.source.charAt(0).toUpperCase()}${text.source.slice(1)}'s`; // "Seller's"
+  // "Seller's"; an MCP server's answer comes with its words ("the warranty service's").
+  const whose = text.whose ? `${text.whose.charAt(0).toUpperCase()}${text.whose.slice(1)}`
+    : `${text.source.charAt(0).toUpperCase()}${text.source.slice(1)}'s`;
   return h("div", { class: `provenance-item${text.flagged ? " is-flagged" : ""}`, "data-testid": "provenance-item", "data-flagged": String(text.flagged) },
     h("p", { class: "provenance-what" }, `${whose} ${text.what}`, text.about ? h("span", { class: "muted" }, ` · ${text.about}`) : null),
     text.flagged ? h("ul", { class: "provenance-findings", "data-testid": "provenance-findings" },

@@ -86,7 +86,7 @@ function argumentRows(approval, args) {
   const labels = new Map(fields.map((f) => [f.name, f]));
   return Object.entries(args || {}).map(([name, value]) => {
     const field = labels.get(name);
-    const text = field && field.kind === "amount" ? money(value)
+    const text = field && (field.kind === "amount" || field.money) ? money(value)
       : typeof value === "string" ? value : JSON.stringify(value);
     return [field ? field.label.replace(/ \(EUR\)$/, "") : name, text, name];
   });
@@ -308,10 +308,21 @@ export class ApprovalCard {
         if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
       });
     }
-    const body = h("div", { class: "approval-body" }, this.facts(), this.actions(),
+    const body = h("div", { class: "approval-body" }, this.serviceCall(), this.facts(), this.actions(),
       this.viewer && this.viewer.can_decide ? [this.editForm, this.rejectForm] : null, this.error);
     if (this.openForm) this.toggleForm(this.openForm, { focus: false });
     return body;
+  }
+
+  /** A call to another system (a tool of an MCP server): exactly what would be sent to it, before anyone approves. */
+  serviceCall() {
+    const a = this.approval;
+    const service = a.context && a.context.service;
+    if (!service) return null;
+    return h("div", { class: "service-call", role: "group", "data-testid": "approval-service-call", "aria-label": `Sent to the ${service} service` },
+      h("p", { class: "facts-label" }, `Sent to the ${service} service when approved`),
+      h("dl", { class: "args-read" }, argumentRows(a, a.requested_arguments).map(([term, text, name]) =>
+        h("div", { "data-arg": name }, h("dt", {}, term), h("dd", {}, text)))));
   }
 
   decidedBody() {

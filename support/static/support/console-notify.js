@@ -129,7 +129,7 @@ export class Alerts {
     const args = approval.requested_arguments || {};
     const what = approval.tool === "issue_refund"
       ? `Refund ${money(args.amount)}${args.order_id ? ` on ${args.order_id}` : ""}`
-      : approval.tool === "escalate_to_human" ? "A hand-over" : `${approval.tool}`;
+      : approval.tool === "escalate_to_human" ? "A hand-over" : approval.context?.summary || approval.tool;
     this.raise({
       kind: "approval", conversation: approval.conversation, title: `${what} waits for approval`,
       text: `${who} · the agent asked for it`, assignee: row && row.assignee,
