@@ -13,6 +13,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -34,6 +35,9 @@ class Records:
         # When set, what lookup_warranty answers instead of the records ("{order_number}" filled in): a test's
         # odd or hostile answer.
         self.lookup_text: str | None = None
+        # Seconds issue_store_credit takes to answer after it has recorded the credit: a slow back office (a test
+        # stops the desk's worker while a call is in flight).
+        self.answer_after: float = 0.0
 
     def credits(self) -> list[dict]:
         with self._lock:
@@ -67,6 +71,7 @@ class Records:
             self._wiped.clear()
             self._headers.clear()
         self.lookup_text = None
+        self.answer_after = 0.0
 
 
 def _order(number: str) -> DemoOrder:
@@ -134,11 +139,13 @@ def create_mcp(records: Records) -> MCPServer:
         return warranty_text(order_number)
 
     @app.tool()
-    def issue_store_credit(order_number: str, amount: str, note: str = "") -> str:
+    async def issue_store_credit(order_number: str, amount: str, note: str = "") -> str:
         """Give the customer store credit on an order, in EUR (e.g. "15.00"), to spend at Sundry; note says why."""
         order = _order(order_number)
         amount = _amount(amount)
         reference = records.credit(order.number, amount, str(note)[:500])
+        if records.answer_after > 0:
+            await anyio.sleep(records.answer_after)
         return f"Store credit of {amount} EUR issued on {order.number} ({reference})."
 
     @app.tool()
