@@ -201,6 +201,21 @@ def test_a_rejected_gated_call_never_runs(desk, queued, monkeypatch, mcp_server)
     assert mcp_server.credits == [] and "rejected by staff: not covered" in result_of(conversation, c)
 
 
+def test_a_rejected_store_credit_stays_rejected_however_it_is_reworded(desk, queued, monkeypatch,
+                                                                       mcp_server):  # noqa: F811
+    c = credit()
+    conversation, _, _ = ask(desk.maya, queued, monkeypatch, reply(calls=[c]))
+    gate.approval_decide(approval=Approval.objects.get(), user=None, approve=False, reason="not covered")
+    again = credit(order="su-41310", amount="12.00")  # another amount, the order in other case: one action
+    model = ScriptedModel(reply(calls=[again]), *answer("It was declined: not covered.", "not_resolved"))
+    monkeypatch.setattr(assistant, "shared_model", lambda: model)
+    assert runner.run_execute(queued.pop()) == "answered"
+    model.assert_complete()
+    assert Approval.objects.count() == 1 and mcp_server.credits == []  # no second card, nothing sent
+    refused = result_of(conversation, again)
+    assert refused.startswith("ERROR: not run: staff already rejected this action") and "not covered" in refused
+
+
 @pytest.mark.parametrize("order, amount, why", [
     ("SU-41444", "10.00", "No order SU-41444 was found"),  # Tom's order, asked for by Maya
     ("SU-41310", "5000.00", "exceeds the 150.00 limit"),  # over REFUND_CEILING
