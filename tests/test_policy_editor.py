@@ -24,7 +24,7 @@ from tests.desk_factories import make_user
 from tests.test_inbox_admin import client_for as signed_in
 from tests.test_staff_permissions import member
 
-LIST, NEW = "/console/policies/", "/console/policies/new/"
+LIST, NEW = "/console/policies/", "/console/policies/+new/"
 EDIT, PAGE = "/console/policies/POL-LOSS/edit/", "/console/policies/POL-LOSS/"
 HOSTILE_TITLE = '<script>alert("title")</script> Returns'
 HOSTILE_BODY = ('Fine print <img src=x onerror=alert(1)> and <script>alert("body")</script>\n\n'
@@ -83,6 +83,13 @@ def test_every_staff_member_reads_the_list_a_policy_and_its_versions(readers, as
         assert 'data-testid="nav-policies"' in listing and "Parcels marked delivered but not received" in listing
         assert client.get(PAGE).status_code == 200
         assert client.get(PAGE + "versions/1/").status_code == 200
+
+
+def test_a_policy_called_new_is_reached_at_its_own_address(as_lee):
+    PolicyDocument.objects.create(doc_id="new", title="Newsletter refunds", body="Newsletters are free.")
+    page = as_lee.get("/console/policies/new/")
+    assert page.status_code == 200 and "Newsletter refunds" in page.content.decode()
+    assert as_lee.get(NEW).status_code == 200  # the page for writing a new policy is elsewhere
 
 
 def test_only_staff_with_the_permission_are_offered_the_editor(readers, as_lee):

@@ -13,7 +13,8 @@ urlpatterns = [
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
     path("policies/", policies.policy_list, name="policies"),
-    path("policies/new/", policies.policy_new, name="policy_new"),
+    # "+new": no policy's doc_id has a "+", so a policy may be called NEW and still be reached.
+    path("policies/+new/", policies.policy_new, name="policy_new"),
     path("policies/<str:doc_id>/", policies.policy_detail, name="policy"),
     path("policies/<str:doc_id>/edit/", policies.policy_edit, name="policy_edit"),
     path("policies/<str:doc_id>/versions/<int:version>/", policies.policy_version, name="policy_version"),

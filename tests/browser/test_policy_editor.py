@@ -119,7 +119,7 @@ def test_a_save_over_a_version_saved_meanwhile_is_refused_and_the_text_stays(sta
     from support.desk import policy_edit
     from support.desk.demo import demo_staff_user
 
-    page = staff_page("/console/policies/new/")
+    page = staff_page("/console/policies/+new/")
     page.get_by_test_id("policy-title-input").fill(gift_card_title)
     page.get_by_test_id("policy-body").fill("Gift cards are not refunded in cash.")
     page.get_by_test_id("policy-note").fill("First version")
