@@ -78,6 +78,7 @@ def approval_json(approval: Approval) -> dict:
         "requested_arguments": approval.requested_arguments, "executed_arguments": executed,
         "decided_at": _ts(approval.decided_at), "reason": approval.reason,
         "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
+        "decided_via": approval.decided_via or None,  # console, email or slack: where the person decided
         # Approving it needs support.approve_large_refund (support/desk/permissions.py).
         "large_refund": permissions.is_large_refund(call.name, executed if executed is not None
                                                     else approval.requested_arguments),
