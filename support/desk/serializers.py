@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from support.customers.attachments import message_fields
 from support.customers.words import staff_name
-from support.desk import permissions, selectors_approvals
+from support.desk import announce, permissions, selectors_approvals
 from support.live import events
 from support.tools import mcp
 from support.models import Approval, Conversation, Message, Run, Step
@@ -173,6 +173,7 @@ def publish_approval(approval: Approval) -> None:
     waiting = Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count()
     _customer(conversation, _event(conversation, kind, status=data["status"], pending_approvals=waiting))
     _staff(conversation, _event(conversation, kind, approval=data), listed=True)
+    announce.approval_changed(approval)  # e-mail and Slack, when set up
 
 
 def publish_conversation(conversation: Conversation, event_type: str = "conversation.updated") -> None:
