@@ -462,6 +462,20 @@ CONVERSATION_LINK_MAX_AGE = env_int("CONVERSATION_LINK_MAX_AGE", 90 * 24 * 3600,
 # An open customer socket tells the database it is there at most this often (its resume and close, always).
 CUSTOMER_PRESENCE_SECONDS = env_float("CUSTOMER_PRESENCE_SECONDS", 30.0, minimum=1.0)
 
+# -- Deciding away from the console: e-mailed links and Slack (docs/console.md#deciding-from-an-e-mail-or-from-slack) --
+# Each approval request is e-mailed to the staff opted in at /admin/ ("approval e-mails") who may decide it,
+# with a link per verdict for that person only: it opens a page to confirm on, works once, for this long.
+APPROVAL_EMAILS = env_bool("APPROVAL_EMAILS", True)
+APPROVAL_LINK_MAX_AGE = env_int("APPROVAL_LINK_MAX_AGE", 24 * 3600, minimum=60)
+# Slack: each approval request is posted to this channel with Approve and Reject buttons; off unless all three
+# are set. Slack calls /slack/interactive/, signed with the signing secret (support/web/views/slack.py).
+SLACK_BOT_TOKEN = env_str("SLACK_BOT_TOKEN", "")
+SLACK_SIGNING_SECRET = env_str("SLACK_SIGNING_SECRET", "")
+SLACK_APPROVALS_CHANNEL = env_str("SLACK_APPROVALS_CHANNEL", "")
+# Slack's Web API, empty for the real one; tests point it at a local stand-in of Slack's endpoints.
+SLACK_API_URL = env_str("SLACK_API_URL", "")
+SLACK_TIMEOUT_SECONDS = env_float("SLACK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
+
 # Celery: Redis broker; a run is acknowledged only when its task ends, so a lost worker's run is redelivered.
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_ACKS_LATE = True

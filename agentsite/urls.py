@@ -7,5 +7,6 @@ urlpatterns = [
     path("api/", include("support.web.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("c/", include("support.web.link_urls")),  # e-mailed conversation links and unsubscribing
+    path("slack/", include("support.web.slack_urls")),  # Slack's buttons on approval messages
     path("", include("support.web.shop_urls")),
 ]

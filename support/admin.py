@@ -14,6 +14,7 @@ from support.desk.policy_import import save_policy
 from support.desk.policy_sources import Source
 from support.models import (
     Approval,
+    ApprovalEmailOptIn,
     Charge,
     Conversation,
     Customer,
@@ -27,6 +28,7 @@ from support.models import (
     Scan,
     Seller,
     SellerMessage,
+    SlackAccount,
     Step,
     ToolCall,
 )
@@ -222,5 +224,22 @@ class ToolCallAdmin(ReadOnlyAdmin):
 
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
-    list_display = ("public_id", "tool_call", "decision", "decided_by", "requested_at", "decided_at")
-    list_filter = ("decision",)
+    list_display = ("public_id", "tool_call", "decision", "decided_by", "decided_via", "requested_at", "decided_at")
+    list_filter = ("decision", "decided_via")
+
+
+# -- deciding away from the console (docs/console.md#deciding-from-an-e-mail-or-from-slack) ----------------------
+# Who is e-mailed approval requests and who a Slack user is: set by whoever manages staff accounts (superusers;
+# no staff group has these permissions).
+
+@admin.register(ApprovalEmailOptIn)
+class ApprovalEmailOptInAdmin(admin.ModelAdmin):
+    list_display = ("user", "created_at")
+    autocomplete_fields = ("user",)
+
+
+@admin.register(SlackAccount)
+class SlackAccountAdmin(admin.ModelAdmin):
+    list_display = ("slack_user_id", "user")
+    search_fields = ("slack_user_id", "user__username", "user__email")
+    autocomplete_fields = ("user",)

@@ -1,9 +1,10 @@
 """Celery tasks: thin interfaces that take ids and call the runner or a service."""
 
 from celery import shared_task
+from slack_sdk.errors import SlackApiError
 
 from support.customers import attachments, notify, signin
-from support.desk import gate, runner, services
+from support.desk import approval_links, gate, runner, services, slack
 from support.ops import sweeper
 
 
@@ -42,3 +43,18 @@ def send_signin_code(email: str, request_id: str) -> None:
     SIGNIN_CODE_SENDS_PER_EMAIL codes an hour per e-mail, counted here; a redelivered request sends no more.
     Returns nothing: whether the address was a customer's stays out of the worker's log."""
     signin.send_code(email, request_id)
+
+
+@shared_task(ignore_result=True)
+def email_approval_request(approval_id: int) -> int:
+    """An approval was asked: e-mail it, with links to decide, to the staff who opted in
+    (support/desk/approval_links.py). Run twice, it e-mails no one twice: each person's links are claimed first."""
+    return len(approval_links.approval_request_emails_send(approval_id))
+
+
+@shared_task(ignore_result=True, autoretry_for=(SlackApiError, OSError), retry_backoff=2, max_retries=4)
+def sync_approval_to_slack(approval_id: int) -> str:
+    """An approval was asked, decided or expired: post its Slack message, or bring it up to date
+    (support/desk/slack.py). Retried when Slack is unreachable or refuses for a while; posting claims the
+    message first, so a retry never posts a second one."""
+    return slack.approval_sync(approval_id)

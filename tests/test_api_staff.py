@@ -137,7 +137,7 @@ def test_it_lists_pending_approvals_oldest_first_and_drops_them_once_decided(sta
         "conversation": str(first.run.conversation.public_id), "tool": "issue_refund",
         "call_id": first.tool_call.call_id, "status": "pending", "requested_at": listed[0]["requested_at"],
         "requested_arguments": REFUND_ARGUMENTS, "executed_arguments": None, "decided_at": None, "reason": "",
-        "decided_by": None, "large_refund": False, "customer_messages_since": [], "customer_messages_since_count": 0,
+        "decided_by": None, "decided_via": None, "large_refund": False, "customer_messages_since": [], "customer_messages_since_count": 0,
         "needs_second_look": False, "not_run_reason": "",
     }
     assert decide(staff, first, "approve").status_code == 200
@@ -160,8 +160,10 @@ def test_it_approves_as_requested_and_requeues_the_run(staff, sam, approval, que
     assert response.status_code == 200
     data = response.json()["approval"]
     assert (data["status"], data["decided_by"], data["executed_arguments"]) == ("approved", "sam", REFUND_ARGUMENTS)
+    assert data["decided_via"] == "console"  # where the decision was made: the console (e-mail, Slack elsewhere)
     approval.refresh_from_db()
     assert (approval.decision, approval.decided_by, approval.executed_arguments) == ("approved", sam, REFUND_ARGUMENTS)
+    assert approval.decided_via == Approval.CONSOLE
     assert ToolCall.objects.get(pk=approval.tool_call_id).status == ToolCall.APPROVED
     assert Run.objects.get(pk=approval.run_id).status == Run.QUEUED
     assert queued == [approval.run_id]

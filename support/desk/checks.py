@@ -39,3 +39,16 @@ def mcp_tools_exist(app_configs, **kwargs):
     found += [checks.Warning(f"MCP_SERVERS: the {name} server did not answer; its tools are not offered until it does.",
                              id="support.W002") for name in silent]
     return found
+
+
+SLACK_SETTINGS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APPROVALS_CHANNEL")
+
+
+@checks.register()
+def slack_is_set_up_whole(app_configs, **kwargs):
+    """Approvals in Slack need all three settings; some of them alone is a mistake, said before anyone waits for
+    a message that never comes."""
+    unset = [name for name in SLACK_SETTINGS if not getattr(settings, name)]
+    if not unset or len(unset) == len(SLACK_SETTINGS):
+        return []
+    return [checks.Warning(f"Approvals are not posted to Slack: {' and '.join(unset)} not set.", id="support.W003")]

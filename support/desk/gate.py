@@ -39,7 +39,7 @@ class NeedsSecondLook(Exception):
 
 
 def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "",
-                    confirm_seen: bool = True) -> Approval:
+                    confirm_seen: bool = True, channel: str = "") -> Approval:
     """Write a staff decision once, while the approval is in time. Approval may carry edited arguments,
     validated against the tool's schema. AlreadyDecided when someone decided first; ApprovalExpired once
     its time is up, whatever the sweeper has done (this request then expires it, as the sweeper would).
@@ -48,6 +48,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
     retried request) answers the approval as decided and changes nothing. confirm_seen=False (the staff
     API, unless the person ticked "I have read them") refuses to approve while customer messages written
     since the request exist: NeedsSecondLook. Callers that show no card (the ask command) keep the default.
+    `channel` (Approval.CONSOLE, EMAIL or SLACK) is written with the decision: where the person made it.
     """
     reason = (reason or "").strip()[:2000]
     executed = None
@@ -72,7 +73,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
             raise NeedsSecondLook("The customer wrote after this was requested; read their messages and "
                                   "confirm you have seen them to approve.")
         decided = waiting.update(
-            decided_at=now, decided_by=user, reason=reason,
+            decided_at=now, decided_by=user, decided_via=channel, reason=reason,
             decision=Approval.APPROVED if approve else Approval.REJECTED, executed_arguments=executed,
         )
         if decided:

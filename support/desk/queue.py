@@ -4,8 +4,20 @@ desk names them instead of importing them (one direction of dependency; tests ch
 from agentsite.celery import app
 
 RUN_AGENT = "support.tasks.run_agent"
+EMAIL_APPROVAL = "support.tasks.email_approval_request"
+SLACK_APPROVAL = "support.tasks.sync_approval_to_slack"
 
 
 def run_agent(run_id: int) -> None:
     """Queue a run for a worker. The task claims the run itself, so a duplicate delivery is harmless."""
     app.send_task(RUN_AGENT, args=[run_id])
+
+
+def email_approval(approval_id: int) -> None:
+    """E-mail an approval request to the staff who opted in (support/desk/approval_links.py)."""
+    app.send_task(EMAIL_APPROVAL, args=[approval_id])
+
+
+def slack_approval(approval_id: int) -> None:
+    """Post the approval to Slack, or bring its message up to date (support/desk/slack.py)."""
+    app.send_task(SLACK_APPROVAL, args=[approval_id])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from support.customers.attachments import message_fields
 from support.customers.words import staff_name
-from support.desk import permissions, selectors_approvals
+from support.desk import announce, permissions, selectors_approvals
 from support.live import events
 from support.tools import mcp
 from support.models import Approval, Conversation, Message, Run, Step
@@ -78,6 +78,7 @@ def approval_json(approval: Approval) -> dict:
         "requested_arguments": approval.requested_arguments, "executed_arguments": executed,
         "decided_at": _ts(approval.decided_at), "reason": approval.reason,
         "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
+        "decided_via": approval.decided_via or None,  # console, email or slack: where the person decided
         # Approving it needs support.approve_large_refund (support/desk/permissions.py).
         "large_refund": permissions.is_large_refund(call.name, executed if executed is not None
                                                     else approval.requested_arguments),
@@ -172,6 +173,7 @@ def publish_approval(approval: Approval) -> None:
     waiting = Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count()
     _customer(conversation, _event(conversation, kind, status=data["status"], pending_approvals=waiting))
     _staff(conversation, _event(conversation, kind, approval=data), listed=True)
+    announce.approval_changed(approval)  # e-mail and Slack, when set up
 
 
 def publish_conversation(conversation: Conversation, event_type: str = "conversation.updated") -> None:

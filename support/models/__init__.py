@@ -20,12 +20,14 @@ from .shop import (
     money_field,
 )
 from .staff import Note, SavedReply, StaffAction
+from .staff_alerts import ApprovalEmailOptIn, DecisionLink, SlackAccount, SlackApprovalMessage
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall", "ShopEffect",
     "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "PolicyVersion", "Refund", "Scan",
     "Seller", "SellerMessage", "money_field",
     "Note", "SavedReply", "StaffAction",
+    "ApprovalEmailOptIn", "DecisionLink", "SlackAccount", "SlackApprovalMessage",
     "FollowUp", "ReplyEmailOptOut",
     "Rating",
 ]

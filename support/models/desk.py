@@ -210,6 +210,9 @@ def approval_expiry():
 class Approval(models.Model):
     APPROVED, REJECTED, EXPIRED = "approved", "rejected", "expired"
     DECISIONS = [(d, d) for d in (APPROVED, REJECTED, EXPIRED)]
+    # Where a person decided: the console (its staff API), an e-mailed link, or Slack (support/desk/elsewhere.py).
+    CONSOLE, EMAIL, SLACK = "console", "email", "slack"
+    CHANNELS = [(CONSOLE, "the console"), (EMAIL, "an e-mailed link"), (SLACK, "Slack")]
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="approval")
@@ -218,6 +221,8 @@ class Approval(models.Model):
     requested_arguments = models.JSONField()
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # Written with the decision; blank when the system decided (an expiry) or the caller named no channel.
+    decided_via = models.CharField(max_length=10, choices=CHANNELS, blank=True)
     decision = models.CharField(max_length=10, choices=DECISIONS, blank=True)
     reason = models.TextField(blank=True)
     executed_arguments = models.JSONField(null=True, blank=True)  # what ran: the staff's edit, or as requested

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import console, evaluation, policies
+from support.web.views import console, decide, evaluation, policies
 
 app_name = "console"
 
@@ -10,6 +10,8 @@ urlpatterns = [
     path("", console.index, name="index"),
     path("conversations/<uuid:public_id>/", console.conversation, name="conversation"),
     path("approvals/", console.approvals, name="approvals"),
+    # The page an e-mailed approval link opens (support/web/views/decide.py): GET shows, POST decides.
+    path("decide/<str:token>/", decide.decide, name="decide"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
     path("policies/", policies.policy_list, name="policies"),

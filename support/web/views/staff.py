@@ -13,6 +13,7 @@ from django.http import JsonResponse
 
 from support.desk import gate, permissions, selectors, services, takeover
 from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
+from support.models import Approval
 
 from .common import ApiError, api, json_body
 from .common import staff_required as _staff_required
@@ -102,7 +103,7 @@ def _may_decide(request, approval, *, approve: bool, arguments) -> None:
 
 def _decide(request, approval, **decision):
     try:
-        gate.approval_decide(approval=approval, user=request.user, **decision)
+        gate.approval_decide(approval=approval, user=request.user, channel=Approval.CONSOLE, **decision)
     except gate.NeedsSecondLook as error:
         # The card as it is now, so the console shows what the customer wrote before asking again.
         return JsonResponse({"error": str(error), "code": "needs_second_look", "retryable": False,
