@@ -11,7 +11,7 @@ import functools
 
 from django.http import JsonResponse
 
-from support.desk import gate, permissions, selectors, services, takeover
+from support.desk import four_eyes, gate, permissions, selectors, services, takeover
 from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
 
 from .common import ApiError, api, json_body
@@ -76,8 +76,7 @@ def approve(request, public_id):
     if not isinstance(confirm_seen, bool):
         raise ApiError(400, "confirm_seen must be true or false.")
     arguments = body.get("arguments")
-    _may_decide(request, approval, approve=True,
-                arguments=approval.requested_arguments if arguments is None else arguments)
+    _may_decide(request, approval, approve=True, arguments=gate.to_run(approval, arguments))
     return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen)
 
 
@@ -94,27 +93,40 @@ def reject(request, public_id):
 
 
 def _may_decide(request, approval, *, approve: bool, arguments) -> None:
-    refusal = permissions.decision_refusal(request.user, tool=approval.tool_call.name, approve=approve,
+    refusal = permissions.decision_refusal(request.user, tool=approval.tool_name, approve=approve,
                                            arguments=arguments)
     if refusal is not None:
         raise ApiError(403, refusal)  # logged by staff_required, as every 403 here
 
 
+SECOND_APPROVER_NEEDED = "Approved, 1 of 2: a second person must approve it before it runs."
+
+
 def _decide(request, approval, **decision):
     try:
-        gate.approval_decide(approval=approval, user=request.user, **decision)
+        approval = gate.approval_decide(approval=approval, user=request.user, **decision)
     except gate.NeedsSecondLook as error:
         # The card as it is now, so the console shows what the customer wrote before asking again.
-        return JsonResponse({"error": str(error), "code": "needs_second_look", "retryable": False,
-                             "approval": _fresh(approval)}, status=409)
+        return _refused(approval, "needs_second_look", error)
+    except (four_eyes.SamePerson, four_eyes.DiffersFromFirst) as error:
+        return _refused(approval, error.code, error)
     except services.AlreadyDecided as error:  # or ApprovalExpired: the text says which
-        return JsonResponse({"error": str(error), "code": "conflict", "retryable": False,
-                             "approval": _fresh(approval)}, status=409)
+        return _refused(approval, "conflict", error)
     except services.InvalidArguments as error:
         raise ApiError(400, str(error)) from None
     # The same decision sent again gets these very bytes: the card as it was when decided, not as the run
-    # has moved it since (a refund made, a balance lowered).
+    # has moved it since (a refund made, a balance lowered). The first of two approvals is answered 202, with
+    # the card waiting for the second person, and its own kept answer.
+    if four_eyes.answered_as_first(approval, request.user):
+        return JsonResponse({"approval": gate.decision_answer(approval, lambda: _fresh(approval), first=True),
+                             "code": four_eyes.NeedsSecondApprover.code, "message": SECOND_APPROVER_NEEDED},
+                            status=202)
     return JsonResponse({"approval": gate.decision_answer(approval, lambda: _fresh(approval))})
+
+
+def _refused(approval, code: str, error: Exception) -> JsonResponse:
+    return JsonResponse({"error": str(error), "code": code, "retryable": False, "approval": _fresh(approval)},
+                        status=409)
 
 
 def _fresh(approval) -> dict:
