@@ -11,7 +11,7 @@ import functools
 
 from django.http import JsonResponse
 
-from support.desk import four_eyes, gate, permissions, selectors, services, takeover
+from support.desk import bulk, four_eyes, gate, permissions, selectors, services, takeover
 from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
 
 from .common import ApiError, api, json_body
@@ -90,6 +90,37 @@ def reject(request, public_id):
     _may_decide(request, approval, approve=False, arguments=None)
     # An empty reason is refused by the service, which owns that rule.
     return _decide(request, approval, approve=False, reason=reason or "")
+
+
+@api("POST")
+@staff_required
+def decide_many(request):
+    """Several cards approved or rejected with one reason: {"approvals": [ids], "decision": "approve" |
+    "reject", "reason"}. Each card is its own decision (support/desk/bulk.py); the answer reports each."""
+    body = json_body(request)
+    ids, decision, reason = body.get("approvals"), body.get("decision"), body.get("reason") or ""
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise ApiError(400, "approvals must be a list of approval ids.")
+    if len(set(ids)) > bulk.MAX_BULK:
+        return JsonResponse({"error": f"At most {bulk.MAX_BULK} approvals at once; {len(set(ids))} were sent. "
+                                      "Decide them in smaller groups.", "code": "too_many_approvals",
+                             "retryable": False}, status=400)
+    if decision not in ("approve", "reject"):
+        raise ApiError(400, 'decision must be "approve" or "reject".')
+    if not isinstance(reason, str):
+        raise ApiError(400, "reason must be text.")
+    if decision == "reject" and not reason.strip():
+        raise ApiError(400, "A rejection needs a reason; the agent relays it to the customer.")
+    refusal = permissions.decision_refusal(request.user, tool="", approve=False, arguments=None)
+    if refusal is not None:
+        raise ApiError(403, refusal)
+    results = bulk.approvals_decide_bulk(user=request.user, ids=ids, approve=decision == "approve", reason=reason)
+    for result in results:
+        if result["code"] == "forbidden":
+            _log_refusal(request, f"approval {result['id']}: {result['message']}")
+    counts = {outcome: sum(r["outcome"] == outcome for r in results)
+              for outcome in (bulk.DECIDED, bulk.SKIPPED, bulk.REFUSED)}
+    return JsonResponse({"results": results, "counts": counts})
 
 
 def _may_decide(request, approval, *, approve: bool, arguments) -> None:
