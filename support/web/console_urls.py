@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import console, evaluation
+from support.web.views import audit, console, evaluation
 
 app_name = "console"
 
@@ -10,6 +10,8 @@ urlpatterns = [
     path("", console.index, name="index"),
     path("conversations/<uuid:public_id>/", console.conversation, name="conversation"),
     path("approvals/", console.approvals, name="approvals"),
+    path("audit/", audit.page, name="audit"),
+    path("audit/export.<str:fmt>", audit.export, name="audit_export"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
 ]

@@ -113,3 +113,49 @@ def test_several_cards_approved_and_rejected_together(site, staff_page):
     assert Approval.objects.get(pk=cards[3].pk).reason == "You asked us not to refund it."
     page.set_viewport_size(SIZES[1])
     snap(page, "rejected")
+
+
+def test_the_audit_export_downloads_the_decisions_as_csv_and_json(site, staff_page):
+    import csv
+    import io
+    import json
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from support.desk import gate
+
+    cards = waiting_cards()
+    sam = get_user_model().objects.get(username="staff")
+    gate.approval_decide(approval=cards[0], user=sam, approve=True, reason="Late parcel: fee back.")
+    gate.approval_decide(approval=cards[1], user=sam, approve=False, reason="=1+1 waived by phone already")
+    page = staff_page("/console/approvals/")
+    page.get_by_test_id("audit-link").click()
+    page.wait_for_url("**/console/audit/")
+    today = timezone.now().date().isoformat()
+    page.get_by_test_id("audit-since").fill(today)
+    page.get_by_test_id("audit-until").fill(today)
+    page.get_by_test_id("audit-person").select_option("staff")
+    page.get_by_test_id("audit-show").click()
+    rows = page.get_by_test_id("audit-row")
+    expect(rows.first).to_be_visible()
+    expect(page.get_by_test_id("audit-preview")).to_contain_text("=1+1 waived by phone already")  # text, inert
+    snap(page, "audit")
+
+    with page.expect_download() as download:
+        page.get_by_test_id("audit-download-csv").click()
+    assert download.value.suggested_filename == f"sundry-audit-{today}-to-{today}.csv"
+    exported = list(csv.DictReader(io.StringIO(open(download.value.path(), encoding="utf-8").read())))
+    mine = {r["id"]: r for r in exported}
+    assert mine[str(cards[0].public_id)]["event"] == "approved"
+    assert mine[str(cards[0].public_id)]["reason"] == "Late parcel: fee back."
+    assert mine[str(cards[1].public_id)]["reason"] == "'=1+1 waived by phone already"  # never a formula
+    assert {r["person"] for r in exported} == {"staff"}
+
+    with page.expect_download() as download:
+        page.get_by_test_id("audit-download-json").click()
+    data = json.loads(open(download.value.path(), encoding="utf-8").read())
+    assert data["filter"]["person"] == "staff"
+    by_id = {r["id"]: r for r in data["rows"]}
+    assert by_id[str(cards[1].public_id)]["reason"] == "=1+1 waived by phone already"
+    assert by_id[str(cards[0].public_id)]["requested_arguments"]["order_id"] == "SU-41620"

@@ -31,7 +31,7 @@ def staff_member_required(view):
     return wrapper
 
 
-def _page(request, template: str, page: str, status: int = 200, **context):
+def render_page(request, template: str, page: str, status: int = 200, **context):
     user = request.user
     return render(request, f"console/{template}", {
         "page": page,
@@ -44,7 +44,7 @@ def _page(request, template: str, page: str, status: int = 200, **context):
 @staff_member_required
 def index(request):
     """The conversation list, with the pending approvals beside it."""
-    return _page(request, "index.html", "index")
+    return render_page(request, "index.html", "index")
 
 
 @staff_member_required
@@ -52,11 +52,11 @@ def conversation(request, public_id):
     """One conversation: transcript, trace, run, approvals, take over / hand back. An unknown id is a 404
     page in the console's own look, with the way back to the inbox."""
     if selectors.conversation_by_public_id(public_id) is None:
-        return _page(request, "not_found.html", "not_found", status=404)
-    return _page(request, "conversation.html", "conversation", conversation_id=str(public_id))
+        return render_page(request, "not_found.html", "not_found", status=404)
+    return render_page(request, "conversation.html", "conversation", conversation_id=str(public_id))
 
 
 @staff_member_required
 def approvals(request):
     """The approval queue on its own: pending, decided or all."""
-    return _page(request, "approvals.html", "approvals")
+    return render_page(request, "approvals.html", "approvals")
