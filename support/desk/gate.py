@@ -82,10 +82,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
             if step == four_eyes.FIRST and not first_allowed:
                 raise four_eyes.NeedsSecondApprover(four_eyes.NEEDS_TWO)
             if step == four_eyes.FIRST:
-                waiting.update(first_approved_by=user, first_approved_at=now, first_arguments=executed)
-                approval.refresh_from_db()
-                four_eyes.trace_first(approval)
-                transaction.on_commit(lambda: serializers.publish_approval(approval))
+                _record_first(approval, waiting, user=user, arguments=executed, now=now)
             if step in (four_eyes.FIRST, four_eyes.AGAIN):
                 approval.refresh_from_db()
                 return approval  # waiting for a second person: nothing runs
@@ -112,6 +109,14 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         # Outside the decision's transaction: the shop is asked. Done once, whoever gets here (a retry too).
         staff_actions.refund_approved(action=approval.staff_action)
     return approval
+
+
+def _record_first(approval: Approval, waiting, *, user, arguments: dict, now) -> None:
+    """The first of two approvals: who, when, what they approved; in the trace and on every console."""
+    waiting.update(first_approved_by=user, first_approved_at=now, first_arguments=arguments)
+    approval.refresh_from_db()
+    four_eyes.trace_first(approval)
+    transaction.on_commit(lambda: serializers.publish_approval(approval))
 
 
 def _validated(approval: Approval, arguments) -> dict | None:

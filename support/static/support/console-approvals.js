@@ -138,7 +138,7 @@ function fourEyesLine(a, me, threshold) {
     words = [`Approved first${changed} by ${who(f.first)} `, timeEl(f.first.at, "approval-first-at"),
       f.mine ? ": a second person must approve it before it runs. You may still reject it." : ": approving it is the second approval, and it runs."];
   } else {
-    words = [`Refunds above ${money(threshold)} need two people: approving it is the first approval, then a colleague gives the second.`];
+    words = [`${threshold ? `Refunds above ${money(threshold)}` : "Refunds of this size"} need two people: approving it is the first approval, then a colleague gives the second.`];
   }
   return h("p", { class: "four-eyes-line", "data-testid": "approval-approvals" }, words);
 }
