@@ -362,6 +362,9 @@ FAULT_PAUSE_AFTER_TOOL = env_str("FAULT_PAUSE_AFTER_TOOL", "")
 # Approvals.
 APPROVAL_TIMEOUT_SECONDS = env_float("APPROVAL_TIMEOUT_SECONDS", 24 * 3600.0, minimum=1.0)
 AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0: every refund waits for a person
+# Four eyes: a refund above this (the agent's, a gated MCP tool's amount, a staff member's own) needs two
+# different people: the first approval leaves it waiting for a second (0 or empty: off).
+SECOND_APPROVAL_ABOVE = env_decimal("SECOND_APPROVAL_ABOVE", "0")
 # The agent's hand-over (escalate_to_human) goes straight to a person's queue; true: a person confirms it first.
 ESCALATION_NEEDS_APPROVAL = env_bool("ESCALATION_NEEDS_APPROVAL", False)
 

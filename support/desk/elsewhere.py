@@ -16,7 +16,7 @@ from datetime import timezone as dt_timezone
 from django.utils import timezone
 
 from support.customers.notify import desk_url
-from support.desk import gate, permissions, selectors_approvals, serializers, services
+from support.desk import four_eyes, gate, permissions, selectors_approvals, serializers, services
 from support.models import Approval
 from support.tools import mcp
 
@@ -39,6 +39,8 @@ def approval_decide_from(*, approval: Approval, user, approve: bool, channel: st
                          confirm_seen: bool = False, address: str = "") -> Outcome:
     """Decide as `user` from `channel` (Approval.EMAIL or SLACK), with the console's rules. A refusal of
     permission is logged on support.security, as the console's 403s are."""
+    if approval.tool_call_id is None:  # a colleague's own refund (four eyes): decided on its card in the console
+        return Outcome(False, FORBIDDEN, "A colleague's own refund is approved on its card in the console.")
     arguments = approval.requested_arguments if approve else None
     refusal = permissions.decision_refusal(user, tool=approval.tool_call.name, approve=approve, arguments=arguments)
     if refusal is not None:
@@ -56,12 +58,18 @@ def approval_decide_from(*, approval: Approval, user, approve: bool, channel: st
         return Outcome(False, ALREADY_DECIDED, str(error))
     except services.InvalidArguments as error:
         return Outcome(False, INVALID, str(error))
+    except (four_eyes.SamePerson, four_eyes.DiffersFromFirst, four_eyes.NeedsSecondApprover) as error:
+        return Outcome(False, FORBIDDEN, str(error))
     approval.refresh_from_db()
     return Outcome(True, approval.decision or "pending", decided_words(approval))
 
 
 def decided_words(approval: Approval) -> str:
     """"Approved by Sam Lee at 14:02 UTC in Slack." / "Rejected by …: the reason" / why it expired."""
+    if approval.pending and approval.first_approved_at is not None:  # four eyes: one of two approvals given
+        first = person(approval.first_approved_by) if approval.first_approved_by_id else "someone"
+        return (f"Approved first by {first} at {moment(approval.first_approved_at)}; it runs once a second "
+                "person approves it too.")
     if approval.pending:
         return "Waiting for a decision."
     if approval.decision == Approval.EXPIRED:

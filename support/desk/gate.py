@@ -1,5 +1,5 @@
-"""The approval gate: a person's decision written once and in time, expiry, and which calls need no person
-(the lock order is services.py's)."""
+"""The approval gate: a person's decision written once and in time (two people's above SECOND_APPROVAL_ABOVE:
+four_eyes.py), expiry, and which calls need no person (the lock order is services.py's)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from support.agent.tools import ToolContext, ToolError
-from support.desk import serializers
+from support.desk import four_eyes, serializers, staff_actions
 from support.desk.services import AlreadyDecided, InvalidArguments, conversation_flag, run_enqueue
 from support.models import Approval, Run, ToolCall
 from support.ops import metrics
@@ -29,6 +29,15 @@ def _lock_run(run_id: int) -> None:
     list(Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True))
 
 
+def _lock(approval: Approval) -> None:
+    """What deciders of an approval take turns on: its run's row, or (a staff member's refund, which has no
+    run) the approval's own row."""
+    if approval.run_id:
+        _lock_run(approval.run_id)
+    else:
+        list(Approval.objects.select_for_update().filter(pk=approval.pk).values_list("pk", flat=True))
+
+
 def _expired(now) -> Q:
     """Approvals past their time: the expiry stamped when asked, or a timeout shortened since then."""
     return Q(expires_at__lte=now) | Q(requested_at__lte=now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS))
@@ -39,7 +48,7 @@ class NeedsSecondLook(Exception):
 
 
 def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "",
-                    confirm_seen: bool = True, channel: str = "") -> Approval:
+                    confirm_seen: bool = True, channel: str = "", first_allowed: bool = True) -> Approval:
     """Write a staff decision once, while the approval is in time. Approval may carry edited arguments,
     validated against the tool's schema. AlreadyDecided when someone decided first; ApprovalExpired once
     its time is up, whatever the sweeper has done (this request then expires it, as the sweeper would).
@@ -49,29 +58,35 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
     API, unless the person ticked "I have read them") refuses to approve while customer messages written
     since the request exist: NeedsSecondLook. Callers that show no card (the ask command) keep the default.
     `channel` (Approval.CONSOLE, EMAIL or SLACK) is written with the decision: where the person made it.
+
+    Four eyes (four_eyes.py): a refund above SECOND_APPROVAL_ABOVE needs two different people. The first
+    approval is recorded and the approval stays pending (nothing runs); the approval returned is then still
+    pending. first_allowed=False (bulk decisions) refuses to give a first approval: NeedsSecondApprover.
     """
     reason = (reason or "").strip()[:2000]
-    executed = None
-    if approve:
-        executed = approval.requested_arguments if arguments is None else arguments
-        tool = tool_by_name(approval.tool_call.name)
-        problem = tool.validation_error(executed) if tool else "the tool no longer exists"
-        if problem:
-            raise InvalidArguments(problem)
-        if arguments is not None:
-            _check_as_the_tool_would(approval, tool, executed)
-    elif not reason:
+    edited = _validated(approval, arguments) if approve else None
+    if not approve and not reason:
         raise InvalidArguments("A rejection needs a reason; the agent relays it to the customer.")
     now = timezone.now()
     with transaction.atomic():
         # Deciders of one run take turns on its row: each sees the decisions committed before it, so
         # exactly one finds nothing pending and requeues the run (with two at once, neither would).
-        _lock_run(approval.run_id)
+        _lock(approval)
         waiting = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).exclude(_expired(now))
-        if approve and not confirm_seen and waiting.exists() \
-                and serializers.customer_messages_since(approval).exists():
-            raise NeedsSecondLook("The customer wrote after this was requested; read their messages and "
-                                  "confirm you have seen them to approve.")
+        state = waiting.values("first_approved_by", "first_approved_at", "first_arguments").first()
+        executed = _to_run(approval, edited, state) if approve else None
+        if approve and state is not None:
+            if not confirm_seen and approval.run_id and serializers.customer_messages_since(approval).exists():
+                raise NeedsSecondLook("The customer wrote after this was requested; read their messages and "
+                                      "confirm you have seen them to approve.")
+            step = four_eyes.step(approval, user, state, executed=executed, edited=edited)
+            if step == four_eyes.FIRST and not first_allowed:
+                raise four_eyes.NeedsSecondApprover(four_eyes.NEEDS_TWO)
+            if step == four_eyes.FIRST:
+                _record_first(approval, waiting, user=user, arguments=executed, now=now)
+            if step in (four_eyes.FIRST, four_eyes.AGAIN):
+                approval.refresh_from_db()
+                return approval  # waiting for a second person: nothing runs
         decided = waiting.update(
             decided_at=now, decided_by=user, decided_via=channel, reason=reason,
             decision=Approval.APPROVED if approve else Approval.REJECTED, executed_arguments=executed,
@@ -79,9 +94,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         if decided:
             approval.refresh_from_db()
             metrics.approval_decided(approval)
-            ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
-                status=ToolCall.APPROVED if approve else ToolCall.REJECTED)
-            _resume_when_decided(approval.run_id)
+            _on_decided(approval)
             transaction.on_commit(lambda: serializers.publish_approval(approval))
         else:
             _expire(approval, now)  # too late, if still pending: expired now, as the sweeper would
@@ -89,20 +102,76 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         approval.refresh_from_db()
         if approval.decision == Approval.EXPIRED:
             raise ApprovalExpired(f"This approval expired: {approval.reason}.")
-        if _same_decision(approval, user, approve=approve, executed=executed, reason=reason):
-            return approval
-        raise AlreadyDecided(_already_decided(approval, now))
+        executed = _to_run(approval, edited, None) if approve else None
+        if not (_same_decision(approval, user, approve=approve, executed=executed, reason=reason)
+                or (approve and four_eyes.gave_first(approval, user, executed))):
+            raise AlreadyDecided(_already_decided(approval, now))
+    if approval.staff_action_id and approval.decision == Approval.APPROVED:
+        # Outside the decision's transaction: the shop is asked. Done once, whoever gets here (a retry too).
+        staff_actions.refund_approved(action=approval.staff_action)
     return approval
 
 
-def decision_answer(approval: Approval, build) -> dict:
+def _record_first(approval: Approval, waiting, *, user, arguments: dict, now) -> None:
+    """The first of two approvals: who, when, what they approved; in the trace and on every console."""
+    waiting.update(first_approved_by=user, first_approved_at=now, first_arguments=arguments)
+    approval.refresh_from_db()
+    four_eyes.trace_first(approval)
+    transaction.on_commit(lambda: serializers.publish_approval(approval))
+
+
+def _validated(approval: Approval, arguments) -> dict | None:
+    """Edited arguments, checked against the tool's schema and as the tool will check them; None: as they are."""
+    tool = tool_by_name(approval.tool_call.name) if approval.tool_call_id else None
+    if approval.staff_action_id:
+        if arguments is not None and arguments != approval.requested_arguments:
+            raise InvalidArguments("A staff member's own refund is approved as they asked, or rejected: ask them "
+                                   "to send another amount if this one is wrong.")
+        return None
+    problem = tool.validation_error(approval.requested_arguments if arguments is None else arguments) \
+        if tool else "the tool no longer exists"
+    if problem:
+        raise InvalidArguments(problem)
+    if arguments is not None:
+        _check_as_the_tool_would(approval, tool, arguments)
+    return arguments
+
+
+def to_run(approval: Approval, edited) -> dict:
+    """What approving would run: the person's edit, else what the first approver approved, else as asked."""
+    return _to_run(approval, edited, None)
+
+
+def _to_run(approval: Approval, edited, state) -> dict:
+    if edited is not None:
+        return edited
+    first = state["first_arguments"] if state is not None else approval.first_arguments
+    return first if first is not None else approval.requested_arguments
+
+
+def _on_decided(approval: Approval) -> None:
+    """What follows a decision, in its transaction: the call's status and the run's resume, or a staff
+    member's refund made ready (or refused). Call holding the lock _lock took."""
+    if approval.staff_action_id:
+        staff_actions.refund_request_decided(approval)
+        return
+    ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
+        status=ToolCall.APPROVED if approval.decision == Approval.APPROVED else ToolCall.REJECTED)
+    if approval.first_approved_at is not None:
+        four_eyes.trace_decided(approval)
+    _resume_when_decided(approval.run_id)
+
+
+def decision_answer(approval: Approval, build, *, first: bool = False) -> dict:
     """The answer to a decision: built once (`build()`, the card as it is then), kept with the approval, and
     the same for every repeat of that decision. Whoever stores it first wins; everyone answers with what
-    was stored, read back, so the bytes agree even where the database orders a JSON object's keys itself."""
-    stored = Approval.objects.filter(pk=approval.pk).values_list("decision_answer", flat=True).first()
+    was stored, read back, so the bytes agree even where the database orders a JSON object's keys itself.
+    first=True: the answer to the first of two approvals (four eyes), kept apart."""
+    field = "first_answer" if first else "decision_answer"
+    stored = Approval.objects.filter(pk=approval.pk).values_list(field, flat=True).first()
     if stored is None:
-        Approval.objects.filter(pk=approval.pk, decision_answer__isnull=True).update(decision_answer=build())
-        stored = Approval.objects.filter(pk=approval.pk).values_list("decision_answer", flat=True).first()
+        Approval.objects.filter(pk=approval.pk, **{f"{field}__isnull": True}).update(**{field: build()})
+        stored = Approval.objects.filter(pk=approval.pk).values_list(field, flat=True).first()
     return stored
 
 
@@ -155,7 +224,7 @@ def approvals_expire(*, now=None) -> int:
     count = 0
     for approval in Approval.objects.filter(_expired(now), decided_at__isnull=True):
         with transaction.atomic():
-            _lock_run(approval.run_id)  # as a staff decision does: one of the two requeues the run
+            _lock(approval)  # as a staff decision does: one of the two requeues the run
             count += _expire(approval, now)
     return count
 
@@ -165,9 +234,16 @@ def _expire(approval: Approval, now) -> bool:
     pending. False if it was decided meanwhile. Call holding the run's lock."""
     reason = (f"no one decided within {_duration(settings.APPROVAL_TIMEOUT_SECONDS)}; "
               "a person will follow up with the customer")
+    if approval.staff_action_id:
+        reason = f"no second person approved it within {_duration(settings.APPROVAL_TIMEOUT_SECONDS)}"
     if not Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).update(
             decided_at=now, decision=Approval.EXPIRED, reason=reason):
         return False
+    if approval.staff_action_id:  # a staff member's refund: refused on record; there is no run to resume
+        approval.refresh_from_db()
+        staff_actions.refund_request_decided(approval)
+        transaction.on_commit(lambda: serializers.publish_approval(approval))
+        return True
     ToolCall.objects.filter(pk=approval.tool_call_id, status=ToolCall.PENDING_APPROVAL).update(
         status=ToolCall.REJECTED)
     conversation_id = Run.objects.values_list("conversation_id", flat=True).get(pk=approval.run_id)

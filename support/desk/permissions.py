@@ -4,13 +4,16 @@ Any active staff account (is_staff) may read: the console, the staff API's lists
 staff socket. Deciding is narrower:
   - approving or rejecting a gated call needs `support.decide_approval`;
   - approving a refund above LARGE_REFUND_THRESHOLD (default 100.00) also needs
-    `support.approve_large_refund` (rejecting one needs only the first).
+    `support.approve_large_refund` (rejecting one needs only the first);
+  - a refund above SECOND_APPROVAL_ABOVE (0: off) needs two different people, whatever their permissions:
+    the agent's, approved by two, or a staff member's own, approved by another (support/desk/gate.py);
+  - exporting the audit of decisions and staff actions needs `support.export_audit`.
 Any staff member may read the shop's policies in the console; writing one (a new policy or a new version)
 needs `support.edit_policies` (docs/policies.md).
 Groups (created by migration 0007, and again by ensure_groups()): "Support agents" have decide_approval,
-"Support leads" have both and edit_policies (migration 0016). Both see the shop and desk records in the admin
-(view permissions, migration 0008); leads may also edit customers, sellers and policy texts there.
-Superusers have every permission.
+"Support leads" have all four (edit_policies from migration 0016, export_audit from 0018). Both see the shop
+and desk records in the admin (view permissions, migration 0008); leads may also edit customers, sellers and
+policy texts there. Superusers have every permission.
 
 Refusals that matter for security (a 403 on a staff endpoint, a refused or revoked staff socket) are
 logged as WARNING on the `support.security` logger with the user, the client address and the reason.
@@ -37,11 +40,13 @@ security_log = logging.getLogger("support.security")
 DECIDE_APPROVAL = "support.decide_approval"
 APPROVE_LARGE_REFUND = "support.approve_large_refund"
 EDIT_POLICIES = "support.edit_policies"
-# codename -> (the model whose content type holds it, its name); migrations 0007 and 0016 write the same.
+EXPORT_AUDIT = "support.export_audit"
+# codename -> (the model whose content type holds it, its name); migrations 0007, 0016 and 0018 write the same.
 PERMISSIONS = {
     "decide_approval": ("approval", "Can approve or reject the agent's gated actions"),
     "approve_large_refund": ("approval", "Can approve refunds above the large-refund threshold"),
     "edit_policies": ("policydocument", "Can edit the shop's policies in the staff console"),
+    "export_audit": ("approval", "Can export the audit of decisions and staff actions"),
 }
 AGENTS, LEADS = "Support agents", "Support leads"
 # What staff may see in the admin (/admin/): every shop and desk record, read-only; leads may also edit the
@@ -53,14 +58,14 @@ ADMIN_VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel"
 LEAD_EDITABLE = ("customer", "seller", "policydocument")
 _VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
 GROUPS = {AGENTS: ["decide_approval", *_VIEW],
-          LEADS: ["decide_approval", "approve_large_refund", "edit_policies", *_VIEW,
+          LEADS: ["decide_approval", "approve_large_refund", "edit_policies", "export_audit", *_VIEW,
                   *(f"change_{m}" for m in LEAD_EDITABLE)]}
 
 REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
 
 
 def large_refund_threshold() -> Decimal:
-    return settings.LARGE_REFUND_THRESHOLD
+    return Decimal(str(settings.LARGE_REFUND_THRESHOLD))  # a test or a shell may set it as text
 
 
 def recheck_seconds() -> float:
@@ -70,16 +75,36 @@ def recheck_seconds() -> float:
 
 # -- deciding approvals ---------------------------------------------------------------------------------
 
+def refund_amount(tool: str, arguments) -> Decimal | None:
+    """The amount a call would refund: issue_refund's, or a gated MCP tool's amount field (None: not a refund,
+    or no readable amount, which the tool's schema refuses before anything runs)."""
+    field = "amount" if tool in ("issue_refund", "staff_refund") else mcp.amount_field(tool)  # an MCP tool's, if named
+    if field is None or not isinstance(arguments, dict):
+        return None
+    try:
+        amount = Decimal(str(arguments.get(field)))
+    except (InvalidOperation, TypeError, ValueError):
+        return None
+    return amount if amount.is_finite() else None
+
+
 def is_large_refund(tool: str, arguments) -> bool:
     """A refund above the threshold. Arguments without a readable amount are not: the tool's schema refuses
     them before anything runs (a 400, which says more than a 403 would)."""
-    field = "amount" if tool == "issue_refund" else mcp.amount_field(tool)  # a gated MCP tool's, if named
-    if field is None or not isinstance(arguments, dict):
-        return False
-    try:
-        return Decimal(str(arguments.get(field))) > large_refund_threshold()
-    except (InvalidOperation, TypeError, ValueError):
-        return False
+    amount = refund_amount(tool, arguments)
+    return amount is not None and amount > large_refund_threshold()
+
+
+def second_approval_above() -> Decimal | None:
+    """SECOND_APPROVAL_ABOVE, or None when four eyes are off (0 or unset)."""
+    limit = Decimal(str(settings.SECOND_APPROVAL_ABOVE or 0))
+    return limit if limit > 0 else None
+
+
+def needs_second_approver(tool: str, arguments) -> bool:
+    """A refund above SECOND_APPROVAL_ABOVE: two different people must approve it (the amount as it would run)."""
+    limit, amount = second_approval_above(), refund_amount(tool, arguments)
+    return limit is not None and amount is not None and amount > limit
 
 
 def decision_refusal(user, *, tool: str, approve: bool, arguments) -> str | None:
@@ -95,9 +120,12 @@ def decision_refusal(user, *, tool: str, approve: bool, arguments) -> str | None
 
 def viewer_json(user) -> dict:
     """What the console may offer this staff member; the API enforces the same rules."""
-    return {"can_decide": user.has_perm(DECIDE_APPROVAL),
+    limit = second_approval_above()
+    return {"username": user.get_username(), "can_decide": user.has_perm(DECIDE_APPROVAL),
             "can_approve_large_refunds": user.has_perm(APPROVE_LARGE_REFUND),
-            "large_refund_threshold": str(large_refund_threshold())}
+            "large_refund_threshold": str(large_refund_threshold()),
+            "second_approval_above": str(limit) if limit is not None else None,
+            "can_export_audit": user.has_perm(EXPORT_AUDIT)}
 
 
 def policy_edit_refusal(user) -> str | None:

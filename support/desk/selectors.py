@@ -76,7 +76,8 @@ def conversation_state(conversation: Conversation) -> dict:
 # -- approvals ------------------------------------------------------------------------------------------
 
 def _approvals():
-    return Approval.objects.select_related("tool_call", "run__conversation", "decided_by")
+    return Approval.objects.select_related("tool_call", "run__conversation", "decided_by", "requested_by",
+                                           "first_approved_by", "staff_action__conversation", "staff_action__user")
 
 
 def approvals_list(status: str = "pending") -> list[Approval]:

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from support.agent.tools import ToolContext
 from support.customers.attachments import attachment_json, placeholder
+from support.customers.words import staff_name
 from support.desk import permissions
 from support.desk.selectors_provenance import provenance
 from support.models import Approval, Attachment, Message
@@ -89,6 +90,23 @@ def approval_context(approval: Approval) -> dict:
         "expires_at": _ts(effective_expiry(approval)),
     }
     return context
+
+
+def staff_refund_context(approval: Approval) -> dict:
+    """The reading aids of a staff member's own refund waiting for another person (four eyes): who asked, how
+    much on which order and why, the order's money now. Approved as asked or rejected: nothing to edit."""
+    args = approval.requested_arguments if isinstance(approval.requested_arguments, dict) else {}
+    action = approval.staff_action
+    number = str(args.get("order_id") or "").upper()
+    order = _order(action.conversation, number)
+    asker = staff_name(action.user) if action.user_id else "a former colleague"
+    return {
+        "summary": f"Refund {_amount(args.get('amount'))} EUR on {number} — asked by {asker}",
+        "why": str(args.get("reason") or ""), "handover_summary": "",
+        "order": _order_json(order) if order is not None else None, "amount": None,
+        "fields": _fields("issue_refund", args), "policies": [], "provenance": None, "customer_request": [],
+        "expires_at": _ts(effective_expiry(approval)), "editable": False,
+    }
 
 
 def effective_expiry(approval: Approval) -> datetime:

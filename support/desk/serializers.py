@@ -66,19 +66,16 @@ SINCE_SHOWN = 20  # customer messages shown on an approval card; the count says 
 
 
 def approval_json(approval: Approval) -> dict:
+    if approval.staff_action_id:
+        return _staff_refund_json(approval)
     call = approval.tool_call
     executed = approval.executed_arguments
     since = customer_messages_since(approval)
     since_count = since.count()
     shown = list(since.order_by("-seq")[:SINCE_SHOWN])[::-1] if since_count else []
     return {
-        "id": str(approval.public_id), "run": str(approval.run.public_id),
+        **_decision_json(approval), "run": str(approval.run.public_id),
         "conversation": str(approval.run.conversation.public_id), "tool": call.name, "call_id": call.call_id,
-        "status": "pending" if approval.pending else approval.decision, "requested_at": _ts(approval.requested_at),
-        "requested_arguments": approval.requested_arguments, "executed_arguments": executed,
-        "decided_at": _ts(approval.decided_at), "reason": approval.reason,
-        "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
-        "decided_via": approval.decided_via or None,  # console, email or slack: where the person decided
         # Approving it needs support.approve_large_refund (support/desk/permissions.py).
         "large_refund": permissions.is_large_refund(call.name, executed if executed is not None
                                                     else approval.requested_arguments),
@@ -87,12 +84,64 @@ def approval_json(approval: Approval) -> dict:
                                     for m in shown],
         "customer_messages_since_count": since_count,
         "needs_second_look": since_count > 0,
-        # Why the call never ran although decided (a take-over), and how it expired.
-        "not_run_reason": approval.not_run_reason,
         # What the card shows to decide in seconds: a sentence, the order's money, the amount's limits,
         # the policies the agent read, the customer's words, the form's fields, the expiry.
         "context": selectors_approvals.approval_context(approval),
+        **four_eyes_json(approval),
     }
+
+
+def _decision_json(approval: Approval) -> dict:
+    """What every card says of its decision: asked when, decided how, by whom, why, with which arguments."""
+    return {
+        "id": str(approval.public_id), "status": "pending" if approval.pending else approval.decision,
+        "requested_at": _ts(approval.requested_at), "requested_arguments": approval.requested_arguments,
+        "executed_arguments": approval.executed_arguments, "decided_at": _ts(approval.decided_at),
+        "reason": approval.reason, "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
+        "decided_via": approval.decided_via or None,  # console, email or slack: where the person decided
+        # Why the call never ran although decided (a take-over), and how it expired.
+        "not_run_reason": approval.not_run_reason,
+    }
+
+
+def _staff_refund_json(approval: Approval) -> dict:
+    """A staff member's own refund above SECOND_APPROVAL_ABOVE, waiting for another person: a card of the
+    same shape (no run, no call, nothing the customer wrote to confirm), with what became of the refund."""
+    action = approval.staff_action
+    return {
+        **_decision_json(approval), "run": None, "conversation": str(action.conversation.public_id),
+        "tool": Approval.STAFF_REFUND, "call_id": None,
+        "large_refund": permissions.is_large_refund(Approval.STAFF_REFUND, approval.requested_arguments),
+        "customer_messages_since": [], "customer_messages_since_count": 0, "needs_second_look": False,
+        "context": selectors_approvals.staff_refund_context(approval),
+        "staff_action": {"id": str(action.public_id), "status": action.status, "result": action.result},
+        **four_eyes_json(approval),
+    }
+
+
+def four_eyes_json(approval: Approval) -> dict:
+    """Four eyes on a card (support/desk/four_eyes.py): how many people's approval it needs (1 or 2), who
+    counts so far ("asked": a staff member's own refund; "first": the first approval; "second": the approval
+    that completed it), and what the first approver approved, which is what the second approves."""
+    if approval.staff_action_id or approval.first_approved_at is not None:
+        needed = 2
+    else:
+        arguments = approval.requested_arguments if approval.executed_arguments is None \
+            else approval.executed_arguments
+        needed = 2 if approval.pending and permissions.needs_second_approver(approval.tool_name, arguments) else 1
+    people = []
+    if approval.requested_by_id:
+        people.append(_person(approval.requested_by, approval.requested_at, "asked"))
+    if approval.first_approved_at is not None:
+        people.append(_person(approval.first_approved_by, approval.first_approved_at, "first"))
+    if needed == 2 and approval.decision == Approval.APPROVED:
+        people.append(_person(approval.decided_by, approval.decided_at, "second"))
+    return {"approvals_needed": needed, "approvals": people, "first_arguments": approval.first_arguments}
+
+
+def _person(user, at, role: str) -> dict:
+    return {"by": staff_name(user) if user is not None else "a former colleague",
+            "username": user.get_username() if user is not None else None, "at": _ts(at), "role": role}
 
 
 def customer_messages_since(approval: Approval):
@@ -167,9 +216,13 @@ def publish_step(step: Step, *, started: bool) -> None:
 
 
 def publish_approval(approval: Approval) -> None:
-    conversation = approval.run.conversation
     kind = "approval.requested" if approval.pending else "approval.decided"
     data = approval_json(approval)
+    if approval.staff_action_id:  # between staff: the customer hears of the refund once it is made
+        conversation = approval.staff_action.conversation
+        _staff(conversation, _event(conversation, kind, approval=data), listed=True)
+        return
+    conversation = approval.run.conversation
     waiting = Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count()
     _customer(conversation, _event(conversation, kind, status=data["status"], pending_approvals=waiting))
     _staff(conversation, _event(conversation, kind, approval=data), listed=True)
@@ -197,10 +250,16 @@ def publish_token(conversation: Conversation, run: Run, seq: int, text: str) -> 
 # -- staff work on a conversation (support/desk/staff_actions.py): actions on record, notes, saved replies --------
 
 def staff_action_json(action) -> dict:
-    """A person's action, for the trace: who, when, what was asked, and what came of it (the codes as stored)."""
+    """A person's action, for the trace: who, when, what was asked, and what came of it (the codes as stored);
+    for a refund that needed a second person, that approval and who gave it (or refused it)."""
+    approval = Approval.objects.filter(staff_action=action).select_related("decided_by").first()
     return {"id": str(action.public_id), "conversation": str(action.conversation.public_id), "kind": action.kind,
             "status": action.status, "arguments": action.arguments, "result": action.result,
-            "by": staff_name(action.user) if action.user_id else None, "created_at": _ts(action.created_at)}
+            "by": staff_name(action.user) if action.user_id else None, "created_at": _ts(action.created_at),
+            "approval": None if approval is None else {
+                "id": str(approval.public_id), "status": "pending" if approval.pending else approval.decision,
+                "decided_by": staff_name(approval.decided_by) if approval.decided_by_id else None,
+                "decided_at": _ts(approval.decided_at)}}
 
 
 def note_json(note) -> dict:

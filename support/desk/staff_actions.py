@@ -10,7 +10,9 @@ agent's approval step: they are the person. Above the agent's limits a person ne
 
   - issuing a refund at all needs `support.decide_approval` (the right to approve the agent's refunds);
   - a refund above LARGE_REFUND_THRESHOLD, or above the agent's REFUND_CEILING, needs
-    `support.approve_large_refund` too, as approving the agent's would (support/desk/permissions.py).
+    `support.approve_large_refund` too, as approving the agent's would (support/desk/permissions.py);
+  - a refund above SECOND_APPROVAL_ABOVE waits for another person's approval (four eyes): saved with an
+    Approval, made when someone else approves it (gate.approval_decide calls refund_approved).
 
 Every action is written with who, when, what was asked and what came of it (StaffAction), in the transaction
 that does it, refusals included; a double click or a retried request with the same key does it once.
@@ -30,9 +32,10 @@ from django.utils.translation import gettext_lazy as _
 
 from support.agent.tools import ToolContext, ToolError
 from support.customers import cleaning, languages
+from support.customers.words import staff_name
 from support.desk import permissions, serializers, services
 from support.live import events
-from support.models import Conversation, Message, Note, SavedReply, StaffAction
+from support.models import Approval, Conversation, Message, Note, SavedReply, StaffAction
 from support.shop import effects, port, shop
 from support.tools.common import money, order_for_customer, parse_amount
 from support.tools.sellers import message_seller
@@ -171,32 +174,103 @@ def refund_issue(*, conversation: Conversation, user, order_id, amount, reason, 
     refusal = _refund_refusal(user, value)
     if refusal is not None:
         raise _refused(conversation, user, StaffAction.REFUND, arguments, refusal)
+    if earlier is None and permissions.needs_second_approver(Approval.STAFF_REFUND, {"amount": value}):
+        return _ask_second_person(conversation, user, arguments, full_key,
+                                  {"order_id": order.number, "amount": money(value), "reason": reason})
     action = earlier or _intent(conversation, user, StaffAction.REFUND, arguments, full_key)
     if action.status != StaffAction.PENDING:
         return action  # the same request, saved by another while this one looked
     try:
-        with transaction.atomic():
-            locked = StaffAction.objects.select_for_update().get(pk=action.pk)
-            if locked.status != StaffAction.PENDING:
-                return locked  # the same request, finished while this one waited for it
-            # The shop checks the balance as it writes (two refunds cannot share a balance), and answers the
-            # same key with the refund it already made.
-            refund = _shop_refund(order, value, reason, _shop_key(locked), conversation)
-            left = shop().order(order.number).refundable
-            locked.status = StaffAction.DONE
-            locked.result = {"refund_id": refund.id, "reference": refund.reference, "order_id": order.number,
-                             "amount": money(refund.amount), "refundable_remaining": money(left)}
-            locked.save(update_fields=["status", "result"])
-            services.message_append(conversation=conversation, author=Message.SYSTEM, user=user,
-                                    wire={"role": "assistant", "content": refund_notice(
-                                        refund.amount, order, refund.reference, conversation)})
-            _publish_action(conversation, locked)
+        return _refund_now(action, order, value, reason)
     except ActionRefused as error:
         _refuse_intent(action, error)
         raise
     except port.ShopUnavailable as away:
         raise _shop_away(action, away, "refund") from None
+
+
+def _refund_now(action: StaffAction, order: port.Order, value: Decimal, reason: str) -> StaffAction:
+    """The refund of a pending action, made at the shop and told to the customer; the action as it ends."""
+    conversation = action.conversation
+    with transaction.atomic():
+        locked = StaffAction.objects.select_for_update().get(pk=action.pk)
+        if locked.status != StaffAction.PENDING:
+            return locked  # the same request, finished while this one waited for it
+        # The shop checks the balance as it writes (two refunds cannot share a balance), and answers the
+        # same key with the refund it already made.
+        refund = _shop_refund(order, value, reason, _shop_key(locked), conversation)
+        left = shop().order(order.number).refundable
+        locked.status = StaffAction.DONE
+        locked.result = {"refund_id": refund.id, "reference": refund.reference, "order_id": order.number,
+                         "amount": money(refund.amount), "refundable_remaining": money(left)}
+        locked.save(update_fields=["status", "result"])
+        services.message_append(conversation=conversation, author=Message.SYSTEM, user=locked.user,
+                                wire={"role": "assistant", "content": refund_notice(
+                                    refund.amount, order, refund.reference, conversation)})
+        _publish_action(conversation, locked)
     return locked
+
+
+# -- four eyes: a refund above SECOND_APPROVAL_ABOVE waits for another person (support/desk/four_eyes.py) --
+
+def _ask_second_person(conversation: Conversation, user, arguments: dict, full_key: str | None,
+                       requested: dict) -> StaffAction:
+    """The refund saved as asked, with an approval another person gives or refuses in the approvals queue;
+    nothing reaches the shop before. The same key sent meanwhile by another request is that request's."""
+    try:
+        with transaction.atomic():
+            action = StaffAction.objects.create(conversation=conversation, user=user, kind=StaffAction.REFUND,
+                                                arguments=arguments, status=StaffAction.AWAITING_APPROVAL,
+                                                idempotency_key=full_key)
+            approval = Approval.objects.create(staff_action=action, requested_by=user, requested_arguments=requested)
+            _publish_action(conversation, action)
+            transaction.on_commit(lambda: serializers.publish_approval(approval))
+    except IntegrityError:
+        found = _earlier(conversation, full_key)
+        if found is None:
+            raise
+        return found
+    return action
+
+
+def refund_request_decided(approval: Approval) -> None:
+    """Another person decided a staff member's refund (gate.approval_decide, in its transaction): approved, it
+    is pending, to be made by refund_approved; rejected or expired, it is refused on record, saying who said
+    no and why, and its key let go so that the person may ask again."""
+    action = approval.staff_action
+    if approval.decision == Approval.APPROVED:
+        StaffAction.objects.filter(pk=action.pk, status=StaffAction.AWAITING_APPROVAL).update(
+            status=StaffAction.PENDING)
+    else:
+        by = staff_name(approval.decided_by) if approval.decided_by_id else "No one"
+        why = (f"{by} rejected it: {approval.reason}" if approval.decision == Approval.REJECTED
+               else f"Not made: {approval.reason}.")
+        StaffAction.objects.filter(pk=action.pk, status=StaffAction.AWAITING_APPROVAL).update(
+            status=StaffAction.REFUSED, result={"error": why, "approval": approval.decision},
+            idempotency_key=None)
+    action.refresh_from_db()
+    _publish_action(action.conversation, action)
+
+
+def refund_approved(*, action: StaffAction) -> StaffAction:
+    """Make a staff member's refund another person approved. Done once whoever calls it (the approver's
+    request, the same request again after a crash): the action's row lock and the shop's key see to it. A
+    refusal (the balance went meanwhile, the shop is away) is kept on the action, never raised."""
+    action.refresh_from_db()
+    if action.status != StaffAction.PENDING:
+        return action
+    arguments = Approval.objects.values_list("requested_arguments", flat=True).get(staff_action=action)
+    try:
+        order = order_for_customer(_ctx(action.conversation), arguments["order_id"])
+        _refund_now(action, order, parse_amount(arguments["amount"]), arguments["reason"])
+    except ToolError as error:
+        _refuse_intent(action, ActionRefused(str(error)))
+    except ActionRefused as error:
+        _refuse_intent(action, error)
+    except port.ShopUnavailable as away:
+        _shop_away(action, away, "refund")
+    action.refresh_from_db()
+    return action
 
 
 def _intent(conversation: Conversation, user, kind: str, arguments: dict, full_key: str | None) -> StaffAction:

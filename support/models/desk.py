@@ -208,6 +208,11 @@ def approval_expiry():
 
 
 class Approval(models.Model):
+    """A person's decision on what waits for one: a gated call of the agent's run (tool_call and run), or a
+    staff member's own refund above SECOND_APPROVAL_ABOVE (staff_action; no run), which another person
+    approves. Above that amount a refund needs two different people (support/desk/gate.py): the first
+    approval is kept in first_* and the approval stays pending until the second."""
+
     APPROVED, REJECTED, EXPIRED = "approved", "rejected", "expired"
     DECISIONS = [(d, d) for d in (APPROVED, REJECTED, EXPIRED)]
     # Where a person decided: the console (its staff API), an e-mailed link, or Slack (support/desk/elsewhere.py).
@@ -215,8 +220,14 @@ class Approval(models.Model):
     CHANNELS = [(CONSOLE, "the console"), (EMAIL, "an e-mailed link"), (SLACK, "Slack")]
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="approval")
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    tool_call = models.OneToOneField(ToolCall, null=True, blank=True, on_delete=models.CASCADE,
+                                     related_name="approval")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="approvals")
+    staff_action = models.OneToOneField("StaffAction", null=True, blank=True, on_delete=models.CASCADE,
+                                        related_name="approval")
+    # Who asked, when a person did (a staff refund): they count as one of the two and may not approve it.
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
     requested_at = models.DateTimeField(auto_now_add=True, db_index=True)
     requested_arguments = models.JSONField()
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -234,10 +245,30 @@ class Approval(models.Model):
     # The card as the decider was answered, kept so that the same decision sent again (a double click, a
     # retry) gets the same bytes back, whatever the run has done since (support.desk.gate.decision_answer).
     decision_answer = models.JSONField(null=True, blank=True, editable=False)
+    # The first of two approvals (four eyes): who, when, and the arguments they approved, which are what the
+    # second person approves; first_answer is the answer that first approver got, kept as decision_answer is.
+    first_approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                          on_delete=models.SET_NULL, related_name="+")
+    first_approved_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    first_arguments = models.JSONField(null=True, blank=True)
+    first_answer = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["requested_at"]
+        constraints = [
+            # Something to decide: a call of the agent's (with its run), or a staff member's action.
+            models.CheckConstraint(condition=Q(tool_call__isnull=False, run__isnull=False)
+                                   | Q(staff_action__isnull=False, tool_call__isnull=True, run__isnull=True),
+                                   name="approval_of_a_call_or_a_staff_action"),
+        ]
+
+    STAFF_REFUND = "staff_refund"  # the tool name a staff member's own refund goes by, on cards and in the audit
 
     @property
     def pending(self) -> bool:
         return self.decided_at is None
+
+    @property
+    def tool_name(self) -> str:
+        """What is decided: the agent's tool, or "staff_refund" for a staff member's own refund."""
+        return self.tool_call.name if self.tool_call_id else self.STAFF_REFUND

@@ -20,15 +20,17 @@ class StaffAction(models.Model):
     KINDS = [(REFUND, "refund"), (SELLER_MESSAGE, "seller message")]
     # PENDING: saved before the shop is asked (the intent, with its key), so a request repeated after a crash
     # or a lost answer asks the shop by that key instead of acting again.
-    PENDING, DONE, REFUSED = "pending", "done", "refused"
-    STATUSES = [(PENDING, "pending"), (DONE, "done"), (REFUSED, "refused")]
+    # AWAITING_APPROVAL: a refund above SECOND_APPROVAL_ABOVE, saved with its Approval, until another person
+    # approves it (then PENDING, then DONE) or rejects it (REFUSED).
+    PENDING, DONE, REFUSED, AWAITING_APPROVAL = "pending", "done", "refused", "awaiting_approval"
+    STATUSES = [(PENDING, "pending"), (DONE, "done"), (REFUSED, "refused"), (AWAITING_APPROVAL, "awaiting approval")]
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="staff_actions")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     kind = models.CharField(max_length=20, choices=KINDS)
     arguments = models.JSONField()  # what the person asked for, as sent
-    status = models.CharField(max_length=10, choices=STATUSES)
+    status = models.CharField(max_length=20, choices=STATUSES)
     result = models.JSONField(default=dict, blank=True)  # what came of it (a refund id, the error's words)
     # "<user id>:<the client's key>": a double click or a retried request does the action once.
     idempotency_key = models.CharField(max_length=120, null=True, blank=True, unique=True)

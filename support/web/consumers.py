@@ -401,7 +401,7 @@ class StaffConsumer(ReplayingConsumer):
 
 
 def _conversations_with_pending_approvals() -> set[str]:
-    return {str(c) for c in Approval.objects.filter(decided_at__isnull=True)
+    return {str(c) for c in Approval.objects.filter(decided_at__isnull=True, run__isnull=False)
             .values_list("run__conversation__public_id", flat=True).distinct()}
 
 

@@ -24,6 +24,7 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/typing", feedback.typing, name="staff-typing"),
     path("staff/conversations/<str:public_id>/rating", feedback.staff_rating, name="staff-rating"),
     path("staff/approvals", staff.approvals, name="staff-approvals"),
+    path("staff/approvals/bulk", staff.decide_many, name="staff-approvals-bulk"),
     path("staff/approvals/<str:public_id>/approve", staff.approve, name="staff-approve"),
     path("staff/approvals/<str:public_id>/reject", staff.reject, name="staff-reject"),
     path("staff/conversations", staff.conversations, name="staff-conversations"),

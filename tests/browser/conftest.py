@@ -82,10 +82,10 @@ django.setup()
 
 
 class Process:
-    def __init__(self, name: str, args: list[str], log_dir: Path):
+    def __init__(self, name: str, args: list[str], log_dir: Path, env: dict | None = None):
         self.name, self.log_path = name, log_dir / f"{name}.log"
         self.log_file = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, cwd=ROOT, env=ENV, stdout=self.log_file, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(args, cwd=ROOT, env=env or ENV, stdout=self.log_file, stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
     def log(self) -> str:

@@ -1,8 +1,9 @@
 """Every console page is accessible and fits a phone: axe-core finds no violation of impact "serious" or
 "critical", and nothing scrolls sideways at 390 px. Each page is checked in a state a support agent meets:
 the inbox with rows and one selected, a conversation with its transcript, the customer's context, the
-trace, an approval card that needs a second look and a note, the approval queue with cards, the login
-page and the not-found page; at 1280 and at 390 px wide. Screenshots: var/screenshots/a11y-<page>-<width>.png.
+trace, an approval card that needs a second look and a note, the approval queue with cards (some ticked
+for a bulk decision, one waiting for a second approval), the audit page with rows, the login page and the
+not-found page; at 1280 and at 390 px wide. Screenshots: var/screenshots/a11y-<page>-<width>.png.
 
 axe-core is vendored (tests/browser/vendor/axe.min.js, pinned by version and digest) and evaluated through
 Playwright, which runs it outside the page's Content-Security-Policy (script-src 'self', no inline script):
@@ -226,6 +227,47 @@ def test_the_approval_queue_is_accessible_and_fits_a_phone(desk, staff_page):
     page.keyboard.press("j")
     expect(queue.get_by_test_id("approval-summary").first).to_be_focused()
     assert_accessible(page, "approvals")
+
+
+def test_the_queue_with_cards_selected_and_one_waiting_for_a_second_approval_is_accessible(desk, staff_page):
+    """Bulk decisions (cards ticked, the bar's count and buttons) and four eyes (a card approved first by a
+    colleague: "1 of 2 approvals")."""
+    from django.contrib.auth import get_user_model
+
+    from tests.desk_factories import pending_refund_approval, start_conversation
+
+    kim = get_user_model().objects.filter(username="kim-a11y").first() or get_user_model().objects.create_user(
+        "kim-a11y", password="pw-kim-a11y", first_name="Kim", is_staff=True)
+    half = pending_refund_approval(start_conversation(Customer.objects.get(email="tom@example.com")),
+                                   {"order_id": "SU-41444", "amount": "112.00", "reason": "never arrived"})
+    Approval.objects.filter(pk=half.pk).update(first_approved_by=kim, first_approved_at=timezone.now(),
+                                               first_arguments=half.requested_arguments)
+    try:
+        page = staff_page("/console/approvals/")
+        queue = page.get_by_test_id("approval-queue")
+        card = queue.locator(f'[data-approval="{half.public_id}"]')
+        expect(card.get_by_test_id("approval-four-eyes")).to_have_text("1 of 2 approvals")
+        expect(card.get_by_test_id("approval-approvals")).to_contain_text("Approved first by Kim")
+        page.get_by_test_id("bulk-select-all").check()
+        expect(page.get_by_test_id("bulk-count")).not_to_have_text("None selected")
+        assert_accessible(page, "approvals-selected")
+    finally:
+        expire([half])
+
+
+def test_the_audit_page_with_rows_is_accessible_and_fits_a_phone(site, staff_page):
+    from django.contrib.auth import get_user_model
+
+    from tests.desk_factories import pending_refund_approval, start_conversation
+
+    decided = pending_refund_approval(start_conversation(Customer.objects.get(email="ines@example.com")),
+                                      {"order_id": "SU-41620", "amount": "4.99", "reason": "shipping fee: parcel late"})
+    gate.approval_decide(approval=decided, user=get_user_model().objects.get(username=STAFF_LOGIN[0]),
+                         approve=False, reason="=SUM(A1) is not a reason a customer reads")
+    page = staff_page("/console/audit/")
+    expect(page.get_by_test_id("audit-row").first).to_be_visible()
+    expect(page.get_by_test_id("audit-preview")).to_contain_text("=SUM(A1) is not a reason")
+    assert_accessible(page, "audit")
 
 
 def test_the_decided_approvals_are_accessible(desk, staff_page):

@@ -55,6 +55,8 @@ export const staffApi = {
     call(`approvals/${id(approvalId)}/approve`, { method: "POST", body: args === undefined ? {} : { arguments: args } }),
   reject: (approvalId, reason) => call(`approvals/${id(approvalId)}/reject`, { method: "POST", body: { reason } }),
   decide: (approvalId, verb, body) => call(`approvals/${id(approvalId)}/${verb}`, { method: "POST", body }),
+  decideMany: (approvalIds, decision, reason) =>
+    call("approvals/bulk", { method: "POST", body: { approvals: approvalIds, decision, reason } }),
   takeOver: (conversationId) => call(`conversations/${id(conversationId)}/takeover`, { method: "POST" }),
   handBack: (conversationId) => call(`conversations/${id(conversationId)}/handback`, { method: "POST" }),
   reply: (conversationId, text) => call(`conversations/${id(conversationId)}/messages`, { method: "POST", body: { text } }),

@@ -13,8 +13,10 @@ import { announce, clear, h } from "./console-dom.js";
  * has the focus, and a decision moves the focus on to the next card still waiting.
  */
 export class ApprovalList {
-  constructor(container, { store, mode = "pending", conversation = null, showConversation = true, empty, heading = "h3", keys = false }) {
+  constructor(container, { store, mode = "pending", conversation = null, showConversation = true, empty, heading = "h3", keys = false, selection = null }) {
     this.heading = heading;
+    this.selection = selection; // bulk decisions (the approvals page): console-approval-bulk.js
+    if (selection) selection.onChange(() => { for (const card of this.cards.values()) card.syncTick(); });
     this.container = container;
     this.store = store;
     this.mode = mode;
@@ -74,7 +76,7 @@ export class ApprovalList {
       let card = this.cards.get(approval.id);
       if (!card) {
         card = new ApprovalCard(approval, { store: this.store, showConversation: this.showConversation, heading: this.heading,
-          afterDecision: this.keys ? (decided, words) => this.next(decided, words) : null });
+          afterDecision: this.keys ? (decided, words) => this.next(decided, words) : null, selection: this.selection });
         this.cards.set(approval.id, card);
         if (this.shown) card.el.classList.add("is-new"); // arrived live, not with the page
       } else if (card.approval !== approval) {
@@ -87,6 +89,12 @@ export class ApprovalList {
     if (this.empty) this.empty.hidden = list.length > 0 || !this.store.loaded;
     if (this.store.loaded && !this.fetching) this.shown = true;
     if (this.showConversation) wantCustomers(list.map((a) => a.conversation));
+    if (this.selection) this.selection.changed();
+  }
+
+  /** The waiting cards in view, in order: what "Select all shown" selects. */
+  pendingShown() {
+    return this.shownCards().map((card) => card.approval).filter((a) => a.status === "pending");
   }
 
   relabel() {
@@ -144,6 +152,7 @@ export class ApprovalList {
       return;
     }
     if (!card || card.approval.status !== "pending" || !card.viewer || !card.viewer.can_decide) return;
+    if (key === "x" && this.selection && card.tick) { e.preventDefault(); card.tick.click(); }
     if (key === "a") { e.preventDefault(); card.decide({ approve: true }); }
     if (key === "e") { e.preventDefault(); card.toggleForm("edit"); }
     if (key === "r") { e.preventDefault(); card.toggleForm("reject"); }

@@ -6,7 +6,9 @@
 // the queue page, the side panel of the list and the conversation page; the lists themselves are
 // console-approval-list.js, which imports this module (never the other way round). A card offers only what
 // its viewer may decide (the API refuses the rest anyway), and one whose customer wrote after the request
-// shows those messages and asks for a tick before approving (a "cancel" must not go unseen).
+// shows those messages and asks for a tick before approving (a "cancel" must not go unseen). Above
+// SECOND_APPROVAL_ABOVE a refund needs two different people (four eyes): the card says who approved first (or
+// which colleague asked, for a refund of their own), waits "1 of 2", and offers that person no second approval.
 
 import { ApiError, staffApi } from "./console-api.js";
 import { ArgumentsForm } from "./console-approval-form.js";
@@ -39,6 +41,12 @@ function knownViewer(onKnown) {
     });
   }
   return null;
+}
+
+/** Call back with what this staff member may decide, once it is known (at once when it is). */
+export function whenViewer(callback) {
+  const known = knownViewer(() => callback(viewer));
+  if (known) callback(known);
 }
 
 /** A refused decision: the status, the API's code (e.g. needs_second_look) and the card as it is now. */
@@ -96,9 +104,49 @@ function changedFields(requested, executed) {
   return Object.keys({ ...requested, ...executed }).filter((k) => !sameJson(requested?.[k], executed?.[k]));
 }
 
+/** Four eyes on a card: how many approvals it needs, who asked (a colleague's own refund), who approved first,
+ *  and whether `me` is one of them (then they may not give the next approval). */
+export function fourEyes(a, me) {
+  const people = a.approvals || [];
+  const asker = people.find((p) => p.role === "asked") || null;
+  const first = people.find((p) => p.role === "first") || null;
+  return { needed: a.approvals_needed || 1, given: people.length, asker, first,
+    mine: a.status === "pending" && people.some((p) => p.username && p.username === me) };
+}
+
+function fourEyesTag(a, me) {
+  const f = fourEyes(a, me);
+  if (a.status !== "pending" || f.needed < 2) return null;
+  return h("span", { class: `four-eyes${f.given ? " is-half" : ""}`, "data-testid": "approval-four-eyes",
+    title: "Refunds of this size need two different people's approval" },
+  f.given ? `${f.given} of 2 approvals` : "Needs 2 approvals");
+}
+
+/** "Approved first by Sam, 3 min ago: a second person must approve it before it runs." */
+function fourEyesLine(a, me, threshold) {
+  const f = fourEyes(a, me);
+  if (f.needed < 2) return null;
+  const who = (p) => (p.username === me ? "you" : p.by);
+  let words;
+  if (f.asker) {
+    words = [`Asked by ${who(f.asker)} `, timeEl(f.asker.at, "approval-asked-at"),
+      f.mine ? ": another person must approve it. You may withdraw it by rejecting it." : ": another person must approve it before it is made."];
+  } else if (f.first) {
+    const asked = a.requested_arguments?.amount;
+    const approved = a.first_arguments?.amount;
+    const changed = asked !== undefined && approved !== undefined && asked !== approved ? ` for ${money(approved)} instead of ${money(asked)}` : "";
+    words = [`Approved first${changed} by ${who(f.first)} `, timeEl(f.first.at, "approval-first-at"),
+      f.mine ? ": a second person must approve it before it runs. You may still reject it." : ": approving it is the second approval, and it runs."];
+  } else {
+    words = [`${threshold ? `Refunds above ${money(threshold)}` : "Refunds of this size"} need two people: approving it is the first approval, then a colleague gives the second.`];
+  }
+  return h("p", { class: "four-eyes-line", "data-testid": "approval-approvals" }, words);
+}
+
 export class ApprovalCard {
-  constructor(approval, { store, showConversation = true, heading = "h3", afterDecision = null }) {
+  constructor(approval, { store, showConversation = true, heading = "h3", afterDecision = null, selection = null }) {
     this.store = store;
+    this.selection = selection; // the approvals page's bulk selection (console-approval-bulk.js), else null
     this.heading = heading;
     this.showConversation = showConversation;
     this.afterDecision = afterDecision;
@@ -111,7 +159,11 @@ export class ApprovalCard {
   }
 
   get isRefund() {
-    return this.approval.tool === "issue_refund";
+    return this.approval.tool === "issue_refund" || this.approval.tool === "staff_refund";
+  }
+
+  get me() {
+    return this.viewer?.username || document.body.dataset.staffUsername;
   }
 
   update(approval) {
@@ -145,10 +197,12 @@ export class ApprovalCard {
     const expiry = a.status === "pending" && context.expires_at ? expiryText(context.expires_at) : null;
     fill(this.el,
       h("header", { class: "approval-head" },
+        this.selectBox(titleId),
         h(this.heading, { id: titleId, tabindex: "-1", class: "approval-title", "data-testid": "approval-summary" },
           context.summary || a.tool),
         h("div", { class: "approval-tags" },
           badge("approval", a.status, "approval-status"),
+          fourEyesTag(a, this.me),
           expiry ? h("span", { class: `expiry${expiry.urgent ? " is-urgent" : ""}`, "data-testid": "approval-expiry",
             "data-expires": context.expires_at, "data-over": String(expiry.over),
             title: `No decision is accepted after ${fmtDateTime(context.expires_at)}` }, expiry.text) : null),
@@ -169,6 +223,22 @@ export class ApprovalCard {
     }
   }
 
+  /** The tick box of a bulk decision, on a waiting card this viewer may decide (the approvals page only). */
+  selectBox(titleId) {
+    const a = this.approval;
+    if (!this.selection || a.status !== "pending" || !this.viewer?.can_decide) return null;
+    this.tick = h("input", { type: "checkbox", class: "approval-select", "data-testid": "approval-select",
+      "aria-labelledby": `${titleId}-select ${titleId}`,
+      onchange: () => this.selection.set(a.id, this.tick.checked) });
+    this.tick.checked = this.selection.has(a.id);
+    return h("label", { class: "approval-select-label" }, this.tick, h("span", { id: `${titleId}-select`, class: "visually-hidden" }, "Select"));
+  }
+
+  /** Keep the tick box in step with the selection (select all, a decision that cleared it). */
+  syncTick() {
+    if (this.tick && this.el.contains(this.tick)) this.tick.checked = this.selection.has(this.approval.id);
+  }
+
   /** Why the agent asks, what it found, the order's money, what the customer said, the policies it read. */
   facts({ withSecondLook = true } = {}) {
     const a = this.approval;
@@ -178,7 +248,10 @@ export class ApprovalCard {
     const origin = provenanceEl(c.provenance);
     const warned = Boolean(origin && c.provenance.flagged);
     if (warned) parts.push(origin);
-    if (c.why) parts.push(h("p", { class: "approval-why", "data-testid": "approval-why" }, h("span", { class: "muted" }, "Agent's reason: "), c.why));
+    if (c.why) {
+      parts.push(h("p", { class: "approval-why", "data-testid": "approval-why" },
+        h("span", { class: "muted" }, a.tool === "staff_refund" ? "Their reason: " : "Agent's reason: "), c.why));
+    }
     if (c.handover_summary) {
       parts.push(h("div", { class: "handover", role: "group", "data-testid": "approval-handover-summary", "aria-label": "The agent's summary" },
         h("p", { class: "facts-label" }, "What the agent found"), h("p", {}, c.handover_summary)));
@@ -210,7 +283,7 @@ export class ApprovalCard {
           h("strong", {}, p.title || p.doc_id), " ", h("span", { class: "doc-id" }, p.doc_id),
           p.version ? h("span", { class: "doc-version", "data-testid": "approval-policy-version" }, ` v${p.version}`) : null,
           p.excerpt ? h("p", { class: "excerpt" }, /[.!?…]$/.test(p.excerpt.trim()) ? p.excerpt : `${p.excerpt.trim()}…`) : null)))));
-    } else if (this.isRefund) {
+    } else if (a.tool === "issue_refund") {
       parts.push(h("p", { class: "hint", "data-testid": "approval-no-policies" }, "The agent read no policy before asking."));
     }
     if (origin && !warned) parts.push(origin);
@@ -256,10 +329,17 @@ export class ApprovalCard {
       return [h("p", { class: "hint", "data-testid": "approval-read-only" },
         "You can follow this approval but not decide it: that needs the “decide approvals” permission (Support agents or Support leads).")];
     }
+    const f = fourEyes(a, this.me);
+    if (f.mine) { // four eyes: this person asked or approved first; the next approval is someone else's
+      return [h("div", { class: "actions", role: "group", "aria-label": "Decide" }, this.rejectBtn)];
+    }
     const mayApprove = !a.large_refund || v.can_approve_large_refunds;
+    // The second approval approves what the first approved, and a colleague's refund is approved as asked.
+    const mayEdit = a.context?.editable !== false && !f.first;
     const note = mayApprove ? null : h("p", { class: "hint", "data-testid": "approval-needs-lead" },
-      `Refunds above ${money(v.large_refund_threshold)} need a support lead to approve. You may lower the amount, or reject it.`);
-    return [h("div", { class: "actions", role: "group", "aria-label": "Decide" }, mayApprove ? this.approveBtn : null, this.editBtn, this.rejectBtn), note];
+      `Refunds above ${money(v.large_refund_threshold)} need a support lead to approve. ${mayEdit ? "You may lower the amount, or reject it." : "You may reject it."}`);
+    return [h("div", { class: "actions", role: "group", "aria-label": "Decide" }, mayApprove ? this.approveBtn : null,
+      mayEdit ? this.editBtn : null, this.rejectBtn), note];
   }
 
   pendingBody() {
@@ -267,7 +347,7 @@ export class ApprovalCard {
     const editId = uniqueId("edit");
     const rejectId = uniqueId("reject");
     this.error = h("p", { class: "error", role: "alert", "data-testid": "approval-error", hidden: true });
-    const amount = this.isRefund ? a.requested_arguments?.amount : null;
+    const amount = this.isRefund ? (a.first_arguments || a.requested_arguments)?.amount : null;
     this.approveBtn = h("button", { type: "button", class: "btn btn-primary", "data-testid": "approve-button",
       onclick: () => this.decide({ approve: true }) }, amount ? `Approve ${money(amount)}` : "Approve");
     this.editBtn = h("button", { type: "button", class: "btn", "data-testid": "edit-button", "aria-expanded": "false",
@@ -308,7 +388,8 @@ export class ApprovalCard {
         if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
       });
     }
-    const body = h("div", { class: "approval-body" }, this.serviceCall(), this.facts(), this.actions(),
+    const body = h("div", { class: "approval-body" }, this.serviceCall(), this.facts(),
+      fourEyesLine(a, this.me, this.viewer?.second_approval_above), this.actions(),
       this.viewer && this.viewer.can_decide ? [this.editForm, this.rejectForm] : null, this.error);
     if (this.openForm) this.toggleForm(this.openForm, { focus: false });
     return body;
@@ -337,11 +418,20 @@ export class ApprovalCard {
       } else decision = "Approved with changes";
     }
     if (a.status === "expired") decision = "Expired: no one decided in time, so it did not run";
+    const f = fourEyes(a, this.me);
     const rows = [
       ["Decision", h("span", { "data-testid": "approval-decision", "data-status": a.status }, decision)],
-      ["Decided by", h("span", { "data-testid": "approval-decided-by" }, a.decided_by || (a.status === "expired" ? "the system" : "—"))],
+      f.asker ? ["Asked by", h("span", { "data-testid": "approval-asked-by" }, f.asker.by)] : null,
+      f.first ? ["First approval", h("span", { "data-testid": "approval-first-by" }, f.first.by, " · ", timeEl(f.first.at, "approval-first-at"))] : null,
+      [a.status !== "approved" ? "Decided by" : f.first ? "Second approval" : f.asker ? "Approved by" : "Decided by", h("span", { "data-testid": "approval-decided-by" }, a.decided_by || (a.status === "expired" ? "the system" : "—"))],
       ["When", timeEl(a.decided_at, "approval-decided-at")],
-    ];
+    ].filter(Boolean);
+    const made = a.staff_action;
+    if (made && a.status === "approved") {
+      rows.push(["Refund", h("span", { "data-testid": "approval-refund-made", "data-status": made.status },
+        made.status === "done" ? `Made${made.result?.reference ? `: ${made.result.reference}` : ""}`
+          : made.status === "refused" ? `Not made: ${made.result?.error || "refused"}` : "Being made…")]);
+    }
     if (a.reason) rows.push([a.status === "expired" ? "What happened" : "Reason", h("span", { class: "reason", "data-testid": "approval-reason" }, a.reason)]);
     if (a.not_run_reason) rows.push(["Not run", h("span", { "data-testid": "approval-not-run" }, a.not_run_reason)]);
     const args = h("dl", { class: "args-read", "data-testid": "approval-arguments" },
@@ -353,7 +443,7 @@ export class ApprovalCard {
     return h("div", { class: "approval-body" },
       h("dl", { class: "decision" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
       this.secondLook(),
-      h("details", { class: "args-details" }, h("summary", {}, "What the agent asked for, and why"), args,
+      h("details", { class: "args-details" }, h("summary", {}, f.asker ? "What was asked, and why" : "What the agent asked for, and why"), args,
         this.facts({ withSecondLook: false })));
   }
 
@@ -400,6 +490,10 @@ export class ApprovalCard {
   async decide({ approve, args, reason, field, edited = false }) {
     if (this.busy || this.approval.status !== "pending") return;
     if (!this.viewer || !this.viewer.can_decide) return;
+    if (approve && fourEyes(this.approval, this.me).mine) {
+      this.showError("You already count as one of the two people: a colleague must give the other approval.");
+      return;
+    }
     const confirmSeen = Boolean(this.seenBox && this.seenBox.checked);
     if (approve && this.approval.needs_second_look && !confirmSeen) {
       this.showError(SECOND_LOOK, this.seenBox);
@@ -447,8 +541,9 @@ export class ApprovalCard {
     this.busy = false;
     this.openForm = null;
     this.el.removeAttribute("aria-busy");
-    const words = decided.status === "approved" && decided.executed_arguments && this.isRefund
-      ? `Approved: refund of ${money(decided.executed_arguments.amount)}` : `${label(decided.status)}: ${decided.context?.summary || decided.tool}`;
+    const words = decided.status === "pending" ? "Approved, 1 of 2: a second person must approve it before it runs"
+      : decided.status === "approved" && decided.executed_arguments && this.isRefund
+        ? `Approved: refund of ${money(decided.executed_arguments.amount)}` : `${label(decided.status)}: ${decided.context?.summary || decided.tool}`;
     if (!this.store.upsert(decided)) this.update(decided);
     if (this.afterDecision) this.afterDecision(this, words);
     else {

@@ -23,6 +23,7 @@ export class ContextPanel {
     this.open = new Set(); // orders a person opened or closed keep that state across reloads
     this.closed = new Set();
     this.forms = new Map(); // order number -> the form open in its card ({kind, key, values})
+    this.waiting = new Map(); // order number -> a refund of this person's waiting for a second approval (four eyes)
     this.loading = null;
     this.again = false;
   }
@@ -120,7 +121,10 @@ export class ContextPanel {
     if (form?.kind === "refund") return this.refundForm(o, form);
     if (form?.kind === "seller") return this.sellerForm(o, form);
     const canRefund = o.refund_limit !== null && Number(o.refundable) > 0;
+    const waiting = this.waiting.get(o.number);
     return h("div", { class: "order-actions" },
+      waiting ? h("p", { class: "notice", role: "status", "data-testid": "refund-waiting" }, waiting,
+        h("a", { href: "/console/approvals/" }, "the approvals queue"), ".") : null,
       canRefund ? h("button", { type: "button", class: "btn", "data-testid": "refund-open", onclick: () => this.openForm(o, "refund") },
         "Refund…") : null,
       !o.seller.is_sundry ? h("button", { type: "button", class: "btn", "data-testid": "seller-open", onclick: () => this.openForm(o, "seller") },
@@ -178,8 +182,14 @@ export class ContextPanel {
       if (!reason.value.trim()) return this.fail(error, reason, "Write why: it is kept with the refund.");
       submit.disabled = true;
       try {
-        await deskApi.refund(this.id, { order_id: o.number, amount: value, reason: reason.value.trim(), key: form.key });
-        announce(`Refunded ${value} ${o.currency} on ${o.number}. The customer has been told.`);
+        const made = await deskApi.refund(this.id, { order_id: o.number, amount: value, reason: reason.value.trim(), key: form.key });
+        if (made.code === "needs_second_approver") { // four eyes: a colleague approves it in the approvals queue
+          this.waiting.set(o.number, `Your refund of ${money(value, o.currency)} waits for a colleague: refunds of this size need a second person's approval, in `);
+          announce(`Saved: the refund of ${value} ${o.currency} on ${o.number} waits for a second person's approval.`);
+        } else {
+          this.waiting.delete(o.number);
+          announce(`Refunded ${value} ${o.currency} on ${o.number}. The customer has been told.`);
+        }
         this.forms.delete(o.number);
         await this.load();
         this.body.querySelector(`[data-order="${o.number}"] summary`)?.focus();

@@ -101,7 +101,7 @@ export class ConversationPage {
     s.on("conversation.rated", (e) => { if (this.mine(e)) this.renderRating(e.rating); });
     s.on("staff.action", (e) => {
       if (!this.mine(e) || !e.action) return;
-      if (!this.actions.some((a) => a.id === e.action.id)) this.actions.push(e.action);
+      this.actions = [...this.actions.filter((a) => a.id !== e.action.id), e.action]; // its latest state
       this.trace.addAction(e.action);
       this.context.load(); // a refund changed the balance; a seller message the order's story
     });

@@ -127,12 +127,16 @@ export class Alerts {
     const row = await this.describe(approval.conversation);
     const who = row ? row.customer.name || row.customer.email : "A customer";
     const args = approval.requested_arguments || {};
-    const what = approval.tool === "issue_refund"
+    // A colleague's own refund waits for a second person (four eyes): everyone but the one who asked is alerted.
+    const asker = (approval.approvals || []).find((p) => p.role === "asked");
+    if (asker && asker.username === document.body.dataset.staffUsername) return;
+    const what = approval.tool === "issue_refund" || approval.tool === "staff_refund"
       ? `Refund ${money(args.amount)}${args.order_id ? ` on ${args.order_id}` : ""}`
       : approval.tool === "escalate_to_human" ? "A hand-over" : approval.context?.summary || approval.tool;
     this.raise({
       kind: "approval", conversation: approval.conversation, title: `${what} waits for approval`,
-      text: `${who} · the agent asked for it`, assignee: row && row.assignee,
+      text: asker ? `${who} · ${asker.by} asked for it; a second person approves` : `${who} · the agent asked for it`,
+      assignee: row && row.assignee,
     });
   }
 

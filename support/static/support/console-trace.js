@@ -34,7 +34,11 @@ export class Trace {
 
   /** A staff action, placed among the steps by time: in the run that was current when it was taken. */
   addAction(a) {
-    if (!a || this.actionIds.has(a.id)) return;
+    if (!a) return;
+    if (this.actionIds.has(a.id)) { // a later state of it (a refund a second person approved, then made)
+      this.table.querySelector(`[data-testid="trace-action"][data-id="${a.id}"]`)?.replaceWith(this.actionRow(a));
+      return;
+    }
     this.actionIds.add(a.id);
     let target = null;
     for (const entry of this.runs.values()) {
@@ -55,20 +59,24 @@ export class Trace {
   }
 
   actionRow(a) {
-    const refused = a.status !== "done";
+    const refused = a.status === "refused";
+    // Four eyes: a refund of this size waits for, or was approved by, a second person.
+    const approval = a.approval;
+    const second = approval && approval.decided_by && approval.status === "approved" ? `, approved by ${approval.decided_by}` : "";
+    const finish = a.status === "awaiting_approval" ? "waiting for a second person" : a.status === "pending" ? "in progress" : "done";
     const args = compactJson(a.arguments);
     const result = a.result ? JSON.stringify(a.result) : "";
-    return h("tr", { "data-testid": "trace-action", "data-kind": a.kind, "data-status": a.status, "data-at": a.created_at,
+    return h("tr", { "data-testid": "trace-action", "data-id": a.id, "data-kind": a.kind, "data-status": a.status, "data-at": a.created_at,
       class: `step-row is-staff${refused ? " is-error" : ""}` },
     h("td", { class: "num" }, "—"),
     h("td", {}, h("span", { class: "kind kind-staff" }, "staff")),
-    h("td", {}, h("span", { class: "staff-action-name" }, `${ACTION_NAMES[a.kind] || a.kind}`), h("span", { class: "sub" }, ` · ${a.by || "staff"}`)),
+    h("td", {}, h("span", { class: "staff-action-name" }, `${ACTION_NAMES[a.kind] || a.kind}`), h("span", { class: "sub", "data-testid": "trace-action-people" }, ` · ${a.by || "staff"}${second}`)),
     h("td", { class: "cell-args" }, args ? h("code", { class: "clamp", title: args }, args) : h("span", { class: "muted" }, "—")),
     h("td", { class: "cell-result" }, result
       ? h("details", {}, h("summary", {}, excerpt(refused ? a.result.error : result, 70)), h("pre", { class: "json" }, prettyJson(result)))
       : h("span", { class: "muted" }, "—")),
     h("td", { class: "num" }, "—"), h("td", { class: "num" }, "—"), h("td", { class: "num" }, "—"), h("td", { class: "num" }, "—"),
-    h("td", { class: "cell-finish" }, refused ? h("span", { class: "error-text" }, "refused") : "done"));
+    h("td", { class: "cell-finish" }, refused ? h("span", { class: "error-text" }, "refused") : finish));
   }
 
   latestRun() {

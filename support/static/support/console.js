@@ -1,7 +1,9 @@
 // The staff console's entry point: one staff socket and one approval store per page, then the page's part
 // (the conversation list with the queue beside it, one conversation, or the approval queue).
 
+import { BulkDecisions } from "./console-approval-bulk.js";
 import { ApprovalList } from "./console-approval-list.js";
+import { whenViewer } from "./console-approvals.js";
 import { ConversationPage } from "./console-conversation.js";
 import { tickTimes } from "./console-dom.js";
 import { ConversationList, bindNextConversation, keepRead } from "./console-list.js";
@@ -27,7 +29,9 @@ function indexPage() {
 }
 
 function approvalsPage() {
-  const list = new ApprovalList($("approval-queue"), { store, mode: "pending", empty: $("approval-queue-empty"), heading: "h2", keys: true });
+  let list = null;
+  const bulk = new BulkDecisions({ bar: $("bulk-bar"), results: $("bulk-results"), store, shown: () => (list ? list.pendingShown() : []) });
+  list = new ApprovalList($("approval-queue"), { store, mode: "pending", empty: $("approval-queue-empty"), heading: "h2", keys: true, selection: bulk });
   const tabs = [...$("approval-filter").querySelectorAll("button[data-filter]")];
   const wanted = new URLSearchParams(window.location.search).get("status");
   const choose = (mode, push) => {
@@ -39,6 +43,7 @@ function approvalsPage() {
       window.history.replaceState(null, "", url);
     }
     list.setMode(mode);
+    whenViewer((viewer) => bulk.show(mode === "pending" && viewer.can_decide)); // deciding together: the waiting queue
   };
   for (const tab of tabs) tab.addEventListener("click", () => choose(tab.dataset.filter, true));
   choose(["pending", "decided", "all"].includes(wanted) ? wanted : "pending", false);

@@ -46,6 +46,12 @@ def refund(request, public_id):
                                             reason=body.get("reason"), key=body.get("key"))
     except staff_actions.ActionRefused as error:
         _refused(error)
+    if action.status == StaffAction.AWAITING_APPROVAL:  # four eyes: another person approves it first
+        approval = selectors.approval_by_public_id(action.approval.public_id)
+        return JsonResponse({"action": serializers.staff_action_json(action),
+                             "approval": serializers.approval_json(approval), "code": "needs_second_approver",
+                             "message": "Saved, not made yet: refunds of this size need a second person's "
+                                        "approval. It waits in the approvals queue."}, status=202)
     return JsonResponse({"action": serializers.staff_action_json(action)}, status=201)
 
 

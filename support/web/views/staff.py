@@ -11,7 +11,7 @@ import functools
 
 from django.http import JsonResponse
 
-from support.desk import gate, permissions, selectors, services, takeover
+from support.desk import bulk, four_eyes, gate, permissions, selectors, services, takeover
 from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
 from support.models import Approval
 
@@ -77,8 +77,7 @@ def approve(request, public_id):
     if not isinstance(confirm_seen, bool):
         raise ApiError(400, "confirm_seen must be true or false.")
     arguments = body.get("arguments")
-    _may_decide(request, approval, approve=True,
-                arguments=approval.requested_arguments if arguments is None else arguments)
+    _may_decide(request, approval, approve=True, arguments=gate.to_run(approval, arguments))
     return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen)
 
 
@@ -94,28 +93,72 @@ def reject(request, public_id):
     return _decide(request, approval, approve=False, reason=reason or "")
 
 
+@api("POST")
+@staff_required
+def decide_many(request):
+    """Several cards approved or rejected with one reason: {"approvals": [ids], "decision": "approve" |
+    "reject", "reason"}. Each card is its own decision (support/desk/bulk.py); the answer reports each."""
+    body = json_body(request)
+    ids, decision, reason = body.get("approvals"), body.get("decision"), body.get("reason") or ""
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise ApiError(400, "approvals must be a list of approval ids.")
+    if len(set(ids)) > bulk.MAX_BULK:
+        return JsonResponse({"error": f"At most {bulk.MAX_BULK} approvals at once; {len(set(ids))} were sent. "
+                                      "Decide them in smaller groups.", "code": "too_many_approvals",
+                             "retryable": False}, status=400)
+    if decision not in ("approve", "reject"):
+        raise ApiError(400, 'decision must be "approve" or "reject".')
+    if not isinstance(reason, str):
+        raise ApiError(400, "reason must be text.")
+    if decision == "reject" and not reason.strip():
+        raise ApiError(400, "A rejection needs a reason; the agent relays it to the customer.")
+    refusal = permissions.decision_refusal(request.user, tool="", approve=False, arguments=None)
+    if refusal is not None:
+        raise ApiError(403, refusal)
+    results = bulk.approvals_decide_bulk(user=request.user, ids=ids, approve=decision == "approve", reason=reason)
+    for result in results:
+        if result["code"] == "forbidden":
+            _log_refusal(request, f"approval {result['id']}: {result['message']}")
+    counts = {outcome: sum(r["outcome"] == outcome for r in results)
+              for outcome in (bulk.DECIDED, bulk.SKIPPED, bulk.REFUSED)}
+    return JsonResponse({"results": results, "counts": counts})
+
+
 def _may_decide(request, approval, *, approve: bool, arguments) -> None:
-    refusal = permissions.decision_refusal(request.user, tool=approval.tool_call.name, approve=approve,
+    refusal = permissions.decision_refusal(request.user, tool=approval.tool_name, approve=approve,
                                            arguments=arguments)
     if refusal is not None:
         raise ApiError(403, refusal)  # logged by staff_required, as every 403 here
 
 
+SECOND_APPROVER_NEEDED = "Approved, 1 of 2: a second person must approve it before it runs."
+
+
 def _decide(request, approval, **decision):
     try:
-        gate.approval_decide(approval=approval, user=request.user, channel=Approval.CONSOLE, **decision)
+        approval = gate.approval_decide(approval=approval, user=request.user, channel=Approval.CONSOLE, **decision)
     except gate.NeedsSecondLook as error:
         # The card as it is now, so the console shows what the customer wrote before asking again.
-        return JsonResponse({"error": str(error), "code": "needs_second_look", "retryable": False,
-                             "approval": _fresh(approval)}, status=409)
+        return _refused(approval, "needs_second_look", error)
+    except (four_eyes.SamePerson, four_eyes.DiffersFromFirst) as error:
+        return _refused(approval, error.code, error)
     except services.AlreadyDecided as error:  # or ApprovalExpired: the text says which
-        return JsonResponse({"error": str(error), "code": "conflict", "retryable": False,
-                             "approval": _fresh(approval)}, status=409)
+        return _refused(approval, "conflict", error)
     except services.InvalidArguments as error:
         raise ApiError(400, str(error)) from None
     # The same decision sent again gets these very bytes: the card as it was when decided, not as the run
-    # has moved it since (a refund made, a balance lowered).
+    # has moved it since (a refund made, a balance lowered). The first of two approvals is answered 202, with
+    # the card waiting for the second person, and its own kept answer.
+    if four_eyes.answered_as_first(approval, request.user):
+        return JsonResponse({"approval": gate.decision_answer(approval, lambda: _fresh(approval), first=True),
+                             "code": four_eyes.NeedsSecondApprover.code, "message": SECOND_APPROVER_NEEDED},
+                            status=202)
     return JsonResponse({"approval": gate.decision_answer(approval, lambda: _fresh(approval))})
+
+
+def _refused(approval, code: str, error: Exception) -> JsonResponse:
+    return JsonResponse({"error": str(error), "code": code, "retryable": False, "approval": _fresh(approval)},
+                        status=409)
 
 
 def _fresh(approval) -> dict:
