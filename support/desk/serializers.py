@@ -108,9 +108,12 @@ def customer_messages_since(approval: Approval):
 
 
 def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
+    closed = conversation.is_closed()
     data = {"id": str(conversation.public_id), "status": conversation.status, "last_seq": conversation.last_seq,
-            "created_at": _ts(conversation.created_at)}
+            "created_at": _ts(conversation.created_at), "closed": closed}
     if staff:
+        data.update(closed_at=_ts(conversation.closed_at) if closed else None,
+                    closed_by=staff_name(conversation.closed_by) if closed and conversation.closed_by_id else None)
         data.update(customer=conversation.customer.email, attention_reason=conversation.attention_reason,
                     assignee=staff_name(conversation.assignee) if conversation.assignee_id else None,
                     # unique, unlike the first name above: the console tells "taken over by me" with it

@@ -3,7 +3,7 @@
 // customer's context with the staff actions (console-context.js), notes and saved replies (console-notes.js),
 // the trace and chart, take over / reply / hand back. Each panel is one module; this page wires them.
 
-import { ApiError, deskApi, feedbackApi, staffApi } from "./console-api.js";
+import { ApiError, deskApi, feedbackApi, inboxApi, staffApi } from "./console-api.js";
 import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
 import { NotesPanel, SavedReplies } from "./console-notes.js";
@@ -108,6 +108,16 @@ export class ConversationPage {
     s.on("message.saved", (e) => {
       if (!this.mine(e)) return;
       this.transcript.add(e.message);
+      if (e.message?.author === "customer" && this.conversation?.closed) { // the customer wrote again: reopened
+        this.conversation = { ...this.conversation, closed: false, closed_at: null, closed_by: null };
+        this.renderHeader();
+      }
+    });
+    s.on("inbox.changed", (e) => { // closed or reopened here or in another console
+      if (!this.mine(e) || !["closed", "reopened"].includes(e.change) || !this.conversation) return;
+      const closed = e.change === "closed";
+      this.conversation = { ...this.conversation, closed, closed_at: closed ? e.at : null, closed_by: closed ? e.by?.name : null };
+      this.renderHeader();
     });
     s.on("token.delta", (e) => this.mine(e) && this.transcript.delta(e.text));
     s.on("step.started", (e) => {
@@ -206,13 +216,13 @@ export class ConversationPage {
     document.title = `${name || c.customer} · Sundry support desk`;
     $("conversation-customer").textContent = visibleText(name ? `${name}` : c.customer);
     $("conversation-id").textContent = shortId(c.id);
-    fill($("conversation-status-slot"), badge("conversation", c.status, "conversation-status"));
+    fill($("conversation-status-slot"), badge("conversation", c.closed ? "closed" : c.status, "conversation-status"));
     // `assignee` is a display name (a first name); `me` is this staff member's username.
     const mineNow = c.status === "taken_over" && c.assignee_username === this.me;
     const someoneElse = c.status === "taken_over" && !mineNow;
     const assignee = $("conversation-assignee");
-    assignee.textContent = c.status === "taken_over" && c.assignee
-      ? `${mineNow ? "You have it" : `${c.assignee} has it`}: the agent is silent` : "";
+    assignee.textContent = c.closed ? `Closed${c.closed_by ? ` by ${c.closed_by}` : ""}: a message from the customer reopens it.`
+      : c.status === "taken_over" && c.assignee ? `${mineNow ? "You have it" : `${c.assignee} has it`}: the agent is silent` : "";
     const reason = $("attention-reason");
     reason.textContent = visibleText(c.status === "needs_attention" ? c.attention_reason || "" : "");
     reason.hidden = !reason.textContent;
@@ -220,6 +230,8 @@ export class ConversationPage {
     take.hidden = mineNow;
     take.textContent = someoneElse && c.assignee ? `Take over from ${c.assignee}` : "Take over";
     $("hand-back-button").hidden = c.status === "open";
+    $("close-conversation-button").hidden = !!c.closed;
+    $("reopen-conversation-button").hidden = !c.closed;
     // Replying takes the conversation over (the server keeps the rule: a person writes only when the agent
     // is stopped), so the box is there unless a colleague has the conversation.
     const reply = $("reply-form");
@@ -269,6 +281,19 @@ export class ConversationPage {
         button.disabled = false;
       }
     };
+    // Closing is the inbox's service (support/desk/inbox.py): it answers with the inbox row, whose status says it.
+    const closeOrReopen = (button, call, words) => act(button, async () => {
+      const { conversation: row } = await call(this.id);
+      const closed = row?.status === "closed";
+      return { conversation: { closed, closed_at: closed ? row.closed_at : null, closed_by: closed ? row.closed_by?.name : null } };
+    }, () => {
+      announce(words);
+      window.setTimeout(() => $(this.conversation.closed ? "reopen-conversation-button" : "close-conversation-button").focus(), 0);
+    });
+    const close = $("close-conversation-button");
+    const reopen = $("reopen-conversation-button");
+    close.addEventListener("click", () => closeOrReopen(close, inboxApi.close, "Conversation closed. The customer has been told."));
+    reopen.addEventListener("click", () => closeOrReopen(reopen, inboxApi.reopen, "Conversation reopened."));
     take.addEventListener("click", () => act(take, () => staffApi.takeOver(this.id), () => {
       this.focusReply = true;
       announce("You have taken the conversation over. The agent stops; reply below.");

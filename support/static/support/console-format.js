@@ -29,6 +29,7 @@ export const LABELS = {
   open: "With the agent",
   needs_attention: "Needs a person",
   taken_over: "With a person",
+  closed: "Closed",
   queued: "About to start",
   running: "Working",
   awaiting_approval: "Waiting for approval",
