@@ -61,6 +61,46 @@ def handed_over(customer_page, *, email=None, **options):
     return customer, conversation
 
 
+def test_the_summary_says_why_once_with_policy_titles_and_follows_a_refund(customer_page, staff_page):
+    customer, conversation = handed_over(customer_page)
+    staff = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)
+    summary = staff.get_by_test_id("handover-panel")
+    expect(summary).to_be_visible()
+    expect(staff.get_by_test_id("handover-wants")).to_have_text(
+        "“The monitor from order SU-41533 arrived cracked. I want a full refund.”")
+    found = staff.get_by_test_id("handover-found")
+    expect(found).to_contain_text("SU-41533 (480.00 EUR, Brightside Electronics): delivered")
+    expect(found).to_contain_text("nothing refunded yet")
+    expect(found).to_contain_text("Policies: Damaged items; Brightside Electronics: damaged goods.")
+    left = staff.get_by_test_id("handover-left")
+    expect(left).to_have_text("Refund of 480.00 EUR on SU-41533 is above the 150.00 limit an agent may refund. "
+                              "Reply to the customer here.")
+    expect(staff.get_by_test_id("attention-reason")).to_be_hidden()  # said once, in the summary
+    assert "POL-" not in summary.inner_text()
+    assert summary.inner_text().count("150.00") == 1
+    snap(staff, "summary-1280")
+    snap(staff, "summary-390", PHONE)
+
+    # A person refunds 300.00 of it: the summary follows, live.
+    order = staff.locator('[data-testid="context-order"][data-order="SU-41533"]')
+    order.get_by_test_id("refund-open").click()
+    order.get_by_test_id("refund-amount").fill("300.00")
+    order.get_by_test_id("refund-reason").fill("Cracked on arrival: partial refund agreed")
+    order.get_by_test_id("refund-submit").click()
+    expect(found).to_contain_text("300.00 EUR refunded, 180.00 EUR still refundable")
+    expect(found).not_to_contain_text("nothing refunded")
+    expect(staff.get_by_test_id("handover-done")).to_have_text(f"{STAFF_NAME} refunded 300.00 EUR on SU-41533.")
+    expect(left).to_have_text(re.compile("^Nothing waits for an answer"))
+    assert "480.00 EUR refundable" not in summary.inner_text() and "above the 150.00" not in summary.inner_text()
+
+    # The customer writes: what is left says so; closed, nothing waits for a person and the panel goes.
+    ask(customer, "Thanks, and the other 180.00?")
+    expect(left).to_have_text(re.compile("^Answer the customer's latest message, “Thanks, and the other 180.00\\?”"))
+    snap(staff, "summary-after-refund-1280")
+    staff.get_by_test_id("close-conversation-button").click()
+    expect(summary).to_be_hidden()
+
+
 def test_closing_from_the_page_tells_the_customer_then_asks_for_the_rating(customer_page, staff_page):
     customer, conversation = handed_over(customer_page, **GERMAN)
     staff = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)

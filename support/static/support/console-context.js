@@ -4,7 +4,7 @@
 // (a staff action, the agent's refund, a reconnect). The server checks every rule; the forms only offer
 // what it would allow.
 
-import { ApiError, deskApi } from "./console-api.js";
+import { ApiError, coalesced, deskApi } from "./console-api.js";
 import { announce, conversationUrl, excerpt, fill, h, timeEl } from "./console-dom.js";
 import { fmtDate, label, money } from "./console-format.js";
 
@@ -23,32 +23,16 @@ export class ContextPanel {
     this.open = new Set(); // orders a person opened or closed keep that state across reloads
     this.closed = new Set();
     this.forms = new Map(); // order number -> the form open in its card ({kind, key, values})
-    this.loading = null;
-    this.again = false;
-  }
-
-  /** Read the context again (coalesced: one read at a time, one more if asked meanwhile). */
-  async load() {
-    if (this.loading) {
-      this.again = true;
-      return this.loading;
-    }
-    this.loading = (async () => {
+    /** Read the context again (one read at a time, one more if asked meanwhile). */
+    this.load = coalesced(async () => {
       try {
         this.data = await deskApi.context(this.id);
         this.render();
         this.onLoad(this.data);
       } catch (error) {
         if (!this.data) fill(this.body, h("p", { class: "error", role: "alert" }, `The customer's details could not be read: ${error.message}`));
-      } finally {
-        this.loading = null;
-        if (this.again) {
-          this.again = false;
-          this.load();
-        }
       }
-    })();
-    return this.loading;
+    });
   }
 
   render() {

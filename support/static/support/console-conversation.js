@@ -6,6 +6,7 @@
 import { ApiError, deskApi, feedbackApi, inboxApi, staffApi } from "./console-api.js";
 import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
+import { HandoverPanel } from "./console-handover.js";
 import { NotesPanel, SavedReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
 import { announce, badge, fill, h, shortId, timeEl, visibleText } from "./console-dom.js";
@@ -34,6 +35,8 @@ export class ConversationPage {
     this.approvals = new ApprovalList($("conversation-approvals"), { store, conversation: id, showConversation: false, empty: $("conversation-approvals-empty") });
     this.context = new ContextPanel({ body: $("context-body"), meta: $("context-meta"), id,
       mentioned: () => this.mentionedOrders(), onLoad: () => this.renderHeader() });
+    this.handover = new HandoverPanel({ panel: $("handover-panel"), body: $("handover-summary"), id,
+      onChange: () => this.renderHeader() });
     this.notes = new NotesPanel({ list: $("notes"), empty: $("notes-empty"), form: $("note-form"), input: $("note-input"),
       error: $("note-error"), id, socket });
     this.actions = [];
@@ -44,6 +47,7 @@ export class ConversationPage {
     socket.watch(id, () => this.transcript.lastSeq);
     this.load();
     this.context.load();
+    this.handover.load();
     this.notes.load();
     this.saved.load();
     this.loadRating();
@@ -97,6 +101,7 @@ export class ConversationPage {
       if (!this.mine(e)) return;
       this.load();
       this.context.load();
+      this.handover.load();
     });
     s.on("conversation.rated", (e) => { if (this.mine(e)) this.renderRating(e.rating); });
     s.on("staff.action", (e) => {
@@ -104,10 +109,12 @@ export class ConversationPage {
       if (!this.actions.some((a) => a.id === e.action.id)) this.actions.push(e.action);
       this.trace.addAction(e.action);
       this.context.load(); // a refund changed the balance; a seller message the order's story
+      this.handover.load(); // and what is done, and what is left
     });
     s.on("message.saved", (e) => {
       if (!this.mine(e)) return;
       this.transcript.add(e.message);
+      if (["customer", "staff", "system"].includes(e.message?.author)) this.handover.load(); // asked, answered, told
       if (e.message?.author === "customer" && this.conversation?.closed) { // the customer wrote again: reopened
         this.conversation = { ...this.conversation, closed: false, closed_at: null, closed_by: null };
         this.renderHeader();
@@ -118,6 +125,7 @@ export class ConversationPage {
       const closed = e.change === "closed";
       this.conversation = { ...this.conversation, closed, closed_at: closed ? e.at : null, closed_by: closed ? e.by?.name : null };
       this.renderHeader();
+      this.handover.load();
     });
     s.on("token.delta", (e) => this.mine(e) && this.transcript.delta(e.text));
     s.on("step.started", (e) => {
@@ -135,6 +143,7 @@ export class ConversationPage {
       this.conversationEpoch += 1;
       this.conversation = { ...(this.conversation || {}), ...(e.detail || {}), status: e.status };
       this.renderHeader();
+      this.handover.load(); // handed to a person, taken over, handed back
     };
     s.on("conversation.updated", conversationEvent);
     s.on("conversation.assigned", conversationEvent);
@@ -162,6 +171,7 @@ export class ConversationPage {
   runStatus(e) {
     const run = e.detail || { id: e.run, status: e.status, stop_reason: e.stop_reason, outcome: e.outcome };
     this.trace.upsertRun(run);
+    if (e.status === "stopped") this.handover.load();
     if (e.status !== "running") this.transcript.endStream();
     this.renderRun();
   }
@@ -223,9 +233,10 @@ export class ConversationPage {
     const assignee = $("conversation-assignee");
     assignee.textContent = c.closed ? `Closed${c.closed_by ? ` by ${c.closed_by}` : ""}: a message from the customer reopens it.`
       : c.status === "taken_over" && c.assignee ? `${mineNow ? "You have it" : `${c.assignee} has it`}: the agent is silent` : "";
+    // The summary below says why, and more: the reason is not said twice.
     const reason = $("attention-reason");
-    reason.textContent = visibleText(c.status === "needs_attention" ? c.attention_reason || "" : "");
-    reason.hidden = !reason.textContent;
+    reason.textContent = visibleText(c.status === "needs_attention" && !c.closed ? c.attention_reason || "" : "");
+    reason.hidden = !reason.textContent || this.handover.shown;
     const take = $("take-over-button");
     take.hidden = mineNow;
     take.textContent = someoneElse && c.assignee ? `Take over from ${c.assignee}` : "Take over";
@@ -245,19 +256,6 @@ export class ConversationPage {
       : "Enter sends · Shift+Enter for a new line. Sending takes the conversation over: the agent stops.";
     if (mineNow && this.focusReply) this.replyInput.focus();
     this.focusReply = false;
-    this.renderHandover();
-  }
-
-  /** What a person picking the ticket up reads first: why it is here, and the agent's hand-over summary. */
-  renderHandover() {
-    const c = this.conversation;
-    const run = this.trace.latestRun();
-    const panel = $("handover-panel");
-    const show = c && c.status !== "open" && run && run.status === "stopped" && run.summary;
-    panel.hidden = !show;
-    if (!show) return;
-    $("handover-summary").textContent = visibleText(run.summary);
-    $("handover-meta").textContent = `${runPhrase(run)}${run.finished_at ? "" : ""}`;
   }
 
   bindControls() {
@@ -351,7 +349,6 @@ export class ConversationPage {
   renderRun() {
     const run = this.trace.latestRun();
     const panel = $("run-panel-body");
-    this.renderHandover();
     if (!run) {
       fill(panel, h("p", { class: "muted", "data-testid": "run-status", "data-status": "" }, "The agent has not worked on this yet: it starts when the customer writes."));
       this.transcript.doing(null);
