@@ -34,6 +34,11 @@ def message_json(message: Message, *, staff: bool) -> dict:
     if staff:
         if message.tool_calls:
             data["tool_calls"] = message.tool_calls
+            # The service a tool of an MCP server belongs to, by call id: "Asked the warranty service: …".
+            servers = {call.get("id"): mcp.server_of(str((call.get("function") or {}).get("name") or ""))
+                       for call in message.tool_calls if isinstance(call, dict)}
+            if any(servers.values()):
+                data["tool_servers"] = {k: v for k, v in servers.items() if v}
         if message.tool_call_id:
             data["tool_call_id"] = message.tool_call_id
         data["run"] = str(message.run.public_id) if message.run_id else None

@@ -31,6 +31,7 @@ export class ConversationPage {
       list: $("transcript"), scroller: document.querySelector("[data-transcript-scroller]"),
       stream: $("streaming-reply"), activity: $("agent-activity"),
     });
+    this.bindStepsToggle();
     this.trace = new Trace({ table: $("trace-table"), chart: $("trace-chart"), chartSummary: $("chart-summary"), empty: $("trace-empty") });
     this.approvals = new ApprovalList($("conversation-approvals"), { store, conversation: id, showConversation: false, empty: $("conversation-approvals-empty") });
     this.context = new ContextPanel({ body: $("context-body"), meta: $("context-meta"), id,
@@ -40,6 +41,9 @@ export class ConversationPage {
     this.notes = new NotesPanel({ list: $("notes"), empty: $("notes-empty"), form: $("note-form"), input: $("note-input"),
       error: $("note-error"), id, socket });
     this.actions = [];
+    store.subscribe(() => this.placeApprovals());
+    this.placeApprovals();
+    this.bindTabs();
     this.bindControls();
     this.saved = new SavedReplies({ select: $("saved-reply-select"), insert: $("saved-reply-insert"),
       manage: $("saved-reply-manage"), reply: this.replyInput });
@@ -51,6 +55,21 @@ export class ConversationPage {
     this.notes.load();
     this.saved.load();
     this.loadRating();
+  }
+
+  /** "Show the agent's steps": the prompt, exact calls and results in the transcript; each person's choice
+   * is remembered in this browser. */
+  bindStepsToggle() {
+    const box = $("show-steps");
+    const key = `sundry-console:show-steps:${this.me}`;
+    let on = false;
+    try { on = window.localStorage.getItem(key) === "on"; } catch { /* storage off: not remembered */ }
+    box.checked = on;
+    this.transcript.showSteps(on);
+    box.addEventListener("change", () => {
+      this.transcript.showSteps(box.checked);
+      try { window.localStorage.setItem(key, box.checked ? "on" : "off"); } catch { /* not remembered */ }
+    });
   }
 
   // -- the customer's rating (1 to 5 and a comment), shown beside the status -------------------------------
@@ -82,13 +101,61 @@ export class ConversationPage {
     feedbackApi.typing(this.id).catch(() => {});
   }
 
-  /** Order numbers the customer or the agent named: their cards open in the context panel. */
+  /** Order numbers the customer or the agent named, the latest named last: their cards open first in the
+   * context panel. */
   mentionedOrders() {
     const found = new Set();
     for (const el of document.querySelectorAll('[data-testid="transcript"] [data-testid="message-text"]')) {
-      for (const m of el.textContent.matchAll(/\bSU-\d{1,8}\b/g)) found.add(m[0]);
+      for (const m of el.textContent.matchAll(/\bSU-\d{1,8}\b/g)) {
+        found.delete(m[0]);
+        found.add(m[0]);
+      }
     }
     return found;
+  }
+
+  /** An approval waiting for a decision is what to act on: its card goes to the top of the side column (in the
+   * page's order, so the keyboard meets it first too); otherwise the customer and the order come first. */
+  placeApprovals() {
+    const panel = $("approvals-panel");
+    const side = panel.parentElement;
+    const first = this.store.pendingCount(this.id) > 0;
+    if (first ? side.firstElementChild === panel : panel.nextElementSibling === $("notes-panel")) return;
+    const focused = document.activeElement;
+    side.insertBefore(panel, first ? side.firstElementChild : $("notes-panel"));
+    if (focused && panel.contains(focused)) focused.focus(); // moving it must not lose a person's place
+  }
+
+  // -- the two tabs: the conversation, and the run's details (its trace and what it cost) ---------------
+
+  bindTabs() {
+    const tabs = [...document.querySelectorAll('[role="tab"][data-tab]')];
+    const select = (tab, { focus = false, remember = false } = {}) => {
+      for (const t of tabs) {
+        const on = t === tab;
+        t.setAttribute("aria-selected", String(on));
+        t.tabIndex = on ? 0 : -1;
+        document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
+      }
+      document.body.dataset.tab = tab.dataset.tab;
+      if (focus) tab.focus();
+      if (remember) { // a reload or a shared link opens the same tab
+        const url = new URL(window.location.href);
+        url.hash = tab.dataset.tab === "conversation" ? "" : tab.dataset.tab;
+        window.history.replaceState(null, "", url);
+      }
+      if (tab.dataset.tab === "conversation") this.transcript.showLatest();
+    };
+    for (const [i, tab] of tabs.entries()) {
+      tab.addEventListener("click", () => select(tab, { remember: true }));
+      tab.addEventListener("keydown", (e) => {
+        const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+        if (to === undefined) return;
+        e.preventDefault();
+        select(tabs[(to + tabs.length) % tabs.length], { focus: true, remember: true });
+      });
+    }
+    select(tabs.find((t) => `#${t.dataset.tab}` === window.location.hash) || tabs[0]);
   }
 
   mine(event) {
@@ -115,6 +182,7 @@ export class ConversationPage {
       if (!this.mine(e)) return;
       this.transcript.add(e.message);
       if (["customer", "staff", "system"].includes(e.message?.author)) this.handover.load(); // asked, answered, told
+      if (e.message?.content && this.context.data) this.context.render(); // an order named: its card comes first
       if (e.message?.author === "customer" && this.conversation?.closed) { // the customer wrote again: reopened
         this.conversation = { ...this.conversation, closed: false, closed_at: null, closed_by: null };
         this.renderHeader();
@@ -210,6 +278,11 @@ export class ConversationPage {
       for (const apply of buffered) apply();
       this.renderHeader();
       this.renderRun();
+      if (this.context.data) this.context.render(); // the orders the conversation names come first
+      if (!this.shownOnce && this.transcript.lastSeq) { // opened: the customer's latest message in view
+        this.shownOnce = true;
+        this.transcript.showLatest();
+      }
       if (this.loadAgain) {
         this.loadAgain = false;
         this.load();
@@ -378,6 +451,7 @@ export class ConversationPage {
     );
     const runs = this.trace.runs.size;
     $("run-count").textContent = runs > 1 ? `latest of ${runs} runs` : "";
+    $("run-details-meta").textContent = `· ${runPhrase(run)}`;
     if (run.status === "queued") this.transcript.doing("About to start: waiting for a worker…");
     else if (run.status === "awaiting_approval") {
       this.transcript.doing("Paused: waiting for a person to approve or reject a request.", null, { waiting: true });
