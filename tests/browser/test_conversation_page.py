@@ -229,9 +229,14 @@ def test_at_1280_by_800_the_latest_message_the_reply_box_and_the_order_are_on_sc
     snap(staff, "order-390")
 
 
-def test_the_summary_says_why_once_with_policy_titles_and_follows_a_refund(customer_page, staff_page):
+def test_the_summary_says_why_once_with_policy_titles_and_follows_a_refund(site, customer_page, staff_page,
+                                                                          new_context):
     customer, conversation = handed_over(customer_page)
     staff = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)
+    alex_user()
+    colleague = new_context(viewport=DESKTOP).new_page()  # Alex has the same conversation open
+    login_as(colleague, site, f"/console/conversations/{conversation}/", *ALEX)
+    expect(colleague.get_by_test_id("handover-found")).to_contain_text("nothing refunded yet")
     summary = staff.get_by_test_id("handover-panel")
     expect(summary).to_be_visible()
     expect(staff.get_by_test_id("handover-wants")).to_have_text(
@@ -260,6 +265,9 @@ def test_the_summary_says_why_once_with_policy_titles_and_follows_a_refund(custo
     expect(staff.get_by_test_id("handover-done")).to_have_text(f"{STAFF_NAME} refunded 300.00 EUR on SU-41533.")
     expect(left).to_have_text(re.compile("^Nothing waits for an answer"))
     assert "480.00 EUR refundable" not in summary.inner_text() and "above the 150.00" not in summary.inner_text()
+    # Live in a colleague's console too.
+    expect(colleague.get_by_test_id("handover-found")).to_contain_text("300.00 EUR refunded, 180.00 EUR still refundable")
+    expect(colleague.get_by_test_id("handover-done")).to_have_text(f"{STAFF_NAME} refunded 300.00 EUR on SU-41533.")
 
     # The customer writes: what is left says so; closed, nothing waits for a person and the panel goes.
     ask(customer, "Thanks, and the other 180.00?")
@@ -267,6 +275,9 @@ def test_the_summary_says_why_once_with_policy_titles_and_follows_a_refund(custo
     snap(staff, "summary-after-refund-1280")
     staff.get_by_test_id("close-conversation-button").click()
     expect(summary).to_be_hidden()
+    expect(colleague.get_by_test_id("handover-panel")).to_be_hidden()
+    expect(colleague.get_by_test_id("conversation-status")).to_have_attribute("data-status", "closed")
+    expect(colleague.get_by_test_id("reopen-conversation-button")).to_be_visible()
 
 
 def test_closing_from_the_page_tells_the_customer_then_asks_for_the_rating(customer_page, staff_page):

@@ -115,14 +115,14 @@ export class ConversationPage {
   }
 
   /** An approval waiting for a decision is what to act on: its card goes to the top of the side column (in the
-   * page's order, so the keyboard meets it first too); otherwise the customer and the order come first. */
+   * page's order, so the keyboard meets it first too); otherwise the customer and the order come first. Once
+   * decided, the card stays where the person decided it: nothing jumps under them. */
   placeApprovals() {
     const panel = $("approvals-panel");
     const side = panel.parentElement;
-    const first = this.store.pendingCount(this.id) > 0;
-    if (first ? side.firstElementChild === panel : panel.nextElementSibling === $("notes-panel")) return;
+    if (this.store.pendingCount(this.id) === 0 || side.firstElementChild === panel) return;
     const focused = document.activeElement;
-    side.insertBefore(panel, first ? side.firstElementChild : $("notes-panel"));
+    side.insertBefore(panel, side.firstElementChild);
     if (focused && panel.contains(focused)) focused.focus(); // moving it must not lose a person's place
   }
 
