@@ -43,9 +43,10 @@ def pending_refund_approval(conversation: Conversation, arguments: dict | None =
     return Approval.objects.create(tool_call=tool_call, run=run, requested_arguments=arguments)
 
 
-def make_user(username: str, *, staff: bool, group: str | None = "agents"):
+def make_user(username: str, *, staff: bool, group: str | None = "agents", first_name: str = ""):
     """A user; staff are Support agents (may decide approvals) unless `group` says "leads" or None."""
-    user = get_user_model().objects.create_user(username=username, password="pw-" + username, is_staff=staff)
+    user = get_user_model().objects.create_user(username=username, password="pw-" + username, is_staff=staff,
+                                                first_name=first_name)
     if staff and group:
         from support.desk import permissions
 

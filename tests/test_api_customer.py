@@ -54,7 +54,8 @@ def test_it_starts_a_conversation_for_the_customer_the_shop_signed_for(widget, d
     conversation = Conversation.objects.get(public_id=data["conversation"]["id"])
     assert conversation.customer == demo.maya
     assert data["conversation"] == {"id": str(conversation.public_id), "status": "open",
-                                    "last_seq": conversation.last_seq, "created_at": mock.ANY}
+                                    "last_seq": conversation.last_seq, "created_at": mock.ANY,
+                                    "closed": False}
     assert identity.conversation_for_token(data["token"], conversation.public_id) == conversation
 
 
@@ -111,7 +112,7 @@ def test_it_shows_a_conversation_to_the_holder_of_its_token(widget, maya_chat):
     response = widget.get(f"/api/conversations/{conversation.public_id}", token)
     assert response.status_code == 200
     assert response.json() == {"conversation": {"id": str(conversation.public_id), "status": "open",
-                                                "last_seq": 1, "created_at": mock.ANY},
+                                                "last_seq": 1, "created_at": mock.ANY, "closed": False},
                                "run": None, "awaiting_approval": False}
 
 

@@ -358,6 +358,26 @@ def test_it_shows_a_conversation_with_everything_for_staff(staff, demo):
     assert Message.objects.filter(conversation=conversation).count() == len(data["messages"])
 
 
+def test_a_tool_of_another_service_is_named_with_its_service_for_staff_only(staff, demo, settings, client):
+    from agentsite.mcp_settings import parse_servers
+    from support.customers import identity
+    from support.desk import services
+
+    settings.MCP_SERVERS = parse_servers([{"name": "warranty", "url": "http://127.0.0.1:9/mcp",
+                                           "tools": {"lookup_warranty": {"kind": "read"}}}])
+    conversation = start_conversation(demo.maya)
+    calls = [{"id": "w1", "type": "function", "function": {"name": "lookup_warranty", "arguments": "{}"}},
+             {"id": "o1", "type": "function", "function": {"name": "get_order", "arguments": "{}"}}]
+    services.message_append(conversation=conversation, author=Message.AGENT,
+                            wire={"role": "assistant", "content": "Let me check.", "tool_calls": calls})
+    said = staff.get(f"/api/staff/conversations/{conversation.public_id}").json()["messages"][-1]
+    assert said["tool_servers"] == {"w1": "warranty"}  # the desk's own tools have none
+    token = identity.conversation_token(conversation)
+    seen = client.get(f"/api/conversations/{conversation.public_id}/messages",
+                      HTTP_AUTHORIZATION=f"Bearer {token}").json()["messages"][-1]
+    assert "tool_servers" not in seen and "tool_calls" not in seen
+
+
 @pytest.mark.parametrize("public_id", [str(uuid.uuid4()), "nope"])
 def test_an_unknown_conversation_is_404_for_staff_too(staff, public_id):
     response = staff.get(f"/api/staff/conversations/{public_id}")

@@ -18,7 +18,7 @@ from support.agent import types as agent
 from support.customers import identity
 from support.desk import inbox
 from support.live import events
-from support.models import Conversation, Rating, Run
+from support.models import Conversation, Rating, Run, ToolCall
 from tests.desk_factories import make_user, queued, record_events, start_conversation, widget  # noqa: F401  (fixtures)
 
 
@@ -81,6 +81,7 @@ def test_a_staff_close_tells_the_widget_so_it_can_offer_the_rating(maya_chat, mo
     with django_capture_on_commit_callbacks(execute=True):
         inbox.conversation_close(conversation=conversation, actor=make_user("sam", staff=True))
     closed = [(groups, e) for groups, e in sent if e["type"] == "conversation.closed"]
+    conversation.refresh_from_db()  # the closing line told to the customer is its last message
     assert closed == [([events.conversation_group(conversation.public_id)],
                        {"type": "conversation.closed", "conversation": str(conversation.public_id),
                         "seq": conversation.last_seq})]
@@ -186,6 +187,37 @@ def test_a_rating_is_told_to_the_staff_consoles(widget, maya_chat, monkeypatch):
     groups, event = rated[0]
     assert set(groups) == {events.STAFF_GROUP, events.staff_conversation_group(conversation.public_id)}
     assert event["rating"]["score"] == 1 and event["conversation"] == str(conversation.public_id)
+
+
+def seller_asked(run, status=ToolCall.EXECUTED):
+    """The run messaged the seller (to open a claim with the carrier, or send a return label)."""
+    ToolCall.objects.create(run=run, call_id=f"c-{run.pk}", name="message_seller", status=status,
+                            arguments={"order_id": "SU-41207", "message": "Please open a claim"},
+                            idempotency_key=f"k-{run.pk}")
+
+
+def test_an_answer_that_leaves_a_claim_open_is_not_offered_for_rating(widget, maya_chat):
+    conversation, token = maya_chat
+    seller_asked(resolved(conversation))  # "resolved" of its turn: the customer still waits for the claim
+    assert offer(widget, conversation, token).json() == {"offered": False, "occasion": None, "rating": None}
+    assert rate(widget, conversation, token, {"score": 5}).status_code == 409
+    # The customer thanks the agent and it resolves again, asking nobody: now the matter is done.
+    resolved(conversation)
+    assert offer(widget, conversation, token).json()["occasion"] == "resolved"
+
+
+def test_a_seller_message_that_was_not_sent_leaves_nothing_open(widget, maya_chat):
+    conversation, token = maya_chat
+    seller_asked(resolved(conversation), status=ToolCall.FAILED)
+    assert offer(widget, conversation, token).json()["offered"] is True
+
+
+def test_a_conversation_closed_by_staff_is_offered_even_with_a_claim_open(widget, maya_chat):
+    conversation, token = maya_chat
+    seller_asked(resolved(conversation))
+    with widget.capture(execute=True):
+        inbox.conversation_close(conversation=conversation, actor=make_user("sam", staff=True))
+    assert offer(widget, conversation, token).json()["occasion"] == "closed"
 
 
 def test_a_conversation_handed_to_a_person_is_not_offered_as_resolved(widget, maya_chat):

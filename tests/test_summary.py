@@ -34,13 +34,47 @@ HISTORY = [
 
 def test_it_says_what_the_customer_wants_what_was_found_and_what_is_left():
     summary = handoff_summary(HISTORY, "escalated", "escalate_to_human ended the run")
-    wants, found, note, left = summary.splitlines()
+    wants, found, left = summary.splitlines()
     assert wants == "The customer wants: “My monitor SU-41533 arrived cracked. I want a full refund.”"
-    assert "order SU-41533 is delivered, fulfilled by Brightside Electronics: total 480.00 EUR" in found
-    assert "parcel DP55141533 (DPD) is delivered, last scan Delivered: handed to customer, Leeds 6 days ago" in found
-    assert "policies that applied: POL-DAMAGE Damaged items; POL-REFUND Refunds" in found
-    assert note == "The agent's note: Cracked monitor, full refund asked."
+    assert found == ("Found: SU-41533 (480.00 EUR, Brightside Electronics): delivered (DPD, Leeds); nothing refunded "
+                     "yet. Policies: Damaged items.")
     assert left.startswith("Left for you: Refund of 480.00 EUR on SU-41533 is above the 150.00 limit")
+
+
+def test_policies_are_named_by_title_and_only_those_the_agent_goes_by():
+    history = HISTORY[:6] + [
+        {"role": "assistant", "content": "", "tool_calls": [call("c5", "search_policy", query="damaged",
+                                                                  seller_id="S-BE")]},
+        {"role": "tool", "tool_call_id": "c5", "content": json.dumps({"results": [
+            {"doc_id": "POL-DAMAGE", "title": "Damaged items", "scope": "sundry"},
+            {"doc_id": "POL-BE-DAMAGE", "title": "Brightside Electronics: damaged goods", "scope": "seller"},
+            {"doc_id": "POL-REFUND", "title": "Refunds", "scope": "sundry"}]})}]
+    summary = handoff_summary(history, "turn_limit", "x")
+    assert "Policies: Damaged items; Brightside Electronics: damaged goods." in summary
+    assert "POL-" not in summary and "Refunds" not in summary
+
+
+def test_the_date_and_place_of_the_last_scan_are_said_not_hours():
+    history = [*HISTORY[:5], {"role": "tool", "tool_call_id": "c2", "content": json.dumps({
+        "tracking": "DP55141533", "carrier": "DPD", "status": "in_transit", "hours_since_last_scan": 30,
+        "last_scan": {"at": "2026-11-26T14:55:00Z", "event": "in_transit", "location": "Wakefield"}})}]
+    assert "SU-41533 (480.00 EUR, Brightside Electronics): in transit (DPD, last scan 26 Nov, Wakefield)" in \
+        handoff_summary(history, "turn_limit", "x")
+
+
+def test_an_earlier_matter_the_agent_resolved_is_left_out():
+    earlier = [
+        {"role": "user", "content": "Where is SU-41210?"},
+        {"role": "assistant", "content": "", "tool_calls": [call("e1", "get_order", order_id="SU-41210")]},
+        {"role": "tool", "tool_call_id": "e1", "content": json.dumps({"order_id": "SU-41210", "status": "delivered",
+                                                                      "total": "42.99"})},
+        {"role": "assistant", "content": "", "tool_calls": [call("e2", "record_outcome", outcome="resolved",
+                                                                  summary="Gave the status")]},
+        {"role": "tool", "tool_call_id": "e2", "content": json.dumps({"recorded": "resolved"})},
+        {"role": "assistant", "content": "SU-41210 was delivered."}]
+    summary = handoff_summary([HISTORY[0], *earlier, *HISTORY[1:]], "escalated", "x")
+    assert "SU-41210" not in summary and "42.99" not in summary
+    assert summary.startswith("The customer wants: “My monitor SU-41533 arrived cracked.")
 
 
 def test_it_is_not_a_log_of_tool_calls():

@@ -1,11 +1,18 @@
 """The hand-over summary a person reads when a run stops without an answer: what the customer wants, what the
-agent found and what is left, built from the history alone (no model call), in plain words. The run keeps
-the exact stop reason and detail for the trace and the API; this is for the person picking the ticket up.
+agent found and what is left, built from the history alone (no model call), in plain words: policies by
+their titles, each thing said once, and only the matter at hand (an earlier question the agent resolved is
+not dragged in). The run keeps the exact stop reason and detail for the trace and the API.
+
+The desk builds the same summary live for the conversation page (support/desk/selectors_handover.py), from
+these facts and the shop's current balances, so it follows what people do after the hand-over.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
 
 # Why a person is needed, as a sentence for staff (the code stays in stop_reason).
 REASON_TEXT = {
@@ -25,7 +32,20 @@ REASON_TEXT = {
 }
 
 
-def _clip(text, n: int) -> str:
+@dataclass
+class Facts:
+    """What the agent found and asked for in one matter, newest fact per thing."""
+
+    orders: dict[str, dict] = field(default_factory=dict)  # order number -> get_order's result
+    missing: dict[str, str] = field(default_factory=dict)  # order number -> why it could not be read
+    parcels: dict[str, dict] = field(default_factory=dict)  # tracking -> track_parcel's result
+    policies: list[str] = field(default_factory=list)  # titles of the policies it relied on, in order read
+    refunds: list[str] = field(default_factory=list)  # "a refund of 100.00 EUR on SU-41533 (rejected: …)"
+    sellers: list[str] = field(default_factory=list)  # orders whose seller it messaged
+    escalation: dict | None = None  # escalate_to_human's arguments
+
+
+def clip(text, n: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -48,106 +68,177 @@ def _calls_with_results(messages: list[dict]):
             yield fn.get("name") or "", args if isinstance(args, dict) else {}, result, _json(result)
 
 
-def _customer_wants(messages: list[dict]) -> str:
-    """The customer's words since the agent last answered them (their latest message when nothing is new)."""
+def current_matter(messages: list[dict]) -> list[dict]:
+    """The messages of the matter at hand: from the customer's first message after the agent last recorded a
+    question as resolved (an earlier, finished matter is not this one's business)."""
+    start = 0
+    for i, m in enumerate(messages):
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            args = _json(fn.get("arguments") or "{}")
+            if fn.get("name") == "record_outcome" and isinstance(args, dict) and args.get("outcome") == "resolved":
+                after = next((j for j in range(i + 1, len(messages)) if messages[j].get("role") == "user"), None)
+                if after is not None:
+                    start = after
+    system = [m for m in messages[:start] if m.get("role") == "system"]
+    return system + messages[start:]
+
+
+def customer_wants(messages: list[dict]) -> str:
+    """The customer's words since the agent last answered them (their latest message when nothing is new),
+    quoted, at most three messages."""
     texts: list[str] = []
     for m in reversed(messages):
         if m.get("role") == "user":
             texts.insert(0, str(m.get("content") or ""))
         elif m.get("role") == "assistant" and (m.get("content") or "").strip() and not m.get("tool_calls") and texts:
             break
-    return " / ".join(_clip(t, 200) for t in texts[-3:] if t.strip())
+    return " / ".join(f"“{clip(t, 200)}”" for t in texts[-3:] if t.strip())
 
 
-def _order_fact(data: dict) -> str:
-    fact = f"order {data.get('order_id')} is {str(data.get('status', '?')).replace('_', ' ')}"
-    seller = data.get("fulfilled_by")
-    if isinstance(seller, dict):
-        fact += ", fulfilled by " + ("Sundry" if seller.get("type") == "sundry"
-                                     else seller.get("name") or "a marketplace seller")
-    if data.get("total") is not None:
-        fact += (f": total {data.get('total')} EUR, refunded {data.get('refunded')}, "
-                 f"refundable {data.get('refundable')}")
-    return fact
+def _relied_on(results: list) -> list[str]:
+    """The policies a search gave that the agent goes by: the best of the shop's own and the best of the
+    seller's supplement, not every hit."""
+    chosen: dict[str, str] = {}
+    for doc in results:
+        if isinstance(doc, dict) and doc.get("title"):
+            chosen.setdefault(str(doc.get("scope") or "sundry"), str(doc["title"]))
+    return list(chosen.values())
 
 
-def _parcel_fact(data: dict) -> str:
-    fact = f"parcel {data.get('tracking')} ({data.get('carrier')}) is {str(data.get('status', '?')).replace('_', ' ')}"
-    last = data.get("last_scan") or {}
-    if last:
-        where = ", ".join(x for x in (last.get("detail"), last.get("location")) if x)
-        fact += f", last scan {where or last.get('event')}"
-        hours = data.get("hours_since_last_scan")
-        if isinstance(hours, int):
-            fact += f" {hours // 24} days ago" if hours >= 48 else f" {hours} hours ago"
-    return fact
+def _refund_state(result: str | None) -> str:
+    if result is None:
+        return "waiting for a person's decision"
+    if not result.startswith("ERROR"):
+        return "issued"
+    if "rejected by" in result:
+        return "rejected: " + clip(result.split("rejected by", 1)[1].split(":", 1)[-1], 120)
+    return "not issued: " + clip(result.removeprefix("ERROR: "), 120)
 
 
-def _facts(messages: list[dict]) -> tuple[list[str], dict]:
-    """What the agent found, newest fact per thing, and what it asked for (refunds, hand-over)."""
-    facts: dict[str, str] = {}  # key -> fact, in the order first seen; a later result replaces an earlier one
-    asked: dict = {"escalation": None, "refunds": []}
-    policies: dict[str, str] = {}
+def matter_facts(messages: list[dict]) -> Facts:
+    facts = Facts()
     for name, args, result, data in _calls_with_results(messages):
         failed = result is None or result.startswith("ERROR")
         if name == "get_order" and isinstance(data, dict) and not failed:
-            facts[f"order:{data.get('order_id')}"] = _order_fact(data)
+            facts.orders[str(data.get("order_id"))] = data
+            facts.missing.pop(str(data.get("order_id")), None)
         elif name == "get_order" and failed and result:
-            facts[f"order:{args.get('order_id')}"] = _clip(result.removeprefix("ERROR: "), 120)
+            facts.missing[str(args.get("order_id"))] = clip(result.removeprefix("ERROR: "), 120)
         elif name == "track_parcel" and isinstance(data, dict) and not failed:
-            facts[f"parcel:{data.get('tracking')}"] = _parcel_fact(data)
+            facts.parcels[str(data.get("tracking"))] = data
         elif name == "search_policy" and isinstance(data, dict):
-            for doc in (data.get("results") or [])[:2]:
-                if isinstance(doc, dict) and doc.get("doc_id"):
-                    policies.setdefault(str(doc["doc_id"]), str(doc.get("title") or ""))
+            for title in _relied_on(data.get("results") or []):
+                if title not in facts.policies:
+                    facts.policies.append(title)
         elif name == "issue_refund":
-            amount, order = args.get("amount"), args.get("order_id")
-            if result is None:
-                state = "waiting for a decision"
-            elif not failed:
-                state = "issued"
-            elif "rejected by" in result:
-                state = "rejected: " + _clip(result.split("rejected by", 1)[1].split(":", 1)[-1], 120)
-            else:
-                state = "not issued: " + _clip(result.removeprefix("ERROR: "), 120)
-            asked["refunds"].append(f"a refund of {amount} EUR on {order} ({state})")
-        elif name == "message_seller" and not failed and isinstance(data, dict):
-            facts[f"seller:{args.get('order_id')}"] = f"the seller of {args.get('order_id')} was sent a message"
+            facts.refunds.append(f"a refund of {args.get('amount')} EUR on {args.get('order_id')} "
+                                 f"({_refund_state(result)})")
+        elif name == "message_seller" and not failed and args.get("order_id") not in facts.sellers:
+            facts.sellers.append(str(args.get("order_id")))
         elif name == "escalate_to_human":
-            asked["escalation"] = args
-    found = list(facts.values())
-    if policies:
-        found.append("policies that applied: " + "; ".join(f"{k} {v}".strip() for k, v in policies.items()))
-    return found, asked
+            facts.escalation = args
+    return facts
+
+
+# -- the facts in words --------------------------------------------------------------------------------------
+
+def day(iso) -> str:
+    """"26 Nov" for an ISO time from a tool result; "" when it is none."""
+    try:
+        moment = datetime.fromisoformat(str(iso).replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return f"{moment.day} {moment:%b}"
+
+
+def _amount(value) -> Decimal | None:
+    try:
+        return Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def money_words(total, refunded, refundable, currency: str = "EUR") -> str:
+    """"nothing refunded yet", or "300.00 EUR refunded, 180.00 EUR still refundable"."""
+    done, left = _amount(refunded), _amount(refundable)
+    if done is None or left is None:
+        return ""
+    if done == 0:
+        return "nothing refunded yet"
+    if left == 0:
+        return f"refunded in full ({done:.2f} {currency})"
+    return f"{done:.2f} {currency} refunded, {left:.2f} {currency} still refundable"
+
+
+def parcel_words(parcel: dict) -> str:
+    """"delivered 26 Nov (DPD, Leeds)", or "in transit (DPD, last scan 1 Dec, Wakefield)", from track_parcel."""
+    last = parcel.get("last_scan") or {}
+    status = str(parcel.get("status") or "?").replace("_", " ")
+    when = day(last.get("at")) if last else ""
+    where = [x for x in (parcel.get("carrier"), last.get("location")) if x]
+    if status == "delivered":
+        return f"delivered {when}".strip() + (f" ({', '.join(where)})" if where else "")
+    if when:
+        where.insert(1, f"last scan {when}")
+    return status + (f" ({', '.join(where)})" if where else "")
+
+
+def order_words(order: dict, parcels: dict[str, dict], money: dict | None = None) -> str:
+    """One order in a sentence: "SU-41533 (480.00 EUR, Brightside Electronics): delivered 26 Nov (DPD, Leeds);
+    nothing refunded yet". `money` (total, refunded, refundable) replaces the tool result's, which was true
+    when the agent looked (the desk passes the shop's balance now)."""
+    seller = order.get("fulfilled_by") or {}
+    who = "Sundry" if seller.get("type") == "sundry" else seller.get("name") or "a marketplace seller"
+    money = money or {k: order.get(k) for k in ("total", "refunded", "refundable")}
+    total = _amount(money.get("total"))
+    head = f"{order.get('order_id')} ({total:.2f} EUR, {who})" if total is not None else f"{order.get('order_id')} ({who})"
+    tracked = [parcel_words(parcels[p["tracking"]]) for p in order.get("parcels") or []
+               if isinstance(p, dict) and p.get("tracking") in parcels]
+    state = "; ".join(tracked) or str(order.get("status") or "?").replace("_", " ")
+    paid = money_words(money.get("total"), money.get("refunded"), money.get("refundable"))
+    return f"{head}: {state}" + (f"; {paid}" if paid else "")
+
+
+def found_words(facts: Facts, money: dict[str, dict] | None = None) -> list[str]:
+    """What the agent found, one short sentence per order (with its parcels) and one for the policies."""
+    money = money or {}
+    found = [order_words(o, facts.parcels, money.get(number)) for number, o in facts.orders.items()]
+    found += [f"{number}: {why}" for number, why in facts.missing.items()]
+    if facts.policies:
+        found.append("Policies: " + "; ".join(facts.policies))
+    return found
 
 
 def handoff_reason(messages: list[dict], reason: str, detail: str) -> str:
     """One sentence for the conversation's "why it needs a person" line."""
-    _, asked = _facts(messages)
-    escalation = asked["escalation"]
+    escalation = matter_facts(current_matter(messages)).escalation
     if reason == "escalated" and escalation and escalation.get("reason"):
-        return _clip(f"The agent handed this over: {escalation['reason']}", 290)
-    return _clip(f"The agent stopped: {REASON_TEXT.get(reason, reason.replace('_', ' '))}.", 290)
+        return clip(f"The agent handed this over: {escalation['reason']}", 290)
+    return clip(f"The agent stopped: {REASON_TEXT.get(reason, reason.replace('_', ' '))}.", 290)
+
+
+def left_words(reason: str, escalation: dict | None) -> str:
+    """What is left for the person, from why the agent stopped."""
+    if reason == "escalated" and escalation:
+        left = clip(escalation.get("reason") or "decide what the agent could not", 300).rstrip(" .")
+        return f"{left}. Reply to the customer here."  # never ".."
+    return f"answer the customer; the agent stopped because {REASON_TEXT.get(reason, reason.replace('_', ' '))}."
 
 
 def handoff_summary(messages: list[dict], reason: str, detail: str) -> str:
-    """What the customer wants, what the agent found, and what is left for the person, one line each."""
-    found, asked = _facts(messages)
+    """What the customer wants, what the agent found (and asked for), what is left for the person: one line
+    each, each thing said once."""
+    matter = current_matter(messages)
+    facts = matter_facts(matter)
     lines = []
-    wants = _customer_wants(messages)
+    wants = customer_wants(matter)
     if wants:
-        lines.append(f"The customer wants: “{wants}”")
+        lines.append(f"The customer wants: {wants}")
+    found = found_words(facts)
     if found:
-        lines.append("Found: " + "; ".join(found) + ".")
-    if asked["refunds"]:
-        lines.append("Asked for: " + "; ".join(asked["refunds"][-3:]) + ".")
-    escalation = asked["escalation"]
-    if reason == "escalated" and escalation:
-        if escalation.get("summary"):
-            lines.append(f"The agent's note: {_clip(escalation['summary'], 400)}")
-        left = escalation.get("reason") or "decide what the agent could not"
-        lines.append(f"Left for you: {_clip(left, 300).rstrip(' .')}. Reply to the customer here.")  # never ".."
-    else:
-        why = REASON_TEXT.get(reason, reason.replace("_", " "))
-        lines.append(f"Left for you: answer the customer; the agent stopped because {why}.")
+        lines.append("Found: " + ". ".join(found) + ".")
+    if facts.refunds:
+        lines.append("Asked for: " + "; ".join(facts.refunds[-3:]) + ".")
+    lines.append("Left for you: " + left_words(reason, facts.escalation))
     return "\n".join(lines)

@@ -1,9 +1,11 @@
 """What the customer tells us besides messages, and what we tell them besides messages: their rating of a
 conversation, their language, a person typing, a staff close. Writes and the events they publish.
 
-Ratings: offered once the agent resolved the question (the latest run answered with outcome `resolved`) or
-a staff member closed the conversation (and the customer has not written since); one per conversation,
-changeable (rating again updates it). Staff see them in the inbox row and on the conversation page.
+Ratings: offered once the matter is done: a staff member closed the conversation (and the customer has not
+written since), or the agent resolved the question (the latest run answered with outcome `resolved`) with
+nothing left to happen, never right after an answer that leaves a claim open (the seller was asked to act:
+open a claim with the carrier, send a return label). One per conversation, changeable (rating again updates
+it). Staff see them in the inbox row and on the conversation page.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from support.agent import types as agent
 from support.customers import cleaning, languages
 from support.desk import serializers
 from support.live import events
-from support.models import Conversation, Message, Rating, Run
+from support.models import Conversation, Rating, Run, ToolCall
+from support.tools.sellers import MESSAGE_SELLER
 
 
 class InvalidFeedback(ValueError):
@@ -36,14 +39,19 @@ class NotRatable(Exception):
 def rating_occasion(conversation: Conversation) -> str | None:
     """Why the customer may rate the conversation now (Rating.CLOSED or RESOLVED), or None."""
     conversation.refresh_from_db(fields=["closed_at", "status"])
-    if conversation.closed_at is not None and not conversation.messages.filter(
-            author=Message.CUSTOMER, created_at__gt=conversation.closed_at).exists():
+    if conversation.is_closed():
         return Rating.CLOSED
     run = Run.objects.filter(conversation=conversation).order_by("-created_at", "-pk").first()
     if (conversation.status == Conversation.OPEN and run is not None and run.status == Run.STOPPED
-            and run.stop_reason == agent.ANSWERED and run.outcome == "resolved"):
+            and run.stop_reason == agent.ANSWERED and run.outcome == "resolved" and not leaves_claim_open(run)):
         return Rating.RESOLVED
     return None
+
+
+def leaves_claim_open(run: Run) -> bool:
+    """Whether the run's answer leaves something still to happen: it asked the seller to act (the agent's
+    outcome may say `resolved` of its own turn while the customer still waits for the claim or the label)."""
+    return ToolCall.objects.filter(run=run, name=MESSAGE_SELLER.name, status=ToolCall.EXECUTED).exists()
 
 
 def rating_of(conversation: Conversation) -> Rating | None:

@@ -12,11 +12,15 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
+from support.customers import languages
+from support.customers.words import staff_name
 from support.desk import feedback, permissions
 from support.desk.selectors_inbox import person_json
+from support.desk.services import message_append
 from support.live import events
-from support.models import Conversation, Run
+from support.models import Conversation, Message, Run
 from support.models.desk import ConversationRead, InboxEvent
 
 
@@ -99,13 +103,25 @@ def conversation_unassign(*, conversation: Conversation, actor) -> Conversation:
     return current
 
 
+def closed_notice(user, *, conversation: Conversation) -> str:
+    """The line the customer (and the model, should they write again) reads when a person closes the
+    conversation, in the conversation's language."""
+    name = staff_name(user) if user is not None else ""
+    if not name:
+        return languages.say(conversation, _("Our team has closed this conversation. If you need anything else, "
+                                             "just write here."))
+    return languages.say(conversation, _("%(name)s from our team has closed this conversation. If you need "
+                                         "anything else, just write here."), name=name)
+
+
 def conversation_close(*, conversation: Conversation, actor) -> Conversation:
     """Done with. Not while the agent works on it or an approval waits (decide it, or take it over first).
-    A customer who writes afterwards reopens it (selectors_inbox derives that from their message)."""
+    The customer is told in one line, then their widget offers the rating (the line is published first: both
+    go out after the commit, in this order). A customer who writes afterwards reopens it (selectors_inbox
+    derives that from their message)."""
     with transaction.atomic():
         current = _locked(conversation)
-        if current.closed_at is not None and not current.messages.filter(
-                author="customer", created_at__gt=current.closed_at).exists():
+        if current.is_closed():
             return current  # closed already
         if Run.objects.filter(conversation=current, status__in=Run.ACTIVE).exists():
             raise InboxConflict("The agent is still working on this conversation or waiting for an approval: "
@@ -113,6 +129,8 @@ def conversation_close(*, conversation: Conversation, actor) -> Conversation:
         now = timezone.now()
         Conversation.objects.filter(pk=current.pk).update(closed_at=now, closed_by=actor)
         current.closed_at, current.closed_by = now, actor
+        message_append(conversation=current, author=Message.SYSTEM, user=actor,
+                       wire={"role": "assistant", "content": closed_notice(actor, conversation=current)})
         _record(current, InboxEvent.CLOSED, actor)
         transaction.on_commit(lambda: feedback.publish_closed(current))  # the widget offers a rating
     return current

@@ -22,7 +22,7 @@ def conversation_by_public_id(public_id) -> Conversation | None:
     wanted = parse_uuid(public_id)
     if wanted is None:
         return None
-    return Conversation.objects.select_related("customer", "assignee").filter(public_id=wanted).first()
+    return Conversation.objects.select_related("customer", "assignee", "closed_by").filter(public_id=wanted).first()
 
 
 def approval_by_public_id(public_id) -> Approval | None:

@@ -34,6 +34,11 @@ def message_json(message: Message, *, staff: bool) -> dict:
     if staff:
         if message.tool_calls:
             data["tool_calls"] = message.tool_calls
+            # The service a tool of an MCP server belongs to, by call id: "Asked the warranty service: …".
+            servers = {call.get("id"): mcp.server_of(str((call.get("function") or {}).get("name") or ""))
+                       for call in message.tool_calls if isinstance(call, dict)}
+            if any(servers.values()):
+                data["tool_servers"] = {k: v for k, v in servers.items() if v}
         if message.tool_call_id:
             data["tool_call_id"] = message.tool_call_id
         data["run"] = str(message.run.public_id) if message.run_id else None
@@ -158,9 +163,12 @@ def customer_messages_since(approval: Approval):
 
 
 def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
+    closed = conversation.is_closed()
     data = {"id": str(conversation.public_id), "status": conversation.status, "last_seq": conversation.last_seq,
-            "created_at": _ts(conversation.created_at)}
+            "created_at": _ts(conversation.created_at), "closed": closed}
     if staff:
+        data.update(closed_at=_ts(conversation.closed_at) if closed else None,
+                    closed_by=staff_name(conversation.closed_by) if closed and conversation.closed_by_id else None)
         data.update(customer=conversation.customer.email, attention_reason=conversation.attention_reason,
                     assignee=staff_name(conversation.assignee) if conversation.assignee_id else None,
                     # unique, unlike the first name above: the console tells "taken over by me" with it

@@ -48,6 +48,11 @@ class Conversation(models.Model):
     def __str__(self) -> str:
         return f"Conversation {self.public_id} ({self.customer.email})"
 
+    def is_closed(self) -> bool:
+        """Closed by a staff member, and the customer has not written since (a query only when it was closed)."""
+        return self.closed_at is not None and not self.messages.filter(
+            author=Message.CUSTOMER, created_at__gt=self.closed_at).exists()
+
 
 class ConversationRead(models.Model):
     """How far one staff member has read a conversation: its unread count in their inbox is the customer's

@@ -45,6 +45,7 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/inbox-events", inbox.history, name="staff-inbox-events"),
     # Working a conversation (support/web/views/desk.py).
     path("staff/conversations/<str:public_id>/context", desk.context, name="staff-context"),
+    path("staff/conversations/<str:public_id>/handover", desk.handover, name="staff-handover"),
     path("staff/conversations/<str:public_id>/refunds", desk.refund, name="staff-refund"),
     path("staff/conversations/<str:public_id>/seller-messages", desk.seller_message, name="staff-seller-message"),
     path("staff/conversations/<str:public_id>/actions", desk.actions, name="staff-actions"),

@@ -99,8 +99,6 @@ def assert_accessible(page, name: str, **kwargs) -> None:
 
 def expire(approvals) -> None:
     """This module's cards out of the queue again (as the sweeper would), so later tests see only theirs."""
-    from support.desk import services
-
     Approval.objects.filter(pk__in=[a.pk for a in approvals], decided_at__isnull=True).update(
         expires_at=timezone.now() - timedelta(seconds=1))
     gate.approvals_expire()
@@ -183,14 +181,22 @@ def test_the_inbox_with_a_row_selected_is_accessible_and_fits_a_phone(desk, staf
 
 def test_a_conversation_with_its_context_trace_card_and_note_is_accessible_and_fits_a_phone(desk, staff_page):
     page = staff_page(f"/console/conversations/{desk['conversation']}/")
-    expect(page.get_by_test_id("message").first).to_be_visible()
+    expect(page.locator('[data-testid="message"][data-author="customer"]').first).to_be_visible()
+    expect(page.get_by_test_id("agent-step").first).to_be_visible()
     expect(page.get_by_test_id("context-body")).to_contain_text("SU-41402")
-    expect(page.get_by_test_id("trace-table").locator("tbody tr").first).to_be_visible()
     card = page.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")
     expect(card.get_by_test_id("approval-second-look")).to_be_visible()
     expect(card.get_by_test_id("confirm-seen")).to_be_visible()
     expect(page.get_by_test_id("notes").locator("li")).to_have_count(1)
     assert_accessible(page, "conversation")
+    # The agent's steps shown: the system prompt, the exact calls and their results.
+    page.get_by_test_id("show-steps").check()
+    expect(page.get_by_test_id("tool-result").first).to_be_visible()
+    assert_accessible(page, "conversation-steps")
+    # The run's details: the trace and the chart, in their own tab.
+    page.get_by_test_id("tab-run-details").click()
+    expect(page.get_by_test_id("trace-table").locator("tbody tr").first).to_be_visible()
+    assert_accessible(page, "conversation-run-details")
 
 
 def test_a_conversation_with_its_forms_open_is_accessible_and_fits_a_phone(desk, staff_page):

@@ -50,7 +50,9 @@ def test_a_hand_over_is_worked_to_the_end_from_the_console(site, customer_page, 
     staff = staff_page(f"/console/conversations/{conversation}/")
     expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "needs_attention")
     expect(staff.get_by_test_id("conversation-status")).to_have_text("Needs a person")
-    expect(staff.get_by_test_id("attention-reason")).to_contain_text("The agent handed this over: Refund of 480.00 EUR")
+    # Why, said once: in the summary (the header's reason line would repeat it).
+    expect(staff.get_by_test_id("handover-left")).to_contain_text("Refund of 480.00 EUR on SU-41533 is above")
+    expect(staff.get_by_test_id("attention-reason")).to_be_hidden()
     expect(staff.get_by_test_id("handover-summary")).to_contain_text("The customer wants")
     expect(staff.get_by_test_id("handover-summary")).to_contain_text("Left for you")
     expect(staff.get_by_test_id("conversation-approvals-empty")).to_be_visible()  # no approval to click

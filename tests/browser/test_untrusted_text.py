@@ -48,6 +48,7 @@ def test_untrusted_text_is_inert_in_the_console_and_the_widget(site, customer_pa
     ask(customer, "Where is my order SU-41501?")
     expect(agent_messages(customer)).to_have_count(2, timeout=20000)
     expect(agent_messages(customer).last).to_contain_text("SU-41501")
+    staff.get_by_test_id("show-steps").check()  # the exact results are behind the agent's steps
     result = staff.get_by_test_id("tool-result").filter(has_text="get_order")
     expect(result).to_have_count(1, timeout=10000)
     result.locator("summary").click()

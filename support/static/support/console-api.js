@@ -44,6 +44,32 @@ async function call(path, { method = "GET", body } = {}) {
   return data;
 }
 
+/** A reader that reads once at a time: asked again meanwhile, it reads once more after (never twice at once,
+ * and never missing a change that came while it read). `read` is an async function; the promise is the read's. */
+export function coalesced(read) {
+  let running = null;
+  let again = false;
+  const run = () => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      try {
+        await read();
+      } finally {
+        running = null;
+        if (again) {
+          again = false;
+          run();
+        }
+      }
+    })();
+    return running;
+  };
+  return run;
+}
+
 const id = (value) => encodeURIComponent(value);
 const query = (status) => (status ? `?status=${encodeURIComponent(status)}` : "");
 
@@ -87,6 +113,7 @@ export const inboxApi = {
 // person (`key`: the same key twice does it once), the actions on record, notes, saved replies.
 export const deskApi = {
   context: (conversationId) => call(`conversations/${id(conversationId)}/context`),
+  handover: (conversationId) => call(`conversations/${id(conversationId)}/handover`),
   actions: (conversationId) => call(`conversations/${id(conversationId)}/actions`),
   refund: (conversationId, body) => call(`conversations/${id(conversationId)}/refunds`, { method: "POST", body }),
   messageSeller: (conversationId, body) =>

@@ -4,7 +4,7 @@
 // (a staff action, the agent's refund, a reconnect). The server checks every rule; the forms only offer
 // what it would allow.
 
-import { ApiError, deskApi } from "./console-api.js";
+import { ApiError, coalesced, deskApi } from "./console-api.js";
 import { announce, conversationUrl, excerpt, fill, h, timeEl } from "./console-dom.js";
 import { fmtDate, label, money } from "./console-format.js";
 
@@ -24,32 +24,16 @@ export class ContextPanel {
     this.closed = new Set();
     this.forms = new Map(); // order number -> the form open in its card ({kind, key, values})
     this.waiting = new Map(); // order number -> a refund of this person's waiting for a second approval (four eyes)
-    this.loading = null;
-    this.again = false;
-  }
-
-  /** Read the context again (coalesced: one read at a time, one more if asked meanwhile). */
-  async load() {
-    if (this.loading) {
-      this.again = true;
-      return this.loading;
-    }
-    this.loading = (async () => {
+    /** Read the context again (one read at a time, one more if asked meanwhile). */
+    this.load = coalesced(async () => {
       try {
         this.data = await deskApi.context(this.id);
         this.render();
         this.onLoad(this.data);
       } catch (error) {
         if (!this.data) fill(this.body, h("p", { class: "error", role: "alert" }, `The customer's details could not be read: ${error.message}`));
-      } finally {
-        this.loading = null;
-        if (this.again) {
-          this.again = false;
-          this.load();
-        }
       }
-    })();
-    return this.loading;
+    });
   }
 
   render() {
@@ -60,17 +44,25 @@ export class ContextPanel {
     const c = d.customer;
     this.meta.textContent = `${c.orders} order${c.orders === 1 ? "" : "s"} · ${c.conversations} conversation${c.conversations === 1 ? "" : "s"}`;
     const mentioned = this.mentioned();
+    // The order being acted on first (the scope, then the ones named in the conversation, the latest named
+    // first): open, at the top of the column; the customer's other orders below it, closed.
+    const named = [d.scope, ...[...mentioned].reverse()].filter(Boolean);
+    const focus = d.orders.filter((o) => named.includes(o.number)).sort((a, b) => named.indexOf(a.number) - named.indexOf(b.number));
+    const others = d.orders.filter((o) => !focus.includes(o));
     fill(this.body,
       h("div", { class: "customer-card", "data-testid": "context-customer" },
-        h("p", { class: "customer-name" }, h("strong", { "data-testid": "context-customer-name" }, c.name)),
-        h("p", { class: "customer-email" }, h("a", { href: `mailto:${c.email}`, "data-testid": "context-customer-email" }, c.email)),
+        h("p", { class: "customer-name" }, h("strong", { "data-testid": "context-customer-name" }, c.name),
+          " · ", h("a", { href: `mailto:${c.email}`, class: "customer-email", "data-testid": "context-customer-email" }, c.email)),
         h("p", { class: "muted" }, `Customer since ${fmtDate(c.since)}`)),
       d.scope ? h("p", { class: "scope-note", "data-testid": "context-scope" },
         `The customer signed in with order ${d.scope} only: the agent sees that order alone, and actions here act on it alone. You see all their orders.`) : null,
-      h("h3", { class: "context-h" }, "Orders"),
       d.shop_unavailable ? h("p", { class: "scope-note", role: "status", "data-testid": "context-shop-away" }, d.shop_unavailable) : null,
-      h("ul", { class: "order-list", "data-testid": "context-orders" },
-        d.orders.map((o) => h("li", {}, this.orderCard(o, mentioned)))),
+      focus.length ? [h("h3", { class: "context-h" }, focus.length === 1 ? "The order in this conversation" : "Orders in this conversation"),
+        // Only the first (the one acted on now) opens by itself; a person opens the others.
+        h("ul", { class: "order-list", "data-testid": "context-focus-orders" }, focus.map((o, i) => h("li", {},
+          this.orderCard(o, i === 0 ? new Set([o.number]) : new Set()))))] : null,
+      others.length ? [h("h3", { class: "context-h" }, focus.length ? "Other orders" : "Orders"),
+        h("ul", { class: "order-list", "data-testid": "context-orders" }, others.map((o) => h("li", {}, this.orderCard(o, mentioned))))] : null,
       h("h3", { class: "context-h" }, "Refunds"),
       d.refunds.length
         ? h("ul", { class: "plain-list", "data-testid": "context-refunds" }, d.refunds.map((r) => h("li", {},

@@ -3,9 +3,10 @@
 // customer's context with the staff actions (console-context.js), notes and saved replies (console-notes.js),
 // the trace and chart, take over / reply / hand back. Each panel is one module; this page wires them.
 
-import { ApiError, deskApi, feedbackApi, staffApi } from "./console-api.js";
+import { ApiError, deskApi, feedbackApi, inboxApi, staffApi } from "./console-api.js";
 import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
+import { HandoverPanel } from "./console-handover.js";
 import { NotesPanel, SavedReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
 import { announce, badge, fill, h, shortId, timeEl, visibleText } from "./console-dom.js";
@@ -30,13 +31,19 @@ export class ConversationPage {
       list: $("transcript"), scroller: document.querySelector("[data-transcript-scroller]"),
       stream: $("streaming-reply"), activity: $("agent-activity"),
     });
+    this.bindStepsToggle();
     this.trace = new Trace({ table: $("trace-table"), chart: $("trace-chart"), chartSummary: $("chart-summary"), empty: $("trace-empty") });
     this.approvals = new ApprovalList($("conversation-approvals"), { store, conversation: id, showConversation: false, empty: $("conversation-approvals-empty") });
     this.context = new ContextPanel({ body: $("context-body"), meta: $("context-meta"), id,
       mentioned: () => this.mentionedOrders(), onLoad: () => this.renderHeader() });
+    this.handover = new HandoverPanel({ panel: $("handover-panel"), body: $("handover-summary"), id,
+      onChange: () => this.renderHeader() });
     this.notes = new NotesPanel({ list: $("notes"), empty: $("notes-empty"), form: $("note-form"), input: $("note-input"),
       error: $("note-error"), id, socket });
     this.actions = [];
+    store.subscribe(() => this.placeApprovals());
+    this.placeApprovals();
+    this.bindTabs();
     this.bindControls();
     this.saved = new SavedReplies({ select: $("saved-reply-select"), insert: $("saved-reply-insert"),
       manage: $("saved-reply-manage"), reply: this.replyInput });
@@ -44,9 +51,25 @@ export class ConversationPage {
     socket.watch(id, () => this.transcript.lastSeq);
     this.load();
     this.context.load();
+    this.handover.load();
     this.notes.load();
     this.saved.load();
     this.loadRating();
+  }
+
+  /** "Show the agent's steps": the prompt, exact calls and results in the transcript; each person's choice
+   * is remembered in this browser. */
+  bindStepsToggle() {
+    const box = $("show-steps");
+    const key = `sundry-console:show-steps:${this.me}`;
+    let on = false;
+    try { on = window.localStorage.getItem(key) === "on"; } catch { /* storage off: not remembered */ }
+    box.checked = on;
+    this.transcript.showSteps(on);
+    box.addEventListener("change", () => {
+      this.transcript.showSteps(box.checked);
+      try { window.localStorage.setItem(key, box.checked ? "on" : "off"); } catch { /* not remembered */ }
+    });
   }
 
   // -- the customer's rating (1 to 5 and a comment), shown beside the status -------------------------------
@@ -78,13 +101,61 @@ export class ConversationPage {
     feedbackApi.typing(this.id).catch(() => {});
   }
 
-  /** Order numbers the customer or the agent named: their cards open in the context panel. */
+  /** Order numbers the customer or the agent named, the latest named last: their cards open first in the
+   * context panel. */
   mentionedOrders() {
     const found = new Set();
     for (const el of document.querySelectorAll('[data-testid="transcript"] [data-testid="message-text"]')) {
-      for (const m of el.textContent.matchAll(/\bSU-\d{1,8}\b/g)) found.add(m[0]);
+      for (const m of el.textContent.matchAll(/\bSU-\d{1,8}\b/g)) {
+        found.delete(m[0]);
+        found.add(m[0]);
+      }
     }
     return found;
+  }
+
+  /** An approval waiting for a decision is what to act on: its card goes to the top of the side column (in the
+   * page's order, so the keyboard meets it first too); otherwise the customer and the order come first. Once
+   * decided, the card stays where the person decided it: nothing jumps under them. */
+  placeApprovals() {
+    const panel = $("approvals-panel");
+    const side = panel.parentElement;
+    if (this.store.pendingCount(this.id) === 0 || side.firstElementChild === panel) return;
+    const focused = document.activeElement;
+    side.insertBefore(panel, side.firstElementChild);
+    if (focused && panel.contains(focused)) focused.focus(); // moving it must not lose a person's place
+  }
+
+  // -- the two tabs: the conversation, and the run's details (its trace and what it cost) ---------------
+
+  bindTabs() {
+    const tabs = [...document.querySelectorAll('[role="tab"][data-tab]')];
+    const select = (tab, { focus = false, remember = false } = {}) => {
+      for (const t of tabs) {
+        const on = t === tab;
+        t.setAttribute("aria-selected", String(on));
+        t.tabIndex = on ? 0 : -1;
+        document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
+      }
+      document.body.dataset.tab = tab.dataset.tab;
+      if (focus) tab.focus();
+      if (remember) { // a reload or a shared link opens the same tab
+        const url = new URL(window.location.href);
+        url.hash = tab.dataset.tab === "conversation" ? "" : tab.dataset.tab;
+        window.history.replaceState(null, "", url);
+      }
+      if (tab.dataset.tab === "conversation") this.transcript.showLatest();
+    };
+    for (const [i, tab] of tabs.entries()) {
+      tab.addEventListener("click", () => select(tab, { remember: true }));
+      tab.addEventListener("keydown", (e) => {
+        const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+        if (to === undefined) return;
+        e.preventDefault();
+        select(tabs[(to + tabs.length) % tabs.length], { focus: true, remember: true });
+      });
+    }
+    select(tabs.find((t) => `#${t.dataset.tab}` === window.location.hash) || tabs[0]);
   }
 
   mine(event) {
@@ -97,6 +168,7 @@ export class ConversationPage {
       if (!this.mine(e)) return;
       this.load();
       this.context.load();
+      this.handover.load();
     });
     s.on("conversation.rated", (e) => { if (this.mine(e)) this.renderRating(e.rating); });
     s.on("staff.action", (e) => {
@@ -104,10 +176,24 @@ export class ConversationPage {
       this.actions = [...this.actions.filter((a) => a.id !== e.action.id), e.action]; // its latest state
       this.trace.addAction(e.action);
       this.context.load(); // a refund changed the balance; a seller message the order's story
+      this.handover.load(); // and what is done, and what is left
     });
     s.on("message.saved", (e) => {
       if (!this.mine(e)) return;
       this.transcript.add(e.message);
+      if (["customer", "staff", "system"].includes(e.message?.author)) this.handover.load(); // asked, answered, told
+      if (e.message?.content && this.context.data) this.context.render(); // an order named: its card comes first
+      if (e.message?.author === "customer" && this.conversation?.closed) { // the customer wrote again: reopened
+        this.conversation = { ...this.conversation, closed: false, closed_at: null, closed_by: null };
+        this.renderHeader();
+      }
+    });
+    s.on("inbox.changed", (e) => { // closed or reopened here or in another console
+      if (!this.mine(e) || !["closed", "reopened"].includes(e.change) || !this.conversation) return;
+      const closed = e.change === "closed";
+      this.conversation = { ...this.conversation, closed, closed_at: closed ? e.at : null, closed_by: closed ? e.by?.name : null };
+      this.renderHeader();
+      this.handover.load();
     });
     s.on("token.delta", (e) => this.mine(e) && this.transcript.delta(e.text));
     s.on("step.started", (e) => {
@@ -125,6 +211,7 @@ export class ConversationPage {
       this.conversationEpoch += 1;
       this.conversation = { ...(this.conversation || {}), ...(e.detail || {}), status: e.status };
       this.renderHeader();
+      this.handover.load(); // handed to a person, taken over, handed back
     };
     s.on("conversation.updated", conversationEvent);
     s.on("conversation.assigned", conversationEvent);
@@ -152,6 +239,7 @@ export class ConversationPage {
   runStatus(e) {
     const run = e.detail || { id: e.run, status: e.status, stop_reason: e.stop_reason, outcome: e.outcome };
     this.trace.upsertRun(run);
+    if (e.status === "stopped") this.handover.load();
     if (e.status !== "running") this.transcript.endStream();
     this.renderRun();
   }
@@ -190,6 +278,11 @@ export class ConversationPage {
       for (const apply of buffered) apply();
       this.renderHeader();
       this.renderRun();
+      if (this.context.data) this.context.render(); // the orders the conversation names come first
+      if (!this.shownOnce && this.transcript.lastSeq) { // opened: the customer's latest message in view
+        this.shownOnce = true;
+        this.transcript.showLatest();
+      }
       if (this.loadAgain) {
         this.loadAgain = false;
         this.load();
@@ -206,20 +299,23 @@ export class ConversationPage {
     document.title = `${name || c.customer} · Sundry support desk`;
     $("conversation-customer").textContent = visibleText(name ? `${name}` : c.customer);
     $("conversation-id").textContent = shortId(c.id);
-    fill($("conversation-status-slot"), badge("conversation", c.status, "conversation-status"));
+    fill($("conversation-status-slot"), badge("conversation", c.closed ? "closed" : c.status, "conversation-status"));
     // `assignee` is a display name (a first name); `me` is this staff member's username.
     const mineNow = c.status === "taken_over" && c.assignee_username === this.me;
     const someoneElse = c.status === "taken_over" && !mineNow;
     const assignee = $("conversation-assignee");
-    assignee.textContent = c.status === "taken_over" && c.assignee
-      ? `${mineNow ? "You have it" : `${c.assignee} has it`}: the agent is silent` : "";
+    assignee.textContent = c.closed ? `Closed${c.closed_by ? ` by ${c.closed_by}` : ""}: a message from the customer reopens it.`
+      : c.status === "taken_over" && c.assignee ? `${mineNow ? "You have it" : `${c.assignee} has it`}: the agent is silent` : "";
+    // The summary below says why, and more: the reason is not said twice.
     const reason = $("attention-reason");
-    reason.textContent = visibleText(c.status === "needs_attention" ? c.attention_reason || "" : "");
-    reason.hidden = !reason.textContent;
+    reason.textContent = visibleText(c.status === "needs_attention" && !c.closed ? c.attention_reason || "" : "");
+    reason.hidden = !reason.textContent || this.handover.shown;
     const take = $("take-over-button");
     take.hidden = mineNow;
     take.textContent = someoneElse && c.assignee ? `Take over from ${c.assignee}` : "Take over";
     $("hand-back-button").hidden = c.status === "open";
+    $("close-conversation-button").hidden = !!c.closed;
+    $("reopen-conversation-button").hidden = !c.closed;
     // Replying takes the conversation over (the server keeps the rule: a person writes only when the agent
     // is stopped), so the box is there unless a colleague has the conversation.
     const reply = $("reply-form");
@@ -233,19 +329,6 @@ export class ConversationPage {
       : "Enter sends · Shift+Enter for a new line. Sending takes the conversation over: the agent stops.";
     if (mineNow && this.focusReply) this.replyInput.focus();
     this.focusReply = false;
-    this.renderHandover();
-  }
-
-  /** What a person picking the ticket up reads first: why it is here, and the agent's hand-over summary. */
-  renderHandover() {
-    const c = this.conversation;
-    const run = this.trace.latestRun();
-    const panel = $("handover-panel");
-    const show = c && c.status !== "open" && run && run.status === "stopped" && run.summary;
-    panel.hidden = !show;
-    if (!show) return;
-    $("handover-summary").textContent = visibleText(run.summary);
-    $("handover-meta").textContent = `${runPhrase(run)}${run.finished_at ? "" : ""}`;
   }
 
   bindControls() {
@@ -269,6 +352,19 @@ export class ConversationPage {
         button.disabled = false;
       }
     };
+    // Closing is the inbox's service (support/desk/inbox.py): it answers with the inbox row, whose status says it.
+    const closeOrReopen = (button, call, words) => act(button, async () => {
+      const { conversation: row } = await call(this.id);
+      const closed = row?.status === "closed";
+      return { conversation: { closed, closed_at: closed ? row.closed_at : null, closed_by: closed ? row.closed_by?.name : null } };
+    }, () => {
+      announce(words);
+      window.setTimeout(() => $(this.conversation.closed ? "reopen-conversation-button" : "close-conversation-button").focus(), 0);
+    });
+    const close = $("close-conversation-button");
+    const reopen = $("reopen-conversation-button");
+    close.addEventListener("click", () => closeOrReopen(close, inboxApi.close, "Conversation closed. The customer has been told."));
+    reopen.addEventListener("click", () => closeOrReopen(reopen, inboxApi.reopen, "Conversation reopened."));
     take.addEventListener("click", () => act(take, () => staffApi.takeOver(this.id), () => {
       this.focusReply = true;
       announce("You have taken the conversation over. The agent stops; reply below.");
@@ -326,7 +422,6 @@ export class ConversationPage {
   renderRun() {
     const run = this.trace.latestRun();
     const panel = $("run-panel-body");
-    this.renderHandover();
     if (!run) {
       fill(panel, h("p", { class: "muted", "data-testid": "run-status", "data-status": "" }, "The agent has not worked on this yet: it starts when the customer writes."));
       this.transcript.doing(null);
@@ -356,6 +451,7 @@ export class ConversationPage {
     );
     const runs = this.trace.runs.size;
     $("run-count").textContent = runs > 1 ? `latest of ${runs} runs` : "";
+    $("run-details-meta").textContent = `· ${runPhrase(run)}`;
     if (run.status === "queued") this.transcript.doing("About to start: waiting for a worker…");
     else if (run.status === "awaiting_approval") {
       this.transcript.doing("Paused: waiting for a person to approve or reject a request.", null, { waiting: true });

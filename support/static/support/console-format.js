@@ -29,6 +29,7 @@ export const LABELS = {
   open: "With the agent",
   needs_attention: "Needs a person",
   taken_over: "With a person",
+  closed: "Closed",
   queued: "About to start",
   running: "Working",
   awaiting_approval: "Waiting for approval",
@@ -121,10 +122,23 @@ const absolute = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeSty
 const clock = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit" });
 const dayAndClock = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
 const dayOnly = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", year: "numeric" });
+const dayMonth = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short" });
 
 /** "2 Dec 2025, 14:02:07": the full moment, for a title. */
 export function fmtDateTime(iso) {
   return absolute.format(new Date(iso));
+}
+
+/** "26 Nov": the day of the month, for a date in a sentence; "" when there is none. */
+export function fmtDay(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? "" : dayMonth.format(new Date(t));
+}
+
+/** "26 Nov, 14:55". */
+export function fmtDayTime(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? "" : dayAndClock.format(new Date(t));
 }
 
 /** "2 Dec 2025": the day only; "—" when there is none. */

@@ -1,7 +1,11 @@
-// The transcript of one conversation as staff see it: every role, each message once (keyed by seq), tool
-// calls as one compact line, tool results collapsed; the agent's reply streaming token by token below it.
+// The transcript of one conversation as staff see it, each message once (keyed by seq): by default the
+// conversation as the customer saw it, with each of the agent's steps as one quiet line in plain words
+// (console-steps.js) that opens on the facts behind it; the system prompt, the exact calls and their results
+// only with "Show the agent's steps" on (the list's `show-steps` class; console.css hides `.raw-only`
+// otherwise). The agent's reply streams token by token below it.
 
-import { compactJson, excerpt, h, prettyJson, timeEl } from "./console-dom.js";
+import { compactJson, excerpt, fill, h, prettyJson, timeEl } from "./console-dom.js";
+import { stepWords } from "./console-steps.js";
 
 const NEAR_BOTTOM_PX = 80;
 
@@ -61,7 +65,16 @@ export class Transcript {
     this.activity = activity;
     this.bySeq = new Map();
     this.toolNames = new Map(); // tool call id -> tool name, to title the results
+    this.steps = new Map(); // tool call id -> {call, server, el}: its quiet line
+    this.results = new Map(); // tool call id -> the result's text, for a line drawn after its result came
     this.lastSeq = 0;
+  }
+
+  /** With the agent's steps shown: the system prompt, the exact calls and their results, and the seqs. */
+  showSteps(on) {
+    const wasNear = this.nearBottom();
+    this.list.classList.toggle("show-steps", on);
+    if (wasNear) this.showLatest();
   }
 
   nearBottom() {
@@ -73,12 +86,25 @@ export class Transcript {
     if (wasNear) this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
+  /** Scrolled to the end, unless the end leaves the customer's latest message out of view: then that message
+   * at the top, with what came after it below (a person reads what the customer asked first). */
+  showLatest() {
+    const s = this.scroller;
+    s.scrollTop = s.scrollHeight;
+    const asked = [...this.list.querySelectorAll('[data-author="customer"]')].pop();
+    if (!asked) return;
+    const above = asked.getBoundingClientRect().top - s.getBoundingClientRect().top;
+    if (above < 0) s.scrollTop += above - 8;
+  }
+
   /** Adds a message unless its seq is already shown; true when added. */
   add(message) {
     if (!message || typeof message.seq !== "number" || this.bySeq.has(message.seq)) return false;
     const wasNear = this.nearBottom();
     for (const call of message.tool_calls || []) this.toolNames.set(call.id, call.function?.name);
+    if (message.role === "tool") this.results.set(message.tool_call_id, message.content ?? "");
     const el = this.render(message);
+    if (message.role === "tool") this.drawStep(message.tool_call_id);
     this.bySeq.set(message.seq, el);
     // Usually appended; a replayed older message goes in its place.
     let before = null;
@@ -94,11 +120,14 @@ export class Transcript {
 
   render(m) {
     const kind = m.role === "system" ? "prompt" : m.author;
-    const li = h("li", { class: `msg msg-${kind}`, "data-testid": "message", "data-seq": m.seq,
-      "data-author": m.author, "data-role": m.role },
-    h("div", { class: "msg-head" },
+    // The steps alone (a reply of tool calls without words) are quiet lines, without a head of their own.
+    const stepsOnly = m.role === "assistant" && !m.content && (m.tool_calls || []).length > 0;
+    const raw = m.role === "system" || m.role === "tool";
+    const li = h("li", { class: `msg msg-${kind}${stepsOnly ? " msg-steps" : ""}${raw ? " raw-only" : ""}`,
+      "data-testid": "message", "data-seq": m.seq, "data-author": m.author, "data-role": m.role },
+    h("div", { class: `msg-head${stepsOnly ? " raw-only" : ""}` },
       h("span", { class: "msg-author" }, authorLabel(m)),
-      h("span", { class: "msg-seq" }, `#${m.seq}`),
+      h("span", { class: "msg-seq raw-only" }, `#${m.seq}`),
       timeEl(m.created_at, "message-time")));
     if (m.role === "system") {
       li.append(h("details", { class: "msg-collapsed" },
@@ -116,11 +145,27 @@ export class Transcript {
       if (m.content && !m.attachments_only) li.append(h("div", { class: "msg-text", "data-testid": "message-text" }, m.content));
       for (const call of m.tool_calls || []) {
         const fn = call.function || {};
-        li.append(h("code", { class: "tool-call", "data-testid": "tool-call", "data-tool": fn.name || "" },
+        const step = h("details", { class: "step", "data-testid": "agent-step", "data-tool": fn.name || "", "data-call": call.id || "" });
+        this.steps.set(call.id, { call, server: m.tool_servers?.[call.id] || null, el: step });
+        this.drawStep(call.id);
+        li.append(step, h("code", { class: "tool-call raw-only", "data-testid": "tool-call", "data-tool": fn.name || "" },
           `${fn.name || "?"}(${compactJson(fn.arguments)})`));
       }
     }
     return li;
+  }
+
+  /** A step's quiet line, drawn again when its result comes (an open one stays open). */
+  drawStep(callId) {
+    const step = this.steps.get(callId);
+    if (!step) return;
+    const fn = step.call.function || {};
+    const said = stepWords({ name: fn.name, args: fn.arguments, result: this.results.has(callId) ? this.results.get(callId) : null,
+      server: step.server });
+    step.el.dataset.state = said.state;
+    fill(step.el, h("summary", { "data-testid": "agent-step-line" }, said.line),
+      said.facts.length ? h("dl", { class: "step-facts" }, said.facts.map(([term, text]) => [h("dt", {}, term), h("dd", {}, text)]))
+        : h("p", { class: "step-facts muted" }, said.state === "running" ? "No answer yet." : "Nothing more to show."));
   }
 
   /** token.delta: more of the agent's reply; "" restarts it (a retried model call). */

@@ -89,6 +89,7 @@
     "Support team": "Support-Team", "Sundry team": "Sundry-Team", "Sundry assistant": "Sundry-Assistent",
     "{name} from our team is here": "{name} aus unserem Team ist da", "A member of our team is here": "Jemand aus unserem Team ist da",
     "Waiting for a member of our team": "Wartet auf jemanden aus unserem Team",
+    "This conversation is closed": "Dieses Gespräch ist abgeschlossen",
     "Sending…": "Wird gesendet…", "Waiting for connection…": "Wartet auf Verbindung…",
     "Your message could not be sent.": "Ihre Nachricht konnte nicht gesendet werden.",
     "We couldn't reach our support desk. Check your connection and try again.": "Wir konnten unseren Support nicht erreichen. Prüfen Sie Ihre Verbindung und versuchen Sie es noch einmal.",
@@ -484,6 +485,7 @@
     }
     if (m.role === "assistant") { dropStream(); streamBroken = false; setLabel(null); }
     if (m.author === "staff" && m.staff_name) lastStaffName = m.staff_name;
+    if (m.author === "customer" && state.closed && !replaying) { state.closed = false; renderState(); } // written again: reopened
     var node = messageNode(m); node.dataset.seq = m.seq; place(node, m.seq);
     if (!replaying && panel.hidden && m.author !== "customer") unread.hidden = false;
     changed(true);
@@ -513,7 +515,7 @@
   function dropStream() { if (stream) { stream.remove(); stream = null; } }
 
   // -- the agent's state: working, waiting on a specialist, handed to a person ------------------------
-  var state = {run: null, awaiting: false, decided: null, conversation: "open", assignee: null, label: null};
+  var state = {run: null, awaiting: false, decided: null, conversation: "open", assignee: null, label: null, closed: false};
   var labelTimer = null;
   function setLabel(label) {
     clearTimeout(labelTimer);
@@ -530,11 +532,14 @@
     if (shown) { approvalBanner.dataset.state = shown; approvalBanner.say.apply(null, APPROVAL_WORDS[shown] || APPROVAL_WORDS.approved); }
     // A hand-over, a person joining and a hand-back are each told once, by a notice in the transcript; a
     // banner repeating it would be a second message (and "chatting with our team" before anyone joined, untrue).
+    // Closed by our team: nobody is "here" any more, whoever had the conversation, until the customer writes again.
     var who = state.conversation === "taken_over" ? (state.assignee || lastStaffName) : null;
     handoverBanner.hidden = true;
-    subtitle.textContent = state.conversation === "taken_over" ? (who ? t("{name} from our team is here", {name: who}) : t("A member of our team is here"))
+    subtitle.textContent = state.closed ? t("This conversation is closed")
+      : state.conversation === "taken_over" ? (who ? t("{name} from our team is here", {name: who}) : t("A member of our team is here"))
       : state.conversation === "needs_attention" ? t("Waiting for a member of our team") : t("Our assistant replies in seconds");
     panel.dataset.conversation = state.conversation;
+    panel.dataset.closed = String(state.closed);
     suggestions.hidden = list.children.length > 0;
     if (pinned) transcript.scrollTop = transcript.scrollHeight; // a banner took room from the transcript
   }
@@ -688,7 +693,7 @@
 
   function reset() { // a new conversation: clear the old one off the screen
     expired = false; list.textContent = ""; seen.clear(); forgetSeqs(); dropStream(); lastStaffName = null;
-    state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null}; setLabel(null); lastAnswerSeq = 0;
+    state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null, closed: false}; setLabel(null); lastAnswerSeq = 0;
   }
 
   // Events come from the site (a decision, the run it requeues) and from the worker (the run's replies):
@@ -744,9 +749,12 @@
         stateEpoch++; state.awaiting = ev.pending_approvals > 0;
         if (!state.awaiting) state.decided = ev.status || null;
         return renderState();
+      case "conversation.closed": // the closing line came first (its message.saved); then the rating is offered
+        stateEpoch++; state.closed = true; renderState(); return offerRating();
       case "conversation.updated":
       case "conversation.assigned":
         stateEpoch++; state.conversation = ev.status || (ev.detail && ev.detail.status) || state.conversation;
+        if (ev.detail && typeof ev.detail.closed === "boolean") state.closed = ev.detail.closed;
         if (ev.type === "conversation.assigned") state.assignee = ev.assignee || null;
         return renderState();
       case "error": if (typeof ev.retry_after === "number") retryAfter = ev.retry_after; return;
@@ -770,6 +778,7 @@
     api("conversations/" + c.id, {headers: {Authorization: "Bearer " + c.token}}).then(function (body) {
       if (epoch !== stateEpoch || c !== conv) return; // a live event was newer
       state.conversation = body.conversation.status;
+      state.closed = !!body.conversation.closed;
       state.run = body.run ? body.run.status : null;
       state.awaiting = !!body.awaiting_approval;
       renderState();
@@ -786,6 +795,7 @@
     if (!text.trim()) return;
     if (expired) reset();
     hideError();
+    if (state.closed) { state.closed = false; renderState(); } // writing again reopens the conversation
     var p = {client_id: clientId(), text: text};
     p.node = tid(el("li", "sw-msg sw-msg--customer"), "widget-message");
     p.node.dataset.author = "customer"; p.node.dataset.clientId = p.client_id;
@@ -1261,7 +1271,7 @@
   function fitEvent(ev) { // the live events this part reads besides handle()'s own
     if (ev.type === "staff.typing") showTyping(ev.name);
     else if (ev.type === "message.saved" && ev.message && ev.message.author === "staff") stopTyping();
-    else if (ev.type === "conversation.closed" || ev.type === "replay.done") offerRating();
+    else if (ev.type === "replay.done") offerRating();
     else if (ev.type === "run.status" && ev.status === "stopped" && ev.outcome === "resolved") offerRating();
     else if (ev.type === "conversation.assigned" && ev.status === "taken_over" && ratingDone.hidden) rating.hidden = true;
   }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.http import JsonResponse
 
 from support.customers.identity import parse_uuid
-from support.desk import selectors, selectors_context, serializers, staff_actions
+from support.desk import selectors, selectors_context, selectors_handover, serializers, staff_actions
 from support.models import Note, SavedReply, StaffAction
 
 from .common import ApiError, api, json_body
@@ -33,6 +33,13 @@ def _refused(error: staff_actions.ActionRefused):
 def context(request, public_id):
     conversation = _conversation(public_id)
     return JsonResponse(selectors_context.conversation_context(conversation, request.user))
+
+
+@api("GET")
+@staff_required
+def handover(request, public_id):
+    """Why the conversation needs a person, as it stands now; null when nothing waits for one."""
+    return JsonResponse({"handover": selectors_handover.handover_summary(_conversation(public_id))})
 
 
 @api("POST")
