@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
@@ -284,7 +285,7 @@ def staff_page(new_context, site):
         page = new_context(**context_options).new_page()
         if before:
             before(page)
-        page.goto(site + "/accounts/login/?next=" + path)
+        page.goto(site + "/accounts/login/?next=" + quote(path, safe="/?=&#"))  # a "+" stays a "+"
         page.locator("input[name=username]").fill(STAFF_LOGIN[0])
         page.locator("input[name=password]").fill(STAFF_LOGIN[1])
         page.get_by_test_id("login-button").click()
