@@ -170,6 +170,7 @@ def test_a_leads_own_large_refund_waits_for_a_colleague(console, lee):
     expect(confirm).to_contain_text("It will wait for a colleague's approval")
     expect(confirm.get_by_test_id("refund-confirm-confirm")).to_have_text("Ask for 300.00 EUR")
     assert not StaffAction.objects.filter(conversation=conversation).exists()
+    snap(sam, "staff-refund-confirm")
     confirm.get_by_test_id("refund-confirm-confirm").click()
     expect(order.get_by_test_id("refund-waiting")).to_contain_text("Your refund of 300.00 EUR waits for a colleague")
     expect(order.get_by_test_id("context-refundable")).to_have_text("480.00 EUR")  # nothing refunded yet
