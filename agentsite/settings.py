@@ -315,6 +315,9 @@ SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = env_int("SELLER_MESSAGES_PER_CONVERSA
 REFUND_CEILING = env_decimal("REFUND_CEILING", "150.00")
 # Approving a refund above this (as it would run) needs the "approve large refunds" permission (Support leads).
 LARGE_REFUND_THRESHOLD = env_decimal("LARGE_REFUND_THRESHOLD", "100.00")
+# A staff member's own refund above this is confirmed in a dialog in the console first (the amount and the
+# order said in words); the server's rules are the same either way (0: no dialog).
+STAFF_REFUND_CONFIRM_ABOVE = env_decimal("STAFF_REFUND_CONFIRM_ABOVE", "100.00")
 # A staff socket re-checks its session and account at least this often (and on every frame it receives).
 STAFF_SOCKET_RECHECK_SECONDS = env_float("STAFF_SOCKET_RECHECK_SECONDS", 30.0, minimum=1.0)
 

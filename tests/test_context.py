@@ -49,7 +49,17 @@ def test_it_shows_the_customer_their_orders_money_parcels_and_scans(people, demo
     assert parcel["tracking"] == "HL40131055" and parcel["scans"][0]["detail"] == "Delivered: left in safe place"
     assert towels["in_scope"] and towels["refund_limit"] == "64.00"  # Sam: up to 100.00, the balance is less
     assert [r["order_id"] for r in data["refunds"]] == ["SU-41290"]
-    assert data["viewer"] == {"can_refund": True, "refund_limit": "100.00"}
+    assert data["viewer"] == {"can_refund": True, "refund_limit": "100.00", "confirm_refund_above": "100.00",
+                              "second_approval_above": None}
+
+
+def test_the_refund_dialog_and_four_eyes_limits_reach_the_console(people, demo, queued, settings):
+    settings.STAFF_REFUND_CONFIRM_ABOVE = "250"
+    settings.SECOND_APPROVAL_ABOVE = "400.00"
+    viewer = context(people["lee"], start_conversation(demo.maya)).json()["viewer"]
+    assert (viewer["confirm_refund_above"], viewer["second_approval_above"]) == ("250.00", "400.00")
+    settings.STAFF_REFUND_CONFIRM_ABOVE = "0"  # off: no dialog
+    assert context(people["lee"], start_conversation(demo.maya)).json()["viewer"]["confirm_refund_above"] is None
 
 
 def test_it_lists_the_customers_other_conversations_only(people, demo, queued):

@@ -10,6 +10,9 @@ are marked, and actions on them are refused by support/desk/staff_actions.py, as
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
+
+from django.conf import settings
 
 from support.customers.identity import shop_customer_id
 from support.desk import permissions, serializers, staff_actions
@@ -69,6 +72,12 @@ def _staff_refunds(customer) -> dict:
     return {a.result.get("refund_id"): serializers.staff_name(a.user) if a.user_id else None for a in done}
 
 
+def _setting_money(value) -> str | None:
+    """A money setting as the API writes amounts; None when it is 0 or unset (the rule is off)."""
+    amount = Decimal(str(value or 0))
+    return money(amount) if amount > 0 else None
+
+
 def conversation_context(conversation: Conversation, user) -> dict:
     customer = conversation.customer
     try:
@@ -105,5 +114,9 @@ def conversation_context(conversation: Conversation, user) -> dict:
         "refunds": [_refund_json(r, by_staff) for r in refunds],
         "viewer": {"can_refund": user.has_perm(permissions.DECIDE_APPROVAL),
                    # null with the large-refund permission: up to each order's balance
-                   "refund_limit": money(limit) if limit is not None else None},
+                   "refund_limit": money(limit) if limit is not None else None,
+                   # the console asks "Refund 300.00 EUR on SU-41533 to …?" above this (null: never)
+                   "confirm_refund_above": _setting_money(settings.STAFF_REFUND_CONFIRM_ABOVE),
+                   # four eyes: a refund above this waits for a colleague (null: off)
+                   "second_approval_above": _setting_money(permissions.second_approval_above())},
     }

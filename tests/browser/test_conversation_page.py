@@ -261,6 +261,7 @@ def test_the_summary_says_why_once_with_policy_titles_and_follows_a_refund(site,
     order.get_by_test_id("refund-amount").fill("300.00")
     order.get_by_test_id("refund-reason").fill("Cracked on arrival: partial refund agreed")
     order.get_by_test_id("refund-submit").click()
+    staff.get_by_test_id("refund-confirm-confirm").click()  # above STAFF_REFUND_CONFIRM_ABOVE
     expect(found).to_contain_text("300.00 EUR refunded, 180.00 EUR still refundable")
     expect(found).not_to_contain_text("nothing refunded")
     expect(staff.get_by_test_id("handover-done")).to_have_text(f"{STAFF_NAME} refunded 300.00 EUR on SU-41533.")

@@ -79,6 +79,9 @@ def test_a_hand_over_is_worked_to_the_end_from_the_console(site, customer_page, 
     order.get_by_test_id("refund-reason").fill("Monitor arrived cracked: partial refund agreed with the customer")
     expect(order.get_by_test_id("refund-submit")).to_have_text("Refund 300.00 EUR")
     order.get_by_test_id("refund-submit").click()
+    confirm = staff.get_by_test_id("refund-confirm")  # above STAFF_REFUND_CONFIRM_ABOVE: said in words first
+    expect(confirm.locator("h2")).to_have_text("Refund 300.00 EUR on SU-41533 to Maya Okafor?")
+    confirm.get_by_test_id("refund-confirm-confirm").click()
     expect(order.get_by_test_id("context-refundable")).to_have_text("180.00 EUR")
     expect(staff.locator('[data-testid="trace-action"][data-kind="refund"][data-status="done"]')).to_have_count(1)
     expect(notices(customer).last).to_have_text(re.compile("We've refunded 300.00 EUR on order SU-41533"))

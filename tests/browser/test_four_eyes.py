@@ -165,6 +165,13 @@ def test_a_leads_own_large_refund_waits_for_a_colleague(console, lee):
     order.get_by_test_id("refund-amount").fill("300.00")
     order.get_by_test_id("refund-reason").fill("Monitor arrived cracked: partial refund agreed with the customer")
     order.get_by_test_id("refund-submit").click()
+    confirm = sam.get_by_test_id("refund-confirm")  # the dialog says it will wait, before anything is sent
+    expect(confirm.locator("h2")).to_have_text("Refund 300.00 EUR on SU-41533 to Maya Okafor?")
+    expect(confirm).to_contain_text("It will wait for a colleague's approval")
+    expect(confirm.get_by_test_id("refund-confirm-confirm")).to_have_text("Ask for 300.00 EUR")
+    assert not StaffAction.objects.filter(conversation=conversation).exists()
+    snap(sam, "staff-refund-confirm")
+    confirm.get_by_test_id("refund-confirm-confirm").click()
     expect(order.get_by_test_id("refund-waiting")).to_contain_text("Your refund of 300.00 EUR waits for a colleague")
     expect(order.get_by_test_id("context-refundable")).to_have_text("480.00 EUR")  # nothing refunded yet
     action = StaffAction.objects.get(conversation=conversation)

@@ -5,7 +5,7 @@
 // what it would allow.
 
 import { ApiError, coalesced, deskApi } from "./console-api.js";
-import { announce, conversationUrl, excerpt, fill, h, timeEl } from "./console-dom.js";
+import { announce, confirmDialog, conversationUrl, excerpt, fill, h, timeEl } from "./console-dom.js";
 import { fmtDate, label, money } from "./console-format.js";
 
 function newKey() {
@@ -172,6 +172,7 @@ export class ContextPanel {
       if (!/^\d{1,7}(\.\d{1,2})?$/.test(value) || Number(value) <= 0) return this.fail(error, amount, `Write the amount like 24.99, up to ${limit}.`);
       if (Number(value) > Number(limit)) return this.fail(error, amount, `The most you may refund here is ${money(limit, o.currency)}.`);
       if (!reason.value.trim()) return this.fail(error, reason, "Write why: it is kept with the refund.");
+      if (!(await this.confirmRefund(o, value))) return undefined; // a large refund is said in words first; cancel sends nothing
       submit.disabled = true;
       try {
         const made = await deskApi.refund(this.id, { order_id: o.number, amount: value, reason: reason.value.trim(), key: form.key });
@@ -192,6 +193,23 @@ export class ContextPanel {
       }
     });
     return el;
+  }
+
+  /** Above STAFF_REFUND_CONFIRM_ABOVE: "Refund 300.00 EUR on SU-41533 to Maya Okafor?" in a dialog; true when no
+   * dialog is needed or the person confirms. Above SECOND_APPROVAL_ABOVE it says the refund waits for a colleague. */
+  confirmRefund(o, value) {
+    const { confirm_refund_above: above, second_approval_above: fourEyes } = this.data.viewer;
+    if (!above || Number(value) <= Number(above)) return Promise.resolve(true);
+    const waits = fourEyes && Number(value) > Number(fourEyes);
+    return confirmDialog({
+      title: `Refund ${money(value, o.currency)} on ${o.number} to ${this.data.customer.name}?`,
+      text: waits
+        ? ["It will wait for a colleague's approval: refunds of this size need a second person. Nothing is paid until then.",
+          "The reason is kept on record."]
+        : ["The money goes back to the customer now, and they are told. The reason is kept on record."],
+      confirm: waits ? `Ask for ${money(value, o.currency)}` : `Refund ${money(value, o.currency)}`,
+      testid: "refund-confirm",
+    });
   }
 
   sellerForm(o, form) {

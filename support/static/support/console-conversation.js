@@ -7,7 +7,7 @@ import { ApiError, deskApi, feedbackApi, inboxApi, staffApi } from "./console-ap
 import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
 import { HandoverPanel } from "./console-handover.js";
-import { NotesPanel, SavedReplies } from "./console-notes.js";
+import { NotesPanel, SavedReplies, SlashReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
 import { announce, badge, fill, h, shortId, timeEl, visibleText } from "./console-dom.js";
 import { fmtCost, fmtInt, label, plural, runPhrase, STOP_REASON_HELP } from "./console-format.js";
@@ -47,6 +47,8 @@ export class ConversationPage {
     this.bindControls();
     this.saved = new SavedReplies({ select: $("saved-reply-select"), insert: $("saved-reply-insert"),
       manage: $("saved-reply-manage"), reply: this.replyInput });
+    this.slash = new SlashReplies({ box: this.replyInput, pop: $("slash-pop"), list: $("slash-list"), empty: $("slash-empty"),
+      items: () => this.saved.items });
     this.bindEvents();
     socket.watch(id, () => this.transcript.lastSeq);
     this.load();
@@ -325,8 +327,8 @@ export class ConversationPage {
     closed.textContent = someoneElse ? `${c.assignee || "A colleague"} is answering this customer. Take it over to reply.` : "";
     $("reply-send").textContent = mineNow ? "Send" : "Take over and send";
     $("reply-hint").textContent = mineNow
-      ? "Enter sends · Shift+Enter for a new line. The agent is silent until you hand back."
-      : "Enter sends · Shift+Enter for a new line. Sending takes the conversation over: the agent stops.";
+      ? "Enter sends · Shift+Enter for a new line · / for a saved reply. The agent is silent until you hand back."
+      : "Enter sends · Shift+Enter for a new line · / for a saved reply. Sending takes the conversation over: the agent stops.";
     if (mineNow && this.focusReply) this.replyInput.focus();
     this.focusReply = false;
   }
@@ -410,7 +412,7 @@ export class ConversationPage {
     });
     this.replyInput.addEventListener("input", () => this.sayTyping());
     this.replyInput.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !e.defaultPrevented) { // taken by the saved replies' list
         e.preventDefault();
         form.requestSubmit();
       }

@@ -128,3 +128,38 @@ export function conversationUrl(id) {
 export function shortId(id) {
   return String(id || "").slice(0, 8);
 }
+
+/** A modal question in a <dialog>: the title, the words, a confirm and a cancel button. Resolves true on confirm;
+ * false on cancel, Esc or closing. Tab stays inside it; the focus goes back where it was. */
+export function confirmDialog({ title, text, confirm, cancel = "Cancel", testid = "confirm-dialog" }) {
+  return new Promise((resolve) => {
+    const titleId = uniqueId("dialog-title");
+    const textId = uniqueId("dialog-text");
+    const no = h("button", { type: "button", class: "btn", "data-testid": `${testid}-cancel` }, cancel);
+    const yes = h("button", { type: "button", class: "btn btn-primary", "data-testid": `${testid}-confirm` }, confirm);
+    const dialog = h("dialog", { class: "confirm-dialog", "aria-labelledby": titleId, "aria-describedby": textId, "data-testid": testid },
+      h("h2", { id: titleId }, title),
+      [text].flat().map((line, i) => h("p", { id: i === 0 ? textId : null }, line)),
+      h("div", { class: "actions" }, yes, no));
+    const before = document.activeElement;
+    let answer = false;
+    const close = (value) => { answer = value; dialog.close(); };
+    yes.addEventListener("click", () => close(true));
+    no.addEventListener("click", () => close(false));
+    dialog.addEventListener("keydown", (e) => { // Tab and Shift+Tab go round the two buttons
+      if (e.key !== "Tab") return;
+      const first = yes;
+      const last = no;
+      if (e.shiftKey && document.activeElement === first) { e.preventDefault(); last.focus(); }
+      else if (!e.shiftKey && document.activeElement === last) { e.preventDefault(); first.focus(); }
+    });
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      if (before && before.isConnected) before.focus();
+      resolve(answer);
+    });
+    document.body.appendChild(dialog);
+    dialog.showModal(); // Esc cancels (the "cancel" event closes it with the answer false)
+    yes.focus();
+  });
+}

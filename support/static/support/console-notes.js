@@ -168,3 +168,121 @@ export class SavedReplies {
     await this.load();
   }
 }
+
+/** Saved replies by typing "/" in the reply box (at its start or after a space): a list filtered as one types
+ * ("/ref": titles and texts with "ref"), arrows to move, Enter or Tab to put the reply in place of "/ref", Esc to
+ * close, a click or a tap too. The box is a combobox owning the list (aria-expanded, aria-activedescendant). */
+export class SlashReplies {
+  constructor({ box, pop, list, empty, items }) {
+    Object.assign(this, { box, pop, list, empty, items });
+    this.matches = [];
+    this.active = 0;
+    this.start = -1; // where the "/" is while the list is open
+    this.dismissed = -1; // a "/" closed with Esc stays closed until another one is typed
+    box.setAttribute("role", "combobox");
+    box.setAttribute("aria-autocomplete", "list");
+    box.setAttribute("aria-controls", list.id);
+    box.setAttribute("aria-expanded", "false");
+    box.addEventListener("input", () => this.follow());
+    box.addEventListener("click", () => this.follow());
+    box.addEventListener("blur", () => this.close());
+    // Before the box's own keys (Enter sends): the form hears them first, in the capture phase.
+    box.form.addEventListener("keydown", (e) => { if (e.target === box) this.key(e); }, { capture: true });
+  }
+
+  /** The "/query" just before the cursor, or null. */
+  query() {
+    const caret = this.box.selectionEnd;
+    if (caret !== this.box.selectionStart) return null;
+    const m = /(^|\s)\/([^\s/]{0,40})$/.exec(this.box.value.slice(0, caret));
+    return m ? { start: caret - m[2].length - 1, text: m[2] } : null;
+  }
+
+  follow() {
+    const q = this.query();
+    if (!q || q.start === this.dismissed) {
+      if (!q) this.dismissed = -1;
+      this.close();
+      return;
+    }
+    const words = q.text.toLowerCase();
+    const all = this.items();
+    const inTitle = all.filter((r) => r.title.toLowerCase().includes(words));
+    const inBody = all.filter((r) => !inTitle.includes(r) && r.body.toLowerCase().includes(words));
+    this.matches = [...inTitle, ...inBody];
+    this.start = q.start;
+    this.active = 0;
+    this.render(q.text);
+  }
+
+  render(words) {
+    fill(this.list, this.matches.map((r, i) => h("li", {
+      id: `${this.list.id}-${i}`, role: "option", class: "slash-option", "aria-selected": String(i === this.active),
+      "data-testid": "slash-option", onmousedown: (e) => e.preventDefault(), // the box keeps the focus
+      onclick: () => this.insert(r),
+    }, h("strong", {}, r.title), h("span", { class: "sub" }, excerpt(r.body, 90)))));
+    const none = !this.items().length ? "No saved replies yet: add them under “Manage saved replies”."
+      : `No saved reply matches “${words}”.`;
+    this.empty.textContent = this.matches.length ? "" : none;
+    this.empty.hidden = this.matches.length > 0;
+    this.list.hidden = !this.matches.length;
+    this.pop.hidden = false;
+    this.box.setAttribute("aria-expanded", "true");
+    this.showActive();
+  }
+
+  showActive() {
+    [...this.list.children].forEach((li, i) => li.setAttribute("aria-selected", String(i === this.active)));
+    const li = this.list.children[this.active];
+    if (li) {
+      this.box.setAttribute("aria-activedescendant", li.id);
+      li.scrollIntoView({ block: "nearest" });
+    } else {
+      this.box.removeAttribute("aria-activedescendant");
+    }
+  }
+
+  close() {
+    if (this.pop.hidden) return;
+    this.pop.hidden = true;
+    this.start = -1;
+    this.box.setAttribute("aria-expanded", "false");
+    this.box.removeAttribute("aria-activedescendant");
+  }
+
+  key(e) {
+    if (this.pop.hidden || e.isComposing) return;
+    const n = this.matches.length;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      if (!n) return;
+      e.preventDefault();
+      this.active = (this.active + (e.key === "ArrowDown" ? 1 : n - 1)) % n;
+      this.showActive();
+    } else if ((e.key === "Enter" && !e.shiftKey) || (e.key === "Tab" && !e.shiftKey && n)) {
+      e.preventDefault(); // not sent: with nothing matching, Enter closes the list and the next one sends
+      if (n) this.insert(this.matches[this.active]);
+      else this.dismiss();
+    } else if (e.key === "Escape") {
+      e.preventDefault();
+      e.stopPropagation();
+      this.dismiss();
+    }
+  }
+
+  dismiss() {
+    this.dismissed = this.start;
+    this.close();
+  }
+
+  insert(reply) {
+    const box = this.box;
+    const end = box.selectionEnd;
+    const start = this.start;
+    box.value = box.value.slice(0, start) + reply.body + box.value.slice(end);
+    this.close();
+    box.focus();
+    box.setSelectionRange(start + reply.body.length, start + reply.body.length);
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+    announce(`Inserted “${reply.title}”. Edit it before sending.`);
+  }
+}

@@ -1,0 +1,104 @@
+"""A staff member's own refund above STAFF_REFUND_CONFIRM_ABOVE (100.00) is said in a dialog first: the amount,
+the order and the customer. Cancel or Esc sends nothing; confirming makes the refund once; a smaller refund
+asks nothing. (Above SECOND_APPROVAL_ABOVE the dialog says it waits for a colleague: tests/browser/test_four_eyes.py.)
+Screenshots at 1280x800 and 390x844 go to tests/artifacts/refund-confirm-*.png."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from support.models import Customer, Refund, StaffAction
+from tests.browser.conftest import refundable_again, shot
+from tests.browser.test_a11y import serious_violations
+
+PHONE = {"width": 390, "height": 844}
+
+
+def refund_form(staff_page, conversation, amount: str, **context_options):
+    page = staff_page(f"/console/conversations/{conversation.public_id}/", **context_options)
+    order = page.locator('[data-testid="context-order"][data-order="SU-41533"]')
+    if order.get_attribute("open") is None:
+        order.locator("summary").first.click()
+    order.get_by_test_id("refund-open").click()
+    order.get_by_test_id("refund-amount").fill(amount)
+    order.get_by_test_id("refund-reason").fill("Monitor arrived cracked: partial refund agreed with the customer")
+    return page, order
+
+
+def refunds():
+    return [str(r.amount) for r in Refund.objects.filter(order__number="SU-41533")]
+
+
+def test_a_large_refund_is_confirmed_in_a_dialog_and_cancel_sends_nothing(site, staff_page):
+    from tests.desk_factories import start_conversation
+
+    refundable_again("SU-41533")
+    conversation = start_conversation(Customer.objects.get(email="maya@example.com"))
+    page, order = refund_form(staff_page, conversation, "300.00")
+    submit = order.get_by_test_id("refund-submit")
+    submit.click()
+    dialog = page.get_by_test_id("refund-confirm")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("heading")).to_have_text("Refund 300.00 EUR on SU-41533 to Maya Okafor?")
+    expect(page.get_by_role("dialog", name="Refund 300.00 EUR on SU-41533 to Maya Okafor?")).to_be_visible()
+    expect(dialog).to_contain_text("The money goes back to the customer now, and they are told.")
+    expect(dialog).not_to_contain_text("colleague")  # four eyes are off on this site
+    yes, no = dialog.get_by_test_id("refund-confirm-confirm"), dialog.get_by_test_id("refund-confirm-cancel")
+    expect(yes).to_have_text("Refund 300.00 EUR")
+    expect(yes).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(no).to_be_focused()
+    page.keyboard.press("Tab")  # round again, never behind the dialog
+    expect(yes).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(no).to_be_focused()
+    shot(page, "refund-confirm-1280")
+    assert serious_violations(page) == []
+
+    no.click()
+    expect(dialog).to_have_count(0)
+    expect(submit).to_be_focused()  # back where the person was, the form as they left it
+    expect(order.get_by_test_id("refund-amount")).to_have_value("300.00")
+    assert refunds() == [] and not StaffAction.objects.filter(conversation=conversation).exists()
+
+    submit.click()
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    expect(order.get_by_test_id("context-refundable")).to_have_text("480.00 EUR")
+    assert refunds() == [] and not StaffAction.objects.filter(conversation=conversation).exists()
+
+    # Up to the limit: no question, the refund is made.
+    order.get_by_test_id("refund-amount").fill("100.00")
+    submit.click()
+    expect(order.get_by_test_id("context-refundable")).to_have_text("380.00 EUR")
+    expect(dialog).to_have_count(0)
+    assert refunds() == ["100.00"]
+
+    # Confirmed: made once.
+    order.get_by_test_id("refund-open").click()
+    order.get_by_test_id("refund-amount").fill("250.00")
+    order.get_by_test_id("refund-reason").fill("The rest of the agreed amount")
+    order.get_by_test_id("refund-submit").click()
+    expect(dialog.get_by_role("heading")).to_have_text("Refund 250.00 EUR on SU-41533 to Maya Okafor?")
+    dialog.get_by_test_id("refund-confirm-confirm").click()
+    expect(order.get_by_test_id("context-refundable")).to_have_text("130.00 EUR")
+    assert sorted(refunds()) == ["100.00", "250.00"]
+
+
+def test_the_dialog_on_a_phone(site, staff_page):
+    from tests.desk_factories import start_conversation
+
+    refundable_again("SU-41533")
+    conversation = start_conversation(Customer.objects.get(email="maya@example.com"))
+    page, order = refund_form(staff_page, conversation, "300.00", viewport=PHONE, has_touch=True, is_mobile=True)
+    order.get_by_test_id("refund-submit").click()
+    dialog = page.get_by_test_id("refund-confirm")
+    expect(dialog.get_by_role("heading")).to_have_text("Refund 300.00 EUR on SU-41533 to Maya Okafor?")
+    box = dialog.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    shot(page, "refund-confirm-390")
+    assert serious_violations(page) == []
+    dialog.get_by_test_id("refund-confirm-cancel").tap()
+    expect(dialog).to_have_count(0)
+    assert refunds() == []
