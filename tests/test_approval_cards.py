@@ -259,6 +259,7 @@ DELIVERED = {"order_id": "SU-41310", "parcels": [{"tracking": "TRK1", "status": 
     ("Parcel marked delivered but not received", "Where is it?", "parcel not received, marked delivered"),
     ("Weather delay over 5 days: shipping fee refunded", "Still waiting", "delivery delayed"),
     ("Customer asked for a refund", "I changed my mind", "parcel marked delivered"),
+    ("Customer asked for a refund", "The chocolate was not to my taste, a student told me", "parcel marked delivered"),
 ])
 def test_a_refund_card_title_says_what_the_case_is(demo, reason, customer, title):
     conversation = start_conversation(demo.maya)

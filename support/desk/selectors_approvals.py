@@ -308,12 +308,12 @@ def _summary(name: str, args: dict, history: _History, order: port.Order | None)
 # case whose words appear names the card ("item arrived damaged"), the parcel's tracking added where it says
 # something about that case.
 CASES = (
-    ("damaged", re.compile(r"damag|broken|crack|smash|shatter|dent|torn|leak", re.IGNORECASE)),
+    ("damaged", re.compile(r"\b(damag|broken|crack|smash|shatter|dented\b|torn\b|leak)", re.IGNORECASE)),
     ("wrong_item", re.compile(r"wrong (item|size|colou?r|product|model)|not what (i|they|the customer) ordered|"
                               r"different (item|product)", re.IGNORECASE)),
     ("missing", re.compile(r"not received|never (came|arrived)|did(n't| not) (arrive|get it|receive)|missing|"
-                           r"lost|stolen|not delivered", re.IGNORECASE)),
-    ("delayed", re.compile(r"delay|late\b|still (not|hasn't) arrived|taking (too )?long|stuck", re.IGNORECASE)),
+                           r"\blost\b|stolen|not delivered", re.IGNORECASE)),
+    ("delayed", re.compile(r"\b(delay|late\b|still (not|hasn't) arrived|taking (too )?long|stuck\b)", re.IGNORECASE)),
 )
 
 
