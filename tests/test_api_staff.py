@@ -131,7 +131,7 @@ def test_it_lists_pending_approvals_oldest_first_and_drops_them_once_decided(sta
     second = pending_refund_approval(start_conversation(demo.tom), {**REFUND_ARGUMENTS, "amount": "10.00"})
     listed = staff.get("/api/staff/approvals").json()["approvals"]
     assert [a["id"] for a in listed] == [str(first.public_id), str(second.public_id)]
-    assert listed[0]["context"]["summary"] == "Refund 64.00 EUR on SU-41310"  # the card: test_approval_cards.py
+    assert listed[0]["context"]["summary"] == "Refund 64.00 EUR on SU-41310 — parcel not received"  # the card: test_approval_cards.py
     assert {key: value for key, value in listed[0].items() if key != "context"} == {
         "id": str(first.public_id), "run": str(first.run.public_id),
         "conversation": str(first.run.conversation.public_id), "tool": "issue_refund",

@@ -50,8 +50,8 @@ def tool_result(run_id, name) -> str:
 def test_a_refund_card_says_what_is_asked_and_why_in_one_sentence(desk, queued, any_shop):
     _, _, approval = paused_refund(desk, queued)
     card = serializers.approval_json(approval)["context"]
-    # SU-41310's parcel was scanned delivered 120 hours before the demo's "now": five days.
-    assert card["summary"] == "Refund 64.00 EUR on SU-41310 — parcel marked delivered 5 days ago"
+    # The customer never got it, though SU-41310's parcel was scanned delivered 120 hours before "now".
+    assert card["summary"] == "Refund 64.00 EUR on SU-41310 — parcel not received, marked delivered 5 days ago"
     assert card["why"] == approval.requested_arguments["reason"]
 
 
@@ -142,7 +142,7 @@ def test_the_staff_api_lists_cards_with_their_context(demo, client):
     client.force_login(make_user("sam", staff=True))
     pending_refund_approval(start_conversation(demo.maya))
     listed = client.get("/api/staff/approvals").json()["approvals"]
-    assert listed[0]["context"]["summary"] == "Refund 64.00 EUR on SU-41310"
+    assert listed[0]["context"]["summary"] == "Refund 64.00 EUR on SU-41310 — parcel not received"
     assert listed[0]["context"]["order"]["refundable"] == "64.00"
 
 
@@ -193,17 +193,13 @@ def test_an_expired_refund_is_explained_as_not_reviewed_in_time(desk, queued, an
     assert any_shop.refunds("SU-41310") == []
 
 
-def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, settings):
+def photo_sent(conversation) -> Message:
+    """A customer message carrying one photo (kept in memory: the test's settings say where)."""
     from django.core.files.base import ContentFile
 
     from support.customers import attachments
-    from support.desk import selectors_approvals
     from support.models import Attachment
 
-    settings.STORAGES = {**settings.STORAGES, "attachments": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
-    conversation = start_conversation(demo.maya)
-    services.message_append(conversation=conversation, author=Message.CUSTOMER,
-                            wire={"role": "user", "content": "My mug from SU-41310 arrived broken."})
     photo = services.message_append(conversation=conversation, author=Message.CUSTOMER,
                                     wire={"role": "user", "content": attachments.placeholder([Attachment.IMAGE])})
     storage = attachments.attachment_storage()
@@ -212,6 +208,17 @@ def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, se
         size=3, uploaded_size=3, width=40, height=30, sha256="0" * 64,
         file=storage.save("c/mug.jpg", ContentFile(b"jpg")), thumbnail=storage.save("c/mug-t.jpg", ContentFile(b"t")),
         preview=storage.save("c/mug-p.jpg", ContentFile(b"p")))
+    return photo
+
+
+def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, settings):
+    from support.desk import selectors_approvals
+
+    settings.STORAGES = {**settings.STORAGES, "attachments": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    conversation = start_conversation(demo.maya)
+    services.message_append(conversation=conversation, author=Message.CUSTOMER,
+                            wire={"role": "user", "content": "My mug from SU-41310 arrived broken."})
+    photo = photo_sent(conversation)
     approval = pending_refund_approval(conversation)
 
     said = selectors_approvals.approval_context(approval)["customer_request"]
@@ -219,3 +226,90 @@ def test_the_card_shows_the_photos_the_customer_sent_with_their_request(demo, se
     (shown,) = said[-1]["attachments"]
     assert shown["kind"] == "image" and shown["thumbnail_url"] and shown["url"] != shown["thumbnail_url"]
     assert said[-2]["text"] == "My mug from SU-41310 arrived broken." and "attachments" not in said[-2]
+
+
+# -- the case in the title, the policies relied on --------------------------------------------------------
+
+_looked = iter(range(1, 10**6))
+
+
+def agent_looked(conversation, tool: str, arguments: dict, result: dict, said: str | None = None) -> None:
+    """One call the agent made before asking and the result it read (optionally with words it wrote)."""
+    call_id = f"call_look_{next(_looked)}"
+    services.message_append(conversation=conversation, author=Message.AGENT, wire={
+        "role": "assistant", "content": said,
+        "tool_calls": [{"id": call_id, "type": "function",
+                        "function": {"name": tool, "arguments": json.dumps(arguments)}}]})
+    services.message_append(conversation=conversation, author=Message.AGENT,
+                            wire={"role": "tool", "tool_call_id": call_id, "content": json.dumps(result)})
+
+
+def said_by(conversation, text: str) -> None:
+    services.message_append(conversation=conversation, author=Message.CUSTOMER,
+                            wire={"role": "user", "content": text})
+
+
+DELIVERED = {"order_id": "SU-41310", "parcels": [{"tracking": "TRK1", "status": "delivered"}]}
+
+
+@pytest.mark.parametrize(("reason", "customer", "title"), [
+    ("Item arrived damaged", "My mug came in pieces", "item arrived damaged"),
+    ("Customer asked for a refund", "The lamp is broken, the glass is cracked", "item arrived damaged"),
+    ("Wrong item received", "I got a blue one", "wrong item received"),
+    ("Parcel marked delivered but not received", "Where is it?", "parcel not received, marked delivered"),
+    ("Weather delay over 5 days: shipping fee refunded", "Still waiting", "delivery delayed"),
+    ("Customer asked for a refund", "I changed my mind", "parcel marked delivered"),
+    ("Customer asked for a refund", "The chocolate was not to my taste, a student told me", "parcel marked delivered"),
+])
+def test_a_refund_card_title_says_what_the_case_is(demo, reason, customer, title):
+    conversation = start_conversation(demo.maya)
+    said_by(conversation, customer)
+    agent_looked(conversation, "get_order", {"order_id": "SU-41310"}, DELIVERED)
+    approval = pending_refund_approval(conversation, {"order_id": "SU-41310", "amount": "64.00", "reason": reason})
+    card = serializers.approval_json(approval)["context"]
+    assert card["summary"] == f"Refund 64.00 EUR on SU-41310 — {title}"
+
+
+def test_a_damage_claim_with_a_photo_says_so_and_never_reads_as_a_delivery(demo, settings):
+    settings.STORAGES = {**settings.STORAGES, "attachments": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    conversation = start_conversation(demo.maya)
+    said_by(conversation, "My mug from SU-41310 arrived broken.")
+    photo_sent(conversation)
+    agent_looked(conversation, "get_order", {"order_id": "SU-41310"}, DELIVERED)
+    approval = pending_refund_approval(conversation, {"order_id": "SU-41310", "amount": "64.00",
+                                                      "reason": "Customer sent a photo"})
+    summary = serializers.approval_json(approval)["context"]["summary"]
+    assert summary == "Refund 64.00 EUR on SU-41310 — item arrived damaged (photo sent)"
+    assert "delivered" not in summary
+
+
+def search_result(*docs) -> dict:
+    return {"results": [{"doc_id": d, "title": t, "excerpt": f"{t} says…", "scope": "", "version": 1}
+                        for d, t in docs]}
+
+
+def test_the_card_lists_the_top_hit_of_each_search_and_folds_the_rest(demo):
+    conversation = start_conversation(demo.maya)
+    said_by(conversation, "My parcel SU-41310 never came.")
+    agent_looked(conversation, "search_policy", {"query": "lost parcel"},
+                 search_result(("POL-LOSS", "Lost parcels"), ("POL-REFUND", "Refunds"), ("POL-FEES", "Fees")))
+    agent_looked(conversation, "search_policy", {"query": "refund limit"},
+                 search_result(("POL-REFUND", "Refunds"), ("POL-LOSS", "Lost parcels"), ("POL-GIFT", "Gift cards")))
+    approval = pending_refund_approval(conversation)
+    card = serializers.approval_json(approval)["context"]
+    assert [p["doc_id"] for p in card["policies"]] == ["POL-LOSS", "POL-REFUND"]
+    assert [p["doc_id"] for p in card["policies_more"]] == ["POL-FEES", "POL-GIFT"]
+
+
+def test_the_card_lists_the_policies_the_agent_cited_before_the_top_hits(demo):
+    conversation = start_conversation(demo.maya)
+    said_by(conversation, "My parcel SU-41310 never came.")
+    agent_looked(conversation, "search_policy", {"query": "lost parcel"},
+                 search_result(("POL-REFUND", "Refunds"), ("POL-LOSS", "Lost parcels"), ("POL-FEES", "Fees")))
+    agent_looked(conversation, "get_order", {"order_id": "SU-41310"}, DELIVERED,
+                 said="Per our Lost parcels policy, I'll check the order.")
+    approval = pending_refund_approval(conversation, {"order_id": "SU-41310", "amount": "64.00",
+                                                      "reason": "Not received; see POL-FEES for the fee"})
+    card = serializers.approval_json(approval)["context"]
+    assert [p["doc_id"] for p in card["policies"]] == ["POL-LOSS", "POL-FEES"]  # cited: in a reply, by id
+    assert [p["doc_id"] for p in card["policies_more"]] == ["POL-REFUND"]

@@ -84,7 +84,7 @@ def approval_context(approval: Approval) -> dict:
         "amount": _amount_limits(order) if name == "issue_refund" else None,
         "fields": _fields(name, args),
         "service": mcp.server_of(name),  # the MCP server a gated call goes to, named on the card
-        "policies": history.policies(),
+        **history.policies(cited=_cited_text(name, args, history)),
         "provenance": provenance(history.messages, history.results),
         "customer_request": history.customer_request(),
         "expires_at": _ts(effective_expiry(approval)),
@@ -104,7 +104,7 @@ def staff_refund_context(approval: Approval) -> dict:
         "summary": f"Refund {_amount(args.get('amount'))} EUR on {number} — asked by {asker}",
         "why": str(args.get("reason") or ""), "handover_summary": "",
         "order": _order_json(order) if order is not None else None, "amount": None,
-        "fields": _fields("issue_refund", args), "policies": [], "provenance": None, "customer_request": [],
+        "fields": _fields("issue_refund", args), "policies": [], "policies_more": [], "provenance": None, "customer_request": [],
         "expires_at": _ts(effective_expiry(approval)), "editable": False,
     }
 
@@ -149,31 +149,58 @@ class _History:
                 return result
         return None
 
-    def policies(self) -> list[dict]:
-        """The documents search_policy returned before the request, each once, in the order first seen."""
+    def policies(self, cited: str) -> dict:
+        """The policies the agent relied on: those whose id or title it cited (in the call's arguments or its
+        replies), else the top hit of each search it made (of each scope: Sundry's and the seller's own);
+        `policies_more` the rest it was shown, each once."""
         seen: dict[str, dict] = {}
+        tops: list[str] = []
         for name, _, result, _ in self.results:
             if name != "search_policy" or not isinstance(result, dict):
                 continue
-            for doc in result.get("results") or ():
-                if not isinstance(doc, dict):
-                    continue
+            scopes: set[str] = set()  # a seller-scoped search answers with Sundry's rule and the seller's own
+            for doc in (d for d in result.get("results") or () if isinstance(d, dict)):
                 key = str(doc.get("doc_id") or doc.get("title") or "")
-                if key and key not in seen and len(seen) < POLICIES_SHOWN:
-                    seen[key] = {"doc_id": str(doc.get("doc_id") or ""), "title": str(doc.get("title") or ""),
-                                 "excerpt": str(doc.get("excerpt") or "")[:EXCERPT_CHARS],
-                                 "scope": str(doc.get("scope") or ""),
-                                 # the version the agent read; None when the search predates versions
-                                 "version": doc["version"] if type(doc.get("version")) is int else None}
-        return list(seen.values())
+                if not key:
+                    continue
+                seen.setdefault(key, {"doc_id": str(doc.get("doc_id") or ""), "title": str(doc.get("title") or ""),
+                                      "excerpt": str(doc.get("excerpt") or "")[:EXCERPT_CHARS],
+                                      "scope": str(doc.get("scope") or ""),
+                                      # the version the agent read; None when the search predates versions
+                                      "version": doc["version"] if type(doc.get("version")) is int else None})
+                scope = str(doc.get("scope") or "")
+                if scope not in scopes and key not in tops:
+                    tops.append(key)
+                scopes.add(scope)
+        text = cited.casefold()
+        keys = ([k for k in seen if _names(seen[k], text)] or tops)[:POLICIES_SHOWN]
+        return {"policies": [seen[k] for k in keys],
+                "policies_more": [seen[k] for k in seen if k not in keys][:POLICIES_SHOWN * 2]}
+
+    def customer_said(self) -> list[dict]:
+        return [m for m in self.messages if m["author"] == Message.CUSTOMER and m["content"]][-REQUEST_SHOWN:]
 
     def customer_request(self) -> list[dict]:
         """The customer's last words before the request: what they asked for, with the photos and PDFs they
         sent (signed links, as in the transcript)."""
-        said = [m for m in self.messages if m["author"] == Message.CUSTOMER and m["content"]][-REQUEST_SHOWN:]
+        said = self.customer_said()
         files = _files_by_message([m["id"] for m in said])
         return [{"seq": m["seq"], "text": m["content"], "created_at": _ts(m["created_at"]),
                  **_with_files(m["content"], files.get(m["id"], []))} for m in said]
+
+
+def _names(doc: dict, text: str) -> bool:
+    """The agent named this policy: its id, or its title when the title is more than one common word."""
+    title = doc["title"].strip()
+    return bool(doc["doc_id"] and doc["doc_id"].casefold() in text) or \
+        bool(len(title.split()) > 1 and title.casefold() in text)
+
+
+def _cited_text(name: str, args: dict, history: _History) -> str:
+    """What the agent wrote itself before asking: the call's text arguments and its replies."""
+    said = [str(v) for v in args.values() if isinstance(v, str)]
+    said += [m["content"] for m in history.messages if m["role"] == "assistant" and m["content"]]
+    return "\n".join(said)
 
 
 def _files_by_message(message_ids: list[int]) -> dict[int, list]:
@@ -256,7 +283,7 @@ def _summary(name: str, args: dict, history: _History, order: port.Order | None)
     number = str(args.get("order_id") or (order.number if order else "")).upper()
     if name == "issue_refund":
         sentence = f"Refund {_amount(args.get('amount'))} EUR on {number}"
-        fact = _parcel_fact(history, number)
+        fact = _case(args, history, _parcel_fact(history, number))
         return f"{sentence} — {fact}" if fact else sentence
     if name == "escalate_to_human":
         reason = _clause(args.get("reason"))
@@ -275,6 +302,39 @@ def _summary(name: str, args: dict, history: _History, order: port.Order | None)
         words += f" on {str(order).upper()[:20]}" if order else ""
         return f"{words} through the {server} service"
     return f"Run {name}"
+
+
+# What a refund is about, read first from the agent's own reason, then from the customer's words: the first
+# case whose words appear names the card ("item arrived damaged"), the parcel's tracking added where it says
+# something about that case.
+CASES = (
+    ("damaged", re.compile(r"\b(damag|broken|crack|smash|shatter|dented\b|torn\b|leak)", re.IGNORECASE)),
+    ("wrong_item", re.compile(r"wrong (item|size|colou?r|product|model)|not what (i|they|the customer) ordered|"
+                              r"different (item|product)", re.IGNORECASE)),
+    ("missing", re.compile(r"not received|never (came|arrived)|did(n't| not) (arrive|get it|receive)|missing|"
+                           r"\blost\b|stolen|not delivered", re.IGNORECASE)),
+    ("delayed", re.compile(r"\b(delay|late\b|still (not|hasn't) arrived|taking (too )?long|stuck\b)", re.IGNORECASE)),
+)
+
+
+def _case(args: dict, history: _History, fact: str) -> str:
+    """"item arrived damaged (photo sent)", "parcel not received, marked delivered 5 days ago", or the parcel's
+    tracking alone when neither the agent nor the customer said what went wrong."""
+    said = [str(args.get("reason") or "")] + [m["content"] for m in history.customer_said()]
+    case = next((key for text in said for key, words in CASES if words.search(text)), None)
+    if case == "damaged":
+        photo = Attachment.objects.filter(message_id__in=[m["id"] for m in history.customer_said()],
+                                          kind=Attachment.IMAGE).exists()
+        return "item arrived damaged" + (" (photo sent)" if photo else "")
+    if case == "wrong_item":
+        return "wrong item received"
+    if case == "missing":
+        marked = fact.startswith("parcel marked delivered")
+        return f"parcel not received, {fact.removeprefix('parcel ')}" if marked else "parcel not received"
+    if case == "delayed":
+        return f"delivery delayed, {fact}" if fact and not fact.startswith("parcel marked delivered") \
+            else "delivery delayed"
+    return fact
 
 
 def _why(name: str, args: dict) -> str:

@@ -208,8 +208,12 @@ def test_a_conversation_with_its_forms_open_is_accessible_and_fits_a_phone(desk,
     expect(card.get_by_test_id("approval-error")).to_contain_text("tick the box")
     card.get_by_test_id("reject-button").click()
     expect(card.get_by_test_id("reason-input")).to_be_focused()
+    expect(card.get_by_test_id("edit-button")).to_be_hidden()  # an open form takes the buttons' place
+    card.get_by_test_id("reject-cancel-button").click()
     card.get_by_test_id("edit-button").click()
     expect(card.get_by_test_id("amount-input")).to_be_focused()
+    card.get_by_test_id("amount-input").fill("1.00")  # another amount: the reason for it is asked, and checked
+    expect(card.get_by_test_id("field-reason")).to_be_visible()
     context = page.get_by_test_id("context-panel").locator(".order-card[open]")  # the order this case is about
     context.get_by_test_id("refund-open").first.click()
     expect(context.get_by_test_id("refund-form")).to_be_visible()

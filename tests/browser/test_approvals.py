@@ -35,9 +35,11 @@ def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
     card = staff.get_by_test_id("approval-queue").get_by_test_id("approval-card").filter(has_text="SU-41310")
     expect(card).to_have_count(1, timeout=10000)
     expect(card).to_have_attribute("data-status", "pending")
-    expect(card.get_by_test_id("approval-tool")).to_have_text("issue_refund")
+    # No code tag in the title row: the tool's name only in the title's tooltip.
+    expect(card.get_by_test_id("approval-tool")).to_have_count(0)
+    expect(card.get_by_test_id("approval-summary")).to_have_attribute("title", "The agent's call: issue_refund")
     expect(card.get_by_test_id("approval-summary")).to_have_text(
-        "Refund 64.00 EUR on SU-41310 — parcel marked delivered 5 days ago")
+        "Refund 64.00 EUR on SU-41310 — parcel not received, marked delivered 5 days ago")
     expect(card.get_by_test_id("approve-button")).to_have_text("Approve 64.00 EUR")
     row = staff.locator(f'[data-testid="conversation-row"][data-conversation="{conversation}"]')
     expect(row).to_be_visible()
@@ -178,7 +180,7 @@ def test_staff_without_the_permission_see_the_card_but_no_buttons(site, new_cont
     expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
     card = page.locator(f'[data-testid="approval-card"][data-approval="{approval.public_id}"]')
     expect(card.get_by_test_id("approval-read-only")).to_be_visible(timeout=10000)
-    expect(card.get_by_test_id("approval-summary")).to_have_text("Refund 64.00 EUR on SU-41310")
+    expect(card.get_by_test_id("approval-summary")).to_have_text("Refund 64.00 EUR on SU-41310 — parcel not received")
     expect(page.get_by_test_id("approve-button")).to_have_count(0)
     expect(page.get_by_test_id("reject-button")).to_have_count(0)
     shot(page, "approval-read-only")

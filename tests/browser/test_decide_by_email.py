@@ -81,7 +81,7 @@ def test_approving_from_the_email_link_through_the_confirm_page(site, customer_p
 
         [mail] = wait_until(the_email)
         subject = str(make_header(decode_header(mail["Subject"])))
-        assert subject == "Approval needed: Refund 64.00 EUR on SU-41310 — parcel marked delivered 5 days ago"
+        assert subject == "Approval needed: Refund 64.00 EUR on SU-41310 — parcel not received, marked delivered 5 days ago"
         text = text_part(mail).replace("\r\n", "\n")
         approve_link = re.search(r"^Approve 64\.00 EUR: (\S+)$", text, re.M).group(1)
         reject_link = re.search(r"^Reject \(you give the reason\): (\S+)$", text, re.M).group(1)

@@ -18,9 +18,11 @@ from tests.browser.inbox_helpers import ALEX, alex_user, login, row, screens
 # Desktop notifications shown by the page are recorded (Chromium headless shows none).
 RECORD_NOTIFICATIONS = """
 window.__notes = [];
+window.__closed = [];
 const Real = window.Notification;
 class Recorded extends Real {
   constructor(title, options) { super(title, options); window.__notes.push({ title, body: options && options.body }); }
+  close() { window.__closed.push(this.title); super.close(); }
 }
 window.Notification = Recorded;
 """
@@ -33,6 +35,17 @@ def staff_with_alerts(new_context, site, **login_as):
     page.reload()
     expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
     return page
+
+
+def sam_opted_in_and_alex(new_context, site):
+    """Two staff consoles with SU-41310 refundable again: Sam's with desktop alerts on, Alex's as it comes."""
+    refundable_again("SU-41310")
+    alex_user()
+    sam = staff_with_alerts(new_context, site)
+    alex = staff_with_alerts(new_context, site, username=ALEX[0], password=ALEX[1])
+    sam.get_by_test_id("notify-optin").click()
+    expect(sam.get_by_test_id("notify-optin")).to_have_attribute("aria-pressed", "true")
+    return sam, alex
 
 
 def answered_conversation(customer_page, email: str, text: str) -> str:
@@ -54,13 +67,8 @@ def hand_over(conversation_id: str, reason: str) -> None:
 
 
 def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_has_it(site, customer_page, new_context):
-    refundable_again("SU-41310")
-    alex_user()
-    sam = staff_with_alerts(new_context, site)
-    alex = staff_with_alerts(new_context, site, username=ALEX[0], password=ALEX[1])
-    # Sam opts in to desktop alerts; Alex turns the sound off.
-    sam.get_by_test_id("notify-optin").click()
-    expect(sam.get_by_test_id("notify-optin")).to_have_attribute("aria-pressed", "true")
+    sam, alex = sam_opted_in_and_alex(new_context, site)
+    # Sam opted in to desktop alerts; Alex turns the sound off.
     expect(sam.get_by_test_id("notify-optin")).to_have_text("Desktop alerts: on")
     alex.get_by_test_id("sound-toggle").click()
     expect(alex.get_by_test_id("sound-toggle")).to_have_attribute("aria-pressed", "false")
@@ -116,6 +124,37 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
     expect(sam.get_by_test_id("inbox-badge")).to_have_attribute("data-count", str(before))
     screens(sam, "notify-taken-by-colleague")
     assert Conversation.objects.get(public_id=handed).assignee.username == ALEX[0]
+
+
+def test_an_approval_decided_in_one_console_takes_its_alert_away_in_the_other(site, customer_page, new_context):
+    sam, alex = sam_opted_in_and_alex(new_context, site)
+    alex.goto(site + "/console/approvals/")
+    expect(alex.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
+    sam.wait_for_timeout(1000)  # both consoles have counted what waits already: that is not news
+
+    customer = customer_page()
+    open_widget(customer)
+    conversation = widget_conversation(customer)["id"]
+    ask(customer, "My parcel SU-41310 never came.")
+    alert = sam.locator(f'[data-testid="alert"][data-conversation="{conversation}"]')
+    expect(alert).to_have_attribute("data-kind", "approval", timeout=20000)
+    expect(alert).to_have_attribute("data-approval", re.compile(r".+"))
+    titles = [n["title"] for n in sam.evaluate("window.__notes")]
+    assert any(t.startswith("Refund 64.00 EUR on SU-41310") for t in titles), titles
+    assert sam.evaluate("window.__closed") == []
+
+    screens(sam, "notify-approval-alert")
+
+    # Alex approves it from the queue: Sam's alert and desktop notification go, without Sam doing anything.
+    card = alex.locator(f'[data-testid="approval-card"]:has(a[href*="{conversation}"])')
+    expect(card).to_have_attribute("data-status", "pending", timeout=10000)
+    card.get_by_test_id("approve-button").click()
+    expect(card).to_have_attribute("data-status", "approved")
+    expect(alert).to_have_count(0, timeout=10000)
+    closed = sam.evaluate("window.__closed")
+    assert any(t.startswith("Refund 64.00 EUR on SU-41310") for t in closed), closed
+    expect(alex.locator(f'[data-testid="alert"][data-conversation="{conversation}"]')).to_have_count(0)
+    screens(sam, "notify-approval-decided-elsewhere")
 
 
 def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):

@@ -26,7 +26,7 @@ def test_the_card_shows_the_version_of_each_policy_the_agent_read(site, customer
     ask(customer, f"Can I have the rest of my money back for SU-41290? (ref {uuid.uuid4().hex[:8]})")
     card = staff.locator(f'[data-testid="approval-card"]:has(a[href*="{conversation}"])')
     expect(card).to_have_attribute("data-status", "pending", timeout=20000)
-    card.get_by_test_id("approval-policies").locator("summary").click()
+    card.get_by_test_id("approval-policies").locator(":scope > summary").click()
     version = PolicyDocument.objects.get(doc_id="POL-REFUND").version
     expect(card.locator('[data-doc="POL-REFUND"]').get_by_test_id("approval-policy-version")).to_have_text(
         re.compile(rf"^\s*v{version}$"))

@@ -85,7 +85,28 @@ export class ArgumentsForm {
     this.inputs = new Map(); // name -> {field, input, error}
     const fields = context.fields && context.fields.length ? context.fields
       : Object.keys(this.requested).map((name) => ({ name, label: name, kind: "json" }));
+    // A refund's reason is asked of the person only when they change the amount: then it says why.
+    this.reasonOnChange = approval.tool === "issue_refund" && fields.some((f) => f.kind === "amount")
+      && fields.some((f) => f.name === "reason");
     this.el = h("div", { class: "arg-fields" }, fields.map((field) => this.field(field)));
+    this.syncReason();
+  }
+
+  /** The refund's amount differs from the one asked (as typed, valid or not). */
+  get amountChanged() {
+    const input = this.amountInput;
+    if (!input) return false;
+    const typed = normaliseAmount(input.value);
+    return typed === null ? input.value.trim() !== String(this.requested.amount ?? "")
+      : typed !== normaliseAmount(this.requested.amount);
+  }
+
+  /** Show the reason for a new amount while the amount differs from the one asked. */
+  syncReason() {
+    const entry = this.reasonOnChange && this.inputs.get("reason");
+    if (!entry) return;
+    entry.wrap.hidden = !this.amountChanged;
+    if (entry.wrap.hidden) this.clearError("reason");
   }
 
   field(field) {
@@ -98,6 +119,12 @@ export class ArgumentsForm {
     const hintId = `${id}-hint`;
     const errorId = `${id}-error`;
     let hint = field.help || "";
+    let label = field.label;
+    const changeReason = this.reasonOnChange && field.name === "reason";
+    if (changeReason) {
+      label = "Why a different amount?";
+      hint = "Kept with the refund in place of the agent's reason.";
+    }
     let input;
     if (field.kind === "amount") {
       input = h("input", { id, type: "text", inputmode: "decimal", autocomplete: "off", class: "text-input amount-input",
@@ -108,12 +135,16 @@ export class ArgumentsForm {
         input.dataset.min = centsToDecimal(this.bounds.min);
         input.dataset.max = centsToDecimal(this.bounds.max);
       }
-      input.addEventListener("input", () => { this.clearError(field.name); this.onAmount?.(this.amountToApprove()); });
+      input.addEventListener("input", () => {
+        this.clearError(field.name);
+        this.onAmount?.(this.amountToApprove());
+        this.syncReason();
+      });
     } else if (field.kind === "textarea" || field.kind === "json") {
       input = h("textarea", { id, rows: field.kind === "json" ? "4" : "4", class: field.kind === "json" ? "json-input" : "text-input",
         "data-testid": `field-input-${field.name}`, "aria-describedby": `${hintId} ${errorId}`,
         maxlength: field.max_length ? String(field.max_length) : null, spellcheck: field.kind === "json" ? "false" : null });
-      input.value = field.kind === "json" ? JSON.stringify(value ?? null, null, 2) : String(value ?? "");
+      input.value = field.kind === "json" ? JSON.stringify(value ?? null, null, 2) : changeReason ? "" : String(value ?? "");
       if (field.kind === "json") hint = hint || "Written as JSON, like the requested value.";
     } else {
       input = h("input", { id, type: "text", autocomplete: "off", class: "text-input", "data-testid": `field-input-${field.name}`,
@@ -122,12 +153,13 @@ export class ArgumentsForm {
     }
     if (field.kind !== "amount") input.addEventListener("input", () => this.clearError(field.name));
     const error = h("p", { id: errorId, class: "field-error", "data-testid": `field-error-${field.name}`, hidden: true });
-    this.inputs.set(field.name, { field, input, error });
-    return h("div", { class: `arg-field is-${field.kind}`, "data-testid": `field-${field.name}` },
-      h("label", { for: id }, field.label, field.required ? null : h("span", { class: "muted" }, " (optional)")),
+    const wrap = h("div", { class: `arg-field is-${field.kind}`, "data-testid": `field-${field.name}` },
+      h("label", { for: id }, label, field.required || changeReason ? null : h("span", { class: "muted" }, " (optional)")),
       input,
       hint ? h("p", { class: "hint", id: hintId }, hint) : h("span", { id: hintId, hidden: true }),
       error);
+    this.inputs.set(field.name, { field, input, error, wrap });
+    return wrap;
   }
 
   /** The amount as it would be approved ("40.00"), or null while it is not one this viewer may approve. */
@@ -159,14 +191,20 @@ export class ArgumentsForm {
       if (entry) entry.input.value = value;
     }
     if (this.amountInput) this.onAmount?.(this.amountToApprove());
+    this.syncReason();
   }
 
   values() {
     const args = { ...this.requested };
     let firstBad = null;
-    for (const [name, { field, input }] of this.inputs) {
+    for (const [name, { field, input, wrap }] of this.inputs) {
       let problem = "";
-      if (field.kind === "amount") {
+      if (this.reasonOnChange && name === "reason" && wrap.hidden) {
+        continue; // the amount asked: the agent's reason stands
+      }
+      if (this.reasonOnChange && name === "reason" && !input.value.trim()) {
+        problem = "Say why the amount is different: it is kept with the refund.";
+      } else if (field.kind === "amount") {
         problem = amountProblem(input.value, this.bounds, this.order);
         if (!problem) args[name] = normaliseAmount(input.value);
       } else if (field.kind === "json") {

@@ -198,8 +198,9 @@ export class ApprovalCard {
     fill(this.el,
       h("header", { class: "approval-head" },
         this.selectBox(titleId),
-        h(this.heading, { id: titleId, tabindex: "-1", class: "approval-title", "data-testid": "approval-summary" },
-          context.summary || a.tool),
+        // The tool's own name only in a tooltip, for staff who want it: the title says what the case is.
+        h(this.heading, { id: titleId, tabindex: "-1", class: "approval-title", "data-testid": "approval-summary",
+          title: `The agent's call: ${a.tool}` }, context.summary || a.tool),
         h("div", { class: "approval-tags" },
           badge("approval", a.status, "approval-status"),
           fourEyesTag(a, this.me),
@@ -207,8 +208,7 @@ export class ApprovalCard {
             "data-expires": context.expires_at, "data-over": String(expiry.over),
             title: `No decision is accepted after ${fmtDateTime(context.expires_at)}` }, expiry.text) : null),
         h("span", { class: "approval-meta" }, conversationLink,
-          timeEl(a.requested_at, "approval-requested-at", "requested "),
-          h("code", { "data-testid": "approval-tool", title: "The tool the agent called" }, a.tool))),
+          timeEl(a.requested_at, "approval-requested-at", "requested "))),
       this.notice ? h("p", { class: "notice", role: "status", "data-testid": "approval-notice" }, this.notice) : null,
       a.status === "pending" ? this.pendingBody() : this.decidedBody(),
     );
@@ -275,14 +275,20 @@ export class ApprovalCard {
     }
     if (withSecondLook) parts.push(this.secondLook());
     if (c.policies && c.policies.length) {
-      // Closed, with the titles in view: the passages are a click (or Enter) away, the buttons stay close.
+      // Closed, with the titles of the policies it relied on in view: the passages are a click (or Enter)
+      // away, the other search hits folded once more, the buttons stay close.
+      const more = c.policies_more || [];
       parts.push(h("details", { class: "policies", "data-testid": "approval-policies" },
         h("summary", {}, h("span", { class: "muted" }, "Policies the agent read: "),
           c.policies.map((p) => p.title || p.doc_id).join(" · ")),
         h("ul", {}, c.policies.map((p) => h("li", { "data-testid": "approval-policy", "data-doc": p.doc_id },
           h("strong", {}, p.title || p.doc_id), " ", h("span", { class: "doc-id" }, p.doc_id),
           p.version ? h("span", { class: "doc-version", "data-testid": "approval-policy-version" }, ` v${p.version}`) : null,
-          p.excerpt ? h("p", { class: "excerpt" }, /[.!?…]$/.test(p.excerpt.trim()) ? p.excerpt : `${p.excerpt.trim()}…`) : null)))));
+          p.excerpt ? h("p", { class: "excerpt" }, /[.!?…]$/.test(p.excerpt.trim()) ? p.excerpt : `${p.excerpt.trim()}…`) : null))),
+        more.length ? h("details", { class: "policies-more", "data-testid": "approval-policies-more" },
+          h("summary", {}, `${more.length} more searched`),
+          h("ul", {}, more.map((p) => h("li", { "data-testid": "approval-policy-more", "data-doc": p.doc_id },
+            p.title || p.doc_id, " ", h("span", { class: "doc-id" }, p.doc_id))))) : null));
     } else if (a.tool === "issue_refund") {
       parts.push(h("p", { class: "hint", "data-testid": "approval-no-policies" }, "The agent read no policy before asking."));
     }
@@ -388,8 +394,10 @@ export class ApprovalCard {
         if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
       });
     }
+    // The buttons make way for an open form: one Approve at a time.
+    this.actionsEl = h("div", { class: "decide-buttons", "data-testid": "approval-actions" }, this.actions());
     const body = h("div", { class: "approval-body" }, this.serviceCall(), this.facts(),
-      fourEyesLine(a, this.me, this.viewer?.second_approval_above), this.actions(),
+      fourEyesLine(a, this.me, this.viewer?.second_approval_above), this.actionsEl,
       this.viewer && this.viewer.can_decide ? [this.editForm, this.rejectForm] : null, this.error);
     if (this.openForm) this.toggleForm(this.openForm, { focus: false });
     return body;
@@ -452,13 +460,14 @@ export class ApprovalCard {
     this.openForm = which;
     this.editForm.hidden = which !== "edit";
     this.rejectForm.hidden = which !== "reject";
+    this.actionsEl.hidden = Boolean(which);
     this.editBtn.setAttribute("aria-expanded", String(which === "edit"));
     this.rejectBtn.setAttribute("aria-expanded", String(which === "reject"));
     this.showError("");
     if (!focus) return;
     if (which === "edit") this.form.focusFirst();
     else if (which === "reject") this.reason.focus();
-    else this.editBtn.focus();
+    else (this.el.contains(this.editBtn) ? this.editBtn : this.rejectBtn).focus();
   }
 
   showError(message, field) {

@@ -2,8 +2,9 @@
 // person and nobody has it) or an approval request shows an alert with a "Take" button, plays a short sound
 // (can be turned off), and, after an explicit opt-in, raises a desktop notification. The page title and the
 // nav's Inbox badge count what waits for someone. The first person to take a conversation has it; everyone
-// else's alert says who did, live (inbox.changed). Counts come from /api/staff/inbox/counts, read again after
-// the staff socket's list-level events.
+// else's alert says who did, live (inbox.changed). An approval's alert (and its desktop notification) goes away
+// in every open console as soon as anyone decides it, or it expires (the approval.* events). Counts come from
+// /api/staff/inbox/counts, read again after the staff socket's list-level events.
 
 import { inboxApi } from "./console-api.js";
 import { announce, conversationUrl, h } from "./console-dom.js";
@@ -43,6 +44,7 @@ export class Alerts {
     this.needing = null; // ids of conversations needing a person that nobody has, as last counted
     this.seenApprovals = null; // approval ids already alerted (or pending when the page opened)
     this.alerts = new Map(); // conversation id -> alert element
+    this.approvalAlerts = new Map(); // approval id -> {el, note}: what to take away once it is decided
     this.me = document.body.dataset.staffUsername;
     this.audio = null;
     document.body.dataset.beeps = "0";
@@ -96,6 +98,7 @@ export class Alerts {
       this.seenApprovals = new Set(this.approvals.pending().map((a) => a.id));
     }
     for (const approval of changed || []) {
+      if (approval.status !== "pending") this.approvalDecided(approval.id);
       if (approval.status !== "pending" || this.seenApprovals.has(approval.id)) continue;
       this.seenApprovals.add(approval.id);
       this.approvalRequested(approval);
@@ -123,8 +126,23 @@ export class Alerts {
     });
   }
 
+  /** Decided (or expired) anywhere: nothing waits any more, so its alert and notification go. */
+  approvalDecided(id) {
+    const raised = this.approvalAlerts.get(id);
+    if (!raised) return;
+    this.approvalAlerts.delete(id);
+    if (this.alerts.get(raised.el.dataset.conversation) === raised.el) this.dismiss(raised.el.dataset.conversation);
+    else raised.el.remove();
+    try { raised.note?.close(); } catch { /* already gone */ }
+  }
+
+  stillWaiting(id) {
+    return this.approvals.pending().some((a) => a.id === id);
+  }
+
   async approvalRequested(approval) {
     const row = await this.describe(approval.conversation);
+    if (!this.stillWaiting(approval.id)) return; // decided while the customer's name was looked up
     const who = row ? row.customer.name || row.customer.email : "A customer";
     const args = approval.requested_arguments || {};
     // A colleague's own refund waits for a second person (four eyes): everyone but the one who asked is alerted.
@@ -134,7 +152,7 @@ export class Alerts {
       ? `Refund ${money(args.amount)}${args.order_id ? ` on ${args.order_id}` : ""}`
       : approval.tool === "escalate_to_human" ? "A hand-over" : approval.context?.summary || approval.tool;
     this.raise({
-      kind: "approval", conversation: approval.conversation, title: `${what} waits for approval`,
+      kind: "approval", approval: approval.id, conversation: approval.conversation, title: `${what} waits for approval`,
       text: asker ? `${who} · ${asker.by} asked for it; a second person approves` : `${who} · the agent asked for it`,
       assignee: row && row.assignee,
     });
@@ -142,12 +160,12 @@ export class Alerts {
 
   // -- the alert itself -----------------------------------------------------------------------------------
 
-  raise({ kind, conversation, title, text, assignee }) {
+  raise({ kind, approval = null, conversation, title, text, assignee }) {
     this.alerts.get(conversation)?.remove();
     const status = h("p", { class: "alert-status", "data-testid": "alert-status" });
     const take = h("button", { type: "button", class: "btn btn-primary", "data-testid": "alert-take" }, "Take");
     const el = h("div", { class: `alert alert-${kind}`, role: "group", "aria-label": title, "data-testid": "alert",
-      "data-kind": kind, "data-conversation": conversation },
+      "data-kind": kind, "data-conversation": conversation, "data-approval": approval },
       h("p", { class: "alert-title" }, title),
       h("p", { class: "alert-text" }, text),
       status,
@@ -167,7 +185,8 @@ export class Alerts {
     if (assignee) this.takenBy(conversation, assignee);
     announce(`${title}. ${text}`);
     this.beep();
-    this.notify(title, text, conversation);
+    const note = this.notify(title, text, conversation);
+    if (approval) this.approvalAlerts.set(approval, { el, note });
   }
 
   dismiss(conversation) {
@@ -291,7 +310,7 @@ export class Alerts {
   }
 
   notify(title, body, conversation) {
-    if (!("Notification" in window) || Notification.permission !== "granted" || stored(NOTIFY_KEY, "off") !== "on") return;
+    if (!("Notification" in window) || Notification.permission !== "granted" || stored(NOTIFY_KEY, "off") !== "on") return null;
     try {
       const note = new Notification(title, { body, tag: `sundry-${conversation}` });
       document.body.dataset.notifications = String(Number(document.body.dataset.notifications) + 1);
@@ -300,6 +319,8 @@ export class Alerts {
         window.location.assign(conversationUrl(conversation));
         note.close();
       };
+      return note;
     } catch { /* some browsers allow notifications from a service worker only */ }
+    return null;
   }
 }
