@@ -15,7 +15,14 @@ from playwright.sync_api import expect
 
 from support.desk import gate
 from support.models import Approval, Customer, Order, Refund
-from tests.browser.conftest import ROOT, agent_messages, ask, open_widget, widget_conversation
+from tests.browser.conftest import (
+    ROOT,
+    agent_messages,
+    ask,
+    open_widget,
+    refundable_again,
+    widget_conversation,
+)
 
 SCREENSHOTS = ROOT / "var" / "screenshots"
 SAME_DOCUMENT = "window.__sameDocument = true"
@@ -201,6 +208,7 @@ def test_a_support_agent_may_approve_up_to_the_large_refund_threshold(site, new_
     from support.desk import permissions
     from tests.desk_factories import pending_refund_approval, start_conversation
 
+    refundable_again("SU-41444")  # the refundable balance is checked below
     get_user_model().objects.filter(username="casey").delete()
     casey = get_user_model().objects.create_user("casey", password="agent-pw-1", first_name="Casey", is_staff=True)
     casey.groups.add(permissions.ensure_groups()[permissions.AGENTS])

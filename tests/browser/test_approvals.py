@@ -7,13 +7,22 @@ from decimal import Decimal
 from playwright.sync_api import expect
 
 from support.models import Approval, Refund
-from tests.browser.conftest import STAFF_NAME, agent_messages, ask, open_widget, shot, widget_conversation
+from tests.browser.conftest import (
+    STAFF_NAME,
+    agent_messages,
+    ask,
+    open_widget,
+    refundable_again,
+    shot,
+    widget_conversation,
+)
 from tests.browser.test_approval_cards import snap
 
 SAME_DOCUMENT = "window.__sameDocument = true"  # gone if the page reloads or navigates
 
 
 def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
+    refundable_again("SU-41310")  # whatever ran before in this session
     staff = staff_page("/console/")
     staff.evaluate(SAME_DOCUMENT)
     customer = customer_page()
@@ -68,6 +77,7 @@ def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
 
 
 def test_the_reject_flow(site, customer_page, staff_page):
+    refundable_again("SU-41402")
     customer = customer_page()
     open_widget(customer)
     customer.evaluate(SAME_DOCUMENT)
@@ -119,6 +129,7 @@ def test_the_reject_flow(site, customer_page, staff_page):
 
 def test_a_customer_who_writes_while_the_refund_waits_is_shown_on_the_card_before_anyone_approves(
         site, customer_page, staff_page):
+    refundable_again("SU-41402")
     staff = staff_page("/console/approvals/")
     staff.evaluate(SAME_DOCUMENT)
     customer = customer_page()
