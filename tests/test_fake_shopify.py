@@ -3,8 +3,10 @@ syntax, cursors, refundCreate with @idempotent, metafieldsSet, and the faults te
 
 from __future__ import annotations
 
+import concurrent.futures
 import subprocess
 import sys
+import time
 from decimal import Decimal
 
 import httpx2
@@ -23,6 +25,13 @@ SET = """mutation($m: [MetafieldsSetInput!]!) { metafieldsSet(metafields: $m) {
 def post(fake, query, variables=None, token=None, version=None):
     return httpx2.post(fake.endpoint(version), json={"query": query, "variables": variables or {}}, timeout=5,
                        headers={"X-Shopify-Access-Token": fake.token if token is None else token})
+
+
+def wait_until(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
 
 
 def order_node(fake, name):
@@ -151,6 +160,21 @@ def test_reset_puts_the_catalogue_back_and_clears_faults(fake_shopify):
     fake_shopify.reset()
     assert len(fake_shopify.refunds()) == 1 and fake_shopify.requests() == []
     assert post(fake_shopify, "{ orders(first: 1) { nodes { id } } }").status_code == 200
+
+
+def test_a_write_held_across_a_reset_ends_and_takes_no_fault_set_up_after_it(fake_shopify):
+    # A held answer from one test must not eat the fault the next test queued (it would answer that test's
+    # own request unbent).
+    node = order_node(fake_shopify, "SU-41207")
+    fake_shopify.configure(hold_after_write_seconds=30)
+    held = concurrent.futures.ThreadPoolExecutor(1).submit(
+        lambda: post(fake_shopify, REFUND, {"input": refund_input(node, "5.00"), "key": "k-held"}))
+    wait_until(lambda: fake_shopify.requests() and fake_shopify.requests()[-1]["operation"] == "mutation")
+    fake_shopify.reset()
+    fake_shopify.configure(malformed_next=["not_json"])
+    answer = held.result(timeout=10)  # the reset ended the hold, long before its 30 s
+    assert answer.status_code == 200 and answer.json()["data"]["refundCreate"]["refund"] is not None
+    assert post(fake_shopify, "{ orders(first: 1) { nodes { id } } }").headers["content-type"].startswith("text/html")
 
 
 def test_an_unknown_fault_is_refused(fake_shopify):

@@ -49,10 +49,12 @@ class FakeState:
         self.token, self.api_version = token, api_version
         self._initial = (bucket_size, restore_rate)
         self.lock = threading.RLock()
+        self.generation = 0  # a reset ends every answer being held; a request from before it takes no fault
         self.reset()
 
     def reset(self) -> None:
         with self.lock:
+            self.generation += 1
             self._offset = 0.0
             self.store = Store()
             self.buckets = cost.Buckets(*self._initial, clock=self.clock)
@@ -88,10 +90,18 @@ class FakeState:
                 self.config[name] = value
             return {**self.config, "bucket_size": self.buckets.size, "restore_rate": self.buckets.restore_rate}
 
-    def next_fault(self, name: str):
+    def next_fault(self, name: str, generation: int):
+        """The next fault of that kind, for a request that began in this generation (a request held across a
+        reset must not take the fault the next test set up)."""
         with self.lock:
             queue = self.config[name]
-            return queue.pop(0) if queue else None
+            return queue.pop(0) if queue and generation == self.generation else None
+
+    async def hold(self, seconds: float, generation: int) -> None:
+        """Sleep up to `seconds`; a reset ends the wait."""
+        deadline = time.monotonic() + seconds
+        while generation == self.generation and (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, 0.05))
 
 
 def create_app(state: FakeState) -> Starlette:
@@ -100,14 +110,15 @@ def create_app(state: FakeState) -> Starlette:
                  "cost": None, "throttled": False, "available": None, "idempotency_key": None}
         with state.lock:
             state.log.append(entry)
-        response = await _answer(state, request, entry)
+            generation = state.generation
+        response = await _answer(state, request, entry, generation)
         entry["status"] = response.status_code
         return response
 
     return Starlette(routes=[Route("/admin/api/{version}/graphql.json", graphql_endpoint, methods=["POST"])])
 
 
-async def _answer(state: FakeState, request: Request, entry: dict) -> Response:
+async def _answer(state: FakeState, request: Request, entry: dict, generation: int) -> Response:
     if state.config["down"]:
         return PlainTextResponse("Service Unavailable", status_code=503)
     if state.config["latency_ms"]:
@@ -116,7 +127,7 @@ async def _answer(state: FakeState, request: Request, entry: dict) -> Response:
         return JSONResponse(FAILURE_BODIES[404], status_code=404)
     if request.headers.get("x-shopify-access-token") != state.token:
         return JSONResponse({"errors": INVALID_TOKEN}, status_code=401)
-    if (status := state.next_fault("fail_next")) is not None:
+    if (status := state.next_fault("fail_next", generation)) is not None:
         return _failure(int(status))
     try:
         body = json.loads(await request.body())
@@ -138,10 +149,10 @@ async def _answer(state: FakeState, request: Request, entry: dict) -> Response:
     except GraphQLError as e:
         return JSONResponse({"errors": [e.formatted]})
     entry["cost"] = requested
-    return await _run(state, document, operation, variables, requested, entry)
+    return await _run(state, document, operation, variables, requested, entry, generation)
 
 
-async def _run(state, document, operation, variables, requested, entry) -> Response:
+async def _run(state, document, operation, variables, requested, entry, generation) -> Response:
     buckets = state.buckets
     if requested > buckets.size:
         return JSONResponse({"errors": [{"message": f"Query cost is {requested}, which exceeds the single query max "
@@ -169,11 +180,12 @@ async def _run(state, document, operation, variables, requested, entry) -> Respo
     answer = {"data": result.data, "extensions": {"cost": cost_info}}
     if result.errors:
         answer["errors"] = [e.formatted for e in result.errors]
+    bent = state.next_fault("malformed_next", generation)
     if is_write and state.config["hold_after_write_seconds"]:
-        await asyncio.sleep(state.config["hold_after_write_seconds"])
+        await state.hold(state.config["hold_after_write_seconds"], generation)
     if is_write and state.config["drop_after_write"]:
         return _Dropped()
-    return _bent(answer, state.next_fault("malformed_next"))
+    return _bent(answer, bent)
 
 
 def _logged_key(operation, variables) -> str | None:
