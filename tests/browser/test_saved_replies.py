@@ -133,6 +133,9 @@ def test_on_a_phone_a_tap_picks_a_saved_reply(conversation, staff_page):
     box.type("/ref")
     pop = page.get_by_test_id("slash-pop")
     expect(pop).to_be_visible()
+    expect(box).to_have_value("/ref")
+    expect(box).to_be_focused()
+    expect(options(page).filter(has_text=WINDOW[0])).to_have_count(1)
     width = page.evaluate("() => document.scrollingElement.scrollWidth")
     assert width <= PHONE["width"], f"the page scrolls sideways with the list open ({width} px)"
     box_left = box.bounding_box()["x"]
