@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from support.desk import services
-from support.models import Conversation
+from support.models import Conversation, Run
 from tests.desk_factories import (
     make_user,
     queued,  # noqa: F401  (fixture)
@@ -69,6 +69,21 @@ def test_it_lists_the_customers_other_conversations_only(people, demo, queued):
     current = start_conversation(demo.maya)
     listed = context(people["sam"], current).json()["conversations"]
     assert [(c["id"], c["first_message"]) for c in listed] == [(str(earlier.public_id), "Where is SU-41388?")]
+
+
+def test_the_other_conversations_say_their_status_as_the_inbox_does(people, demo, queued):
+    from support.desk import inbox, takeover
+
+    closed = start_conversation(demo.maya)
+    services.conversation_post_message(conversation=closed, text="Where is SU-41388?")
+    Run.objects.filter(conversation=closed).update(status=Run.STOPPED, stop_reason="answered")
+    inbox.conversation_close(conversation=closed, actor=people["sam"])
+    held = start_conversation(demo.maya)
+    services.conversation_post_message(conversation=held, text="And SU-41310?")
+    takeover.conversation_take_over(conversation=held, user=people["sam"])
+    listed = context(people["lee"], start_conversation(demo.maya)).json()["conversations"]
+    assert {c["id"]: (c["inbox_status"], c["status_label"]) for c in listed} == {
+        str(closed.public_id): ("closed", "Closed"), str(held.public_id): ("with_person", f"With {people['sam'].get_short_name() or 'sam'}")}
 
 
 def test_a_conversation_opened_with_one_order_still_shows_staff_the_whole_customer(people, demo, queued):

@@ -102,7 +102,8 @@ def test_it_shows_the_customer_their_orders_the_last_message_and_the_time(demo, 
     assert row["last_message"]["author"] == "agent"
     assert row["last_message"]["text"].startswith("Sorry to hear that")
     assert row["updated_at"] and row["last_message"]["at"]
-    assert row["status"] == "agent_working" and row["status_label"] == "Agent working"
+    # No run is active: the agent is not working, the conversation is simply with it.
+    assert row["status"] == "with_agent" and row["status_label"] == "With the agent"
     assert row["assignee"] is None
 
 
@@ -116,6 +117,11 @@ def test_an_order_the_customer_does_not_own_is_not_listed_as_theirs(demo, as_sam
 def test_statuses_are_derived_for_people(demo, as_sam, sam):
     working = start_conversation(demo.maya)
     say(working, "Hello?")
+    Run.objects.create(conversation=working, status=Run.RUNNING)
+    idle = start_conversation(demo.ines)
+    say(idle, "Thanks, that's all.")
+    say(idle, "Glad to help.", author=Message.AGENT)
+    Run.objects.create(conversation=idle, status=Run.STOPPED, stop_reason="answered", outcome="waiting_on_customer")
     approval_wait = start_conversation(demo.tom)
     pending_refund_approval(approval_wait)
     needs = start_conversation(demo.ines)
@@ -126,12 +132,13 @@ def test_statuses_are_derived_for_people(demo, as_sam, sam):
     say(resolved, "Where is it?")
     say(resolved, "It arrives tomorrow.", author=Message.AGENT)
     Run.objects.create(conversation=resolved, status=Run.STOPPED, stop_reason="answered", outcome="resolved")
-    statuses = {r["id"]: r["status"] for r in rows(as_sam)}
-    assert statuses[str(working.public_id)] == "agent_working"
-    assert statuses[str(approval_wait.public_id)] == "waiting_approval"
-    assert statuses[str(needs.public_id)] == "needs_person"
-    assert statuses[str(held.public_id)] == "with_person"
-    assert statuses[str(resolved.public_id)] == "resolved"
+    statuses = {r["id"]: (r["status"], r["status_label"]) for r in rows(as_sam)}
+    assert statuses[str(working.public_id)] == ("agent_working", "Agent working")  # only while a run is active
+    assert statuses[str(idle.public_id)] == ("with_agent", "With the agent")
+    assert statuses[str(approval_wait.public_id)] == ("waiting_approval", "Waiting for approval")
+    assert statuses[str(needs.public_id)] == ("needs_person", "Needs a person")
+    assert statuses[str(held.public_id)] == ("with_person", "With Sam")
+    assert statuses[str(resolved.public_id)] == ("resolved", "Resolved")
 
 
 def test_unread_counts_are_per_staff_member(demo, as_sam, as_alex):
@@ -278,11 +285,15 @@ def test_the_first_to_take_it_has_it_and_the_second_is_told_who(demo, as_sam, as
     late = as_alex.post_json(url(conversation, "take"))
     assert late.status_code == 409
     assert late.json()["code"] == "conflict"
-    assert late.json()["error"].startswith("Sam already took this conversation")
+    assert late.json()["error"].startswith("Sam already has this conversation")
     assert late.json()["conversation"]["assignee"]["username"] == "sam"
     assert Conversation.objects.get(pk=conversation.pk).assignee == sam
     assert as_sam.post_json(url(conversation, "take")).status_code == 200  # taking it again changes nothing
     assert InboxEvent.objects.filter(conversation=conversation).count() == 1
+    # One model of ownership: assigned to Sam, the agent is silent, and the customer is told Sam is here.
+    fresh = Conversation.objects.get(pk=conversation.pk)
+    assert (fresh.status, fresh.assignee, bool(fresh.assigned_at)) == (Conversation.TAKEN_OVER, sam, True)
+    assert fresh.messages.filter(author=Message.SYSTEM, content__contains="Sam from our team has joined").count() == 1
 
 
 def test_assigning_to_a_colleague_and_unassigning_are_recorded(demo, as_sam, sam, alex):
@@ -308,21 +319,29 @@ def test_only_active_staff_can_be_assigned(demo, as_sam, db):
     assert Conversation.objects.get(pk=conversation.pk).assignee is None
 
 
-def test_a_conversation_a_person_is_answering_cannot_be_left_without_them(demo, as_sam, sam):
+def test_assigning_a_colleague_silences_the_agent_and_unassigning_hands_it_back(demo, as_sam, sam, alex):
     conversation = start_conversation(demo.maya)
-    takeover.conversation_take_over(conversation=conversation, user=sam)
+    say(conversation, "Where is my parcel?")
+    run = Run.objects.create(conversation=conversation, status=Run.RUNNING)
+    assert as_sam.post_json(url(conversation, "assign"), {"assignee": "alex"}).status_code == 200
+    fresh = Conversation.objects.get(pk=conversation.pk)
+    assert (fresh.status, fresh.assignee) == (Conversation.TAKEN_OVER, alex)
+    assert Run.objects.get(pk=run.pk).stop_reason == "taken_over"  # the agent stops while a person has it
+    assert row_of(as_sam, conversation)["status_label"] == "With Alex"
     response = as_sam.post_json(url(conversation, "unassign"))
-    assert response.status_code == 409
-    assert "hand the conversation back" in response.json()["error"]
-    assert Conversation.objects.get(pk=conversation.pk).assignee == sam
+    assert response.status_code == 200 and response.json()["conversation"]["assignee"] is None
+    fresh = Conversation.objects.get(pk=conversation.pk)
+    assert (fresh.status, fresh.assignee, fresh.assigned_at) == (Conversation.OPEN, None, None)
+    assert list(InboxEvent.objects.filter(conversation=conversation).values_list("kind", "actor__username",
+                                                                               "assignee__username")) == [
+        ("assigned", "sam", "alex"), ("unassigned", "sam", "alex")]
 
 
 def test_assignment_is_told_to_every_staff_console_and_not_to_the_customer(demo, as_sam, monkeypatch):
     conversation = start_conversation(demo.maya)
     sent = record_events(monkeypatch)
     as_sam.post_json(url(conversation, "take"))
-    assert len(sent) == 1
-    groups, event = sent[0]
+    ((groups, event),) = [(g, e) for g, e in sent if e["type"] == "inbox.changed"]
     assert events.STAFF_GROUP in groups and events.conversation_group(conversation.public_id) not in groups
     assert event["type"] == "inbox.changed" and event["change"] == "assigned"
     assert event["assignee"] == {"username": "sam", "name": "Sam"} and event["by"]["username"] == "sam"
@@ -349,7 +368,7 @@ def test_a_customer_who_writes_to_a_closed_conversation_reopens_it(demo, as_sam)
     say(conversation, "One more thing!")
     assert row_of(as_sam, conversation, filter="closed") is None
     row = row_of(as_sam, conversation)
-    assert row["status"] == "agent_working" and row["unread"] >= 1
+    assert row["status"] == "with_agent" and row["unread"] >= 1
 
 
 def test_a_conversation_the_agent_is_working_on_cannot_be_closed(demo, as_sam):
@@ -371,7 +390,7 @@ def test_counts_for_the_title_and_tabs(demo, as_sam):
     as_sam.post_json(url(taken, "take"))
     pending_refund_approval(start_conversation(demo.maya))
     counts = as_sam.get("/api/staff/inbox/counts").json()
-    assert counts["needs_person"] == 2 and counts["needs_person_unassigned"] == 1
+    assert counts["needs_person"] == 1 and counts["needs_person_unassigned"] == 1  # assigned: with Sam now
     assert counts["needs_person_unassigned_ids"] == [str(needs.public_id)]
     assert counts["waiting_approval"] == 1 and counts["mine"] == 1
 

@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from support.customers import languages
 from support.customers.words import staff_name
-from support.desk import feedback, permissions
+from support.desk import feedback, permissions, takeover
 from support.desk.selectors_inbox import person_json
 from support.desk.services import message_append
 from support.live import events
@@ -37,13 +37,7 @@ def _at(value) -> str:
 
 
 def _record(conversation: Conversation, kind: str, actor, assignee=None) -> None:
-    InboxEvent.objects.create(conversation=conversation, kind=kind, actor=actor, assignee=assignee)
-    now = timezone.now()
-    event = {"type": "inbox.changed", "conversation": str(conversation.public_id), "seq": conversation.last_seq,
-             "change": kind, "by": person_json(actor), "assignee": person_json(assignee) if kind == "assigned"
-             else None, "at": now.isoformat().replace("+00:00", "Z")}
-    groups = [events.STAFF_GROUP, events.staff_conversation_group(conversation.public_id)]
-    transaction.on_commit(lambda: events.publisher.send(groups, event))
+    takeover.record_inbox_event(conversation, kind, actor, assignee)
 
 
 def _locked(conversation: Conversation) -> Conversation:
@@ -53,54 +47,34 @@ def _locked(conversation: Conversation) -> Conversation:
     return current
 
 
+# One model of ownership: a conversation assigned to a person is theirs to answer and the agent is silent
+# (takeover.conversation_take_over); unassigning it hands it back to the agent.
+
 def conversation_take(*, conversation: Conversation, user) -> Conversation:
-    """Assign the conversation to `user` if nobody has it: the first of two people to act takes it, the
-    second is told who did (InboxConflict). Taking it again is a no-op."""
-    with transaction.atomic():
-        current = _locked(conversation)
-        if current.assignee_id == user.pk:
-            return current
-        if current.assignee_id is not None:
-            name = person_json(current.assignee)["name"]
-            since = f" at {_at(current.assigned_at)}" if current.assigned_at else ""
-            raise InboxConflict(f"{name} already took this conversation{since}.")
-        _assign(current, user, actor=user)
-    return current
+    """Assign to me, if nobody has it: the first of two people to act gets it, the second is told who did
+    (InboxConflict). Taking it again is a no-op."""
+    try:
+        return takeover.conversation_take_over(conversation=conversation, user=user, only_if_free=True)
+    except takeover.AlreadyAssigned as e:
+        since = f" at {_at(e.since)}" if e.since else ""
+        raise InboxConflict(f"{person_json(e.assignee)['name']} already has this conversation (assigned{since}).") \
+            from None
 
 
 def conversation_assign(*, conversation: Conversation, actor, assignee_username: str) -> Conversation:
-    """Give the conversation to a colleague (or to oneself), whoever has it now: a deliberate hand-on."""
+    """Give the conversation to a colleague (or to oneself), whoever has it now: a deliberate hand-on. The
+    agent stops, as when that person assigns it to themself."""
     assignee = get_user_model().objects.filter(username=assignee_username, is_active=True, is_staff=True).first()
     if assignee is None:
         raise NotStaff("Conversations can be assigned to active staff members only.")
-    with transaction.atomic():
-        current = _locked(conversation)
-        if current.assignee_id != assignee.pk:
-            _assign(current, assignee, actor=actor)
-    return current
-
-
-def _assign(current: Conversation, assignee, *, actor) -> None:
-    now = timezone.now()
-    Conversation.objects.filter(pk=current.pk).update(assignee=assignee, assigned_at=now)
-    current.assignee, current.assigned_at = assignee, now
-    _record(current, InboxEvent.ASSIGNED, actor, assignee)
+    return takeover.conversation_take_over(conversation=conversation, user=assignee, actor=actor)
 
 
 def conversation_unassign(*, conversation: Conversation, actor) -> Conversation:
-    """Nobody has it any more. Not while a person holds it (taken over): they hand it back to the agent."""
-    with transaction.atomic():
-        current = _locked(conversation)
-        if current.assignee_id is None:
-            return current
-        if current.status == Conversation.TAKEN_OVER:
-            raise InboxConflict(f"{person_json(current.assignee)['name']} is answering the customer: hand the "
-                                "conversation back to the agent, or assign it to a colleague.")
-        previous = current.assignee
-        Conversation.objects.filter(pk=current.pk).update(assignee=None, assigned_at=None)
-        current.assignee, current.assigned_at = None, None
-        _record(current, InboxEvent.UNASSIGNED, actor, previous)
-    return current
+    """Nobody has it any more: the agent answers again (takeover.conversation_hand_back)."""
+    takeover.conversation_hand_back(conversation=conversation, user=actor)
+    conversation.refresh_from_db()
+    return conversation
 
 
 def closed_notice(user, *, conversation: Conversation) -> str:

@@ -15,7 +15,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from support.customers.identity import shop_customer_id
-from support.desk import permissions, serializers, staff_actions
+from support.desk import permissions, selectors_inbox, serializers, staff_actions
 from support.models import Conversation, Message, StaffAction
 from support.shop import port, shop
 from support.tools.common import money
@@ -96,6 +96,8 @@ def conversation_context(conversation: Conversation, user) -> dict:
         first = Message.objects.filter(conversation=c, author=Message.CUSTOMER).order_by("seq").values_list(
             "content", flat=True).first()
         first_words[c.pk] = first or ""
+    shown = {row["id"]: row for row in selectors_inbox.inbox(
+        user, filter_="all", ids=[c.public_id for c in conversations], limit=len(conversations)).rows}
     since = min([o.placed_at for o in orders] + [c.created_at for c in conversations] + [conversation.created_at])
     # Newest first; refunds of one order at the same instant, the later issued first (the sort is stable).
     refunds = sorted((r for o in orders for r in o.refunds[::-1]), key=lambda r: r.created_at, reverse=True)
@@ -108,6 +110,9 @@ def conversation_context(conversation: Conversation, user) -> dict:
         "shop_unavailable": shop_away,  # "" when the shop answered
         "orders": [_order_json(o, scope, by_staff, user) for o in orders],
         "conversations": [{"id": str(c.public_id), "status": c.status, "created_at": _ts(c.created_at),
+                           # the inbox's status and words, true for this one too ("Closed", "With Sam")
+                           "inbox_status": shown.get(str(c.public_id), {}).get("status"),
+                           "status_label": shown.get(str(c.public_id), {}).get("status_label"),
                            "updated_at": _ts(c.updated_at), "first_message": first_words[c.pk][:200],
                            "current": c.pk == conversation.pk}
                           for c in conversations if c.pk != conversation.pk][:OTHER_CONVERSATIONS],

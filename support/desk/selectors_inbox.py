@@ -2,8 +2,9 @@
 viewer (their unread counts), filtered and searched in the database, in a fixed number of queries.
 
 A row's status is derived, never stored (INBOX_STATUSES): closed (a staff member closed it and the customer
-has not written since), with a person (taken over), needs a person, waiting for approval, resolved (the
-agent's last run ended resolved and nothing new came), else the agent is working on it.
+has not written since), with a person (assigned: the agent is silent; the words name the person), needs a
+person, waiting for approval, resolved (the agent's last run ended resolved and nothing new came), the agent
+working (a run is active), else with the agent.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from support.desk.feedback import rating_json
 from support.models import Approval, Conversation, Message, Order, Rating, Run
 from support.models.desk import ConversationRead, InboxEvent
 
-AGENT_WORKING, WAITING_APPROVAL, NEEDS_PERSON = "agent_working", "waiting_approval", "needs_person"
+AGENT_WORKING, WITH_AGENT = "agent_working", "with_agent"
+WAITING_APPROVAL, NEEDS_PERSON = "waiting_approval", "needs_person"
 WITH_PERSON, RESOLVED, CLOSED = "with_person", "resolved", "closed"
-INBOX_STATUSES = {  # code -> the words staff read
-    AGENT_WORKING: "Agent working", WAITING_APPROVAL: "Waiting for approval", NEEDS_PERSON: "Needs a person",
-    WITH_PERSON: "With a person", RESOLVED: "Resolved", CLOSED: "Closed",
+INBOX_STATUSES = {  # code -> the words staff read ("With a person" is "With Sam" on a row: status_words)
+    AGENT_WORKING: "Agent working", WITH_AGENT: "With the agent", WAITING_APPROVAL: "Waiting for approval",
+    NEEDS_PERSON: "Needs a person", WITH_PERSON: "With a person", RESOLVED: "Resolved", CLOSED: "Closed",
 }
 # "" is every conversation that is not closed; "all" includes the closed ones.
 FILTERS = ("", "mine", "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, CLOSED, "all")
@@ -187,7 +189,14 @@ def inbox_status(conversation: Conversation, run: Run | None) -> str:
     if run is not None and run.status == Run.STOPPED and run.outcome == "resolved" \
             and conversation.waiting_since is None:
         return RESOLVED
-    return AGENT_WORKING
+    return AGENT_WORKING if run is not None and run.status in (Run.QUEUED, Run.RUNNING) else WITH_AGENT
+
+
+def status_words(status: str, conversation: Conversation) -> str:
+    """What staff read for a status: the person's name when a person has it ("With Sam")."""
+    if status == WITH_PERSON and conversation.assignee_id:
+        return f"With {person_json(conversation.assignee)['name']}"
+    return INBOX_STATUSES[status]
 
 
 def _ts(value) -> str | None:
@@ -226,7 +235,7 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
         "unread": conversation.unread,
         "read_seq": conversation.read_seq or 0,
         "status": status,
-        "status_label": INBOX_STATUSES[status],
+        "status_label": status_words(status, conversation),
         "conversation_status": conversation.status,  # the desk's own code: open / needs_attention / taken_over
         "attention_reason": conversation.attention_reason,
         "pending_approvals": conversation.pending_approvals,

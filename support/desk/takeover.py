@@ -3,6 +3,7 @@ order is services.py's)."""
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -10,8 +11,11 @@ from django.utils.translation import gettext_lazy as _
 
 from support.customers import languages
 from support.desk import serializers
+from support.desk.selectors_inbox import person_json
 from support.desk.services import message_append, message_clean, run_start_if_idle
+from support.live import events
 from support.models import Approval, Conversation, Message, Run, ToolCall
+from support.models.desk import InboxEvent
 
 # -- staff taking a conversation over ----------------------------------------------------------------
 
@@ -44,16 +48,47 @@ def _with_runs_then_conversation(conversation: Conversation, work):
                 raise
 
 
-def conversation_take_over(*, conversation: Conversation, user) -> Conversation:
-    """A staff member answers from now on. The active run stops now, whatever it is doing: a worker on it
-    finds its lease gone at its next write and saves nothing more (a tool transaction in progress holds
-    the run's lock, so this waits for it and sees its result). Every call of the history without a result
-    is answered as not run, so nothing asked for before (pending, approved, half-run) runs after."""
+class AlreadyAssigned(Exception):
+    """Someone else has the conversation (conversation_take_over with only_if_free)."""
+
+    def __init__(self, assignee, since):
+        super().__init__(f"{serializers.staff_name(assignee)} has the conversation")
+        self.assignee, self.since = assignee, since
+
+
+def record_inbox_event(conversation: Conversation, kind: str, actor, assignee=None) -> None:
+    """Who did what to the conversation's ownership (InboxEvent), told to every staff console after the
+    commit (`inbox.changed`)."""
+    InboxEvent.objects.create(conversation=conversation, kind=kind, actor=actor, assignee=assignee)
+    now = timezone.now()
+    event = {"type": "inbox.changed", "conversation": str(conversation.public_id), "seq": conversation.last_seq,
+             "change": kind, "by": person_json(actor), "assignee": person_json(assignee) if kind == "assigned"
+             else None, "at": now.isoformat().replace("+00:00", "Z")}
+    groups = [events.STAFF_GROUP, events.staff_conversation_group(conversation.public_id)]
+    transaction.on_commit(lambda: events.publisher.send(groups, event))
+
+
+def conversation_take_over(*, conversation: Conversation, user, actor=None, only_if_free: bool = False) -> Conversation:
+    """Assign the conversation to `user` (by `actor`, the user themself by default): one model of ownership,
+    so a person who has the conversation answers it and the agent is silent. The active run stops now,
+    whatever it is doing: a worker on it finds its lease gone at its next write and saves nothing more (a
+    tool transaction in progress holds the run's lock, so this waits for it and sees its result). Every
+    call of the history without a result is answered as not run, so nothing asked for before (pending,
+    approved, half-run) runs after. only_if_free: raise AlreadyAssigned if a colleague has it (the first of
+    two people to act gets it)."""
+    actor = actor or user
+
     def take_over(runs: list[Run]) -> None:
+        assignee_id, assigned_at = Conversation.objects.filter(pk=conversation.pk).values_list(
+            "assignee_id", "assigned_at").get()  # locked
+        if only_if_free and assignee_id not in (None, user.pk):
+            raise AlreadyAssigned(get_user_model().objects.get(pk=assignee_id), assigned_at)
+        now = timezone.now()
         if not Conversation.objects.filter(pk=conversation.pk).exclude(
                 status=Conversation.TAKEN_OVER, assignee=user).update(
-                status=Conversation.TAKEN_OVER, assignee=user, attention_reason="", updated_at=timezone.now()):
-            return  # already taken over by this person
+                status=Conversation.TAKEN_OVER, assignee=user, attention_reason="", updated_at=now,
+                **({} if assignee_id == user.pk and assigned_at else {"assigned_at": now})):
+            return  # already this person's
         conversation.refresh_from_db()
         for run in runs:
             if run.status in Run.ACTIVE:
@@ -62,6 +97,8 @@ def conversation_take_over(*, conversation: Conversation, user) -> Conversation:
         # One notice, after the open calls' results (the model's history stays valid), in both transcripts.
         message_append(conversation=conversation, author=Message.SYSTEM, user=user,
                        wire={"role": "assistant", "content": joined_notice(user, conversation=conversation)})
+        if assignee_id != user.pk:
+            record_inbox_event(conversation, InboxEvent.ASSIGNED, actor, user)
         transaction.on_commit(lambda: serializers.publish_conversation(conversation, "conversation.assigned"))
 
     _with_runs_then_conversation(conversation, take_over)
@@ -155,11 +192,16 @@ def conversation_hand_back(*, conversation: Conversation, user) -> Run | None:
     the customer's unanswered message is the agent's to answer, so a run starts for it; with nothing
     unanswered, one notice says the assistant is back."""
     def hand_back(runs: list[Run]) -> Run | None:
-        was = Conversation.objects.filter(pk=conversation.pk).values_list("status", flat=True).get()  # locked
+        was, previous = Conversation.objects.filter(pk=conversation.pk).values_list(
+            "status", "assignee").get()  # locked
         if not Conversation.objects.filter(pk=conversation.pk).exclude(status=Conversation.OPEN).update(
-                status=Conversation.OPEN, assignee=None, attention_reason="", updated_at=timezone.now()):
+                status=Conversation.OPEN, assignee=None, assigned_at=None, attention_reason="",
+                updated_at=timezone.now()):
             return None
         conversation.refresh_from_db()
+        if previous is not None:
+            record_inbox_event(conversation, InboxEvent.UNASSIGNED, user,
+                               get_user_model().objects.get(pk=previous))
         if not any(run.status in Run.ACTIVE for run in runs):  # an active run answers its own calls
             tool_calls_close_open(conversation, runs, HANDED_BACK)
         last = conversation.messages.exclude(role__in=("tool", "system")).order_by("-seq").first()

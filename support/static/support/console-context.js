@@ -74,7 +74,8 @@ export class ContextPanel {
         ? h("ul", { class: "plain-list", "data-testid": "context-conversations" }, d.conversations.map((x) => h("li", {},
           h("a", { href: conversationUrl(x.id), "data-testid": "context-conversation-link" },
             x.first_message ? `“${excerpt(x.first_message, 60)}”` : "(no message)"),
-          h("span", { class: "sub" }, ` · ${label(x.status)} · `), timeEl(x.created_at, "context-conversation-time"))))
+          h("span", { class: "sub", "data-testid": "context-conversation-status", "data-status": x.inbox_status || x.status },
+            ` · ${x.status_label || label(x.status)} · `), timeEl(x.created_at, "context-conversation-time"))))
         : h("p", { class: "muted", "data-testid": "context-conversations" }, "No other conversations."),
     );
     if (focused) document.getElementById(focused)?.focus();

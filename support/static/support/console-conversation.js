@@ -10,7 +10,7 @@ import { HandoverPanel } from "./console-handover.js";
 import { NotesPanel, SavedReplies, SlashReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
 import { announce, badge, fill, h, shortId, timeEl, visibleText } from "./console-dom.js";
-import { fmtCost, fmtInt, label, plural, runPhrase, STOP_REASON_HELP } from "./console-format.js";
+import { conversationStatus, fmtCost, fmtInt, label, plural, runPhrase, STOP_REASON_HELP } from "./console-format.js";
 import { Trace } from "./console-trace.js";
 import { Transcript } from "./console-transcript.js";
 
@@ -244,6 +244,7 @@ export class ConversationPage {
     if (e.status === "stopped") this.handover.load();
     if (e.status !== "running") this.transcript.endStream();
     this.renderRun();
+    this.renderHeader(); // "Agent working" only while a run is active
   }
 
   async load() {
@@ -301,34 +302,37 @@ export class ConversationPage {
     document.title = `${name || c.customer} · Sundry support desk`;
     $("conversation-customer").textContent = visibleText(name ? `${name}` : c.customer);
     $("conversation-id").textContent = shortId(c.id);
-    fill($("conversation-status-slot"), badge("conversation", c.closed ? "closed" : c.status, "conversation-status"));
-    // `assignee` is a display name (a first name); `me` is this staff member's username.
+    // `assignee` is a display name (a first name); `me` is this staff member's username. One model of
+    // ownership: a person who has the conversation answers it and the agent is silent.
     const mineNow = c.status === "taken_over" && c.assignee_username === this.me;
     const someoneElse = c.status === "taken_over" && !mineNow;
+    const [status, words] = conversationStatus(c, this.trace.latestRun());
+    fill($("conversation-status-slot"), h("span", { class: `badge badge-conversation is-${status}`,
+      "data-testid": "conversation-status", "data-status": status }, words));
     const assignee = $("conversation-assignee");
     assignee.textContent = c.closed ? `Closed${c.closed_by ? ` by ${c.closed_by}` : ""}: a message from the customer reopens it.`
-      : c.status === "taken_over" && c.assignee ? `${mineNow ? "You have it" : `${c.assignee} has it`}: the agent is silent` : "";
+      : c.status === "taken_over" && c.assignee ? `${mineNow ? "Assigned to you" : `Assigned to ${c.assignee}`} · the agent is silent` : "";
     // The summary below says why, and more: the reason is not said twice.
     const reason = $("attention-reason");
     reason.textContent = visibleText(c.status === "needs_attention" && !c.closed ? c.attention_reason || "" : "");
     reason.hidden = !reason.textContent || this.handover.shown;
     const take = $("take-over-button");
     take.hidden = mineNow;
-    take.textContent = someoneElse && c.assignee ? `Take over from ${c.assignee}` : "Take over";
+    take.title = someoneElse && c.assignee ? `${c.assignee} has it now` : "";
     $("hand-back-button").hidden = c.status === "open";
     $("close-conversation-button").hidden = !!c.closed;
     $("reopen-conversation-button").hidden = !c.closed;
-    // Replying takes the conversation over (the server keeps the rule: a person writes only when the agent
-    // is stopped), so the box is there unless a colleague has the conversation.
+    // Replying assigns the conversation to the one who replies (the server keeps the rule: a person writes
+    // only when the agent is silent), so the box is there unless a colleague has the conversation.
     const reply = $("reply-form");
     reply.hidden = someoneElse;
     const closed = $("reply-closed-note");
     closed.hidden = !someoneElse;
-    closed.textContent = someoneElse ? `${c.assignee || "A colleague"} is answering this customer. Take it over to reply.` : "";
-    $("reply-send").textContent = mineNow ? "Send" : "Take over and send";
+    closed.textContent = someoneElse ? `${c.assignee || "A colleague"} has this conversation. Assign it to yourself to reply.` : "";
+    $("reply-send").textContent = "Send";
     $("reply-hint").textContent = mineNow
       ? "Enter sends · Shift+Enter for a new line · / for a saved reply. The agent is silent until you hand back."
-      : "Enter sends · Shift+Enter for a new line · / for a saved reply. Sending takes the conversation over: the agent stops.";
+      : "Enter sends · Shift+Enter for a new line · / for a saved reply. Sending assigns the conversation to you: the agent stops.";
     if (mineNow && this.focusReply) this.replyInput.focus();
     this.focusReply = false;
   }
@@ -367,10 +371,15 @@ export class ConversationPage {
     const reopen = $("reopen-conversation-button");
     close.addEventListener("click", () => closeOrReopen(close, inboxApi.close, "Conversation closed. The customer has been told."));
     reopen.addEventListener("click", () => closeOrReopen(reopen, inboxApi.reopen, "Conversation reopened."));
-    take.addEventListener("click", () => act(take, () => staffApi.takeOver(this.id), () => {
-      this.focusReply = true;
-      announce("You have taken the conversation over. The agent stops; reply below.");
-    }));
+    take.addEventListener("click", () => {
+      const c = this.conversation || {};
+      if (c.status === "taken_over" && c.assignee_username !== this.me
+        && !window.confirm(`${c.assignee || "A colleague"} has this conversation. Assign it to you instead?`)) return;
+      act(take, () => staffApi.takeOver(this.id), () => {
+        this.focusReply = true;
+        announce("Assigned to you. The agent is silent; reply below.");
+      });
+    });
     back.addEventListener("click", () => act(back, () => staffApi.handBack(this.id), (data) => {
       announce(data.run ? "Handed back: the agent answers the customer's waiting message."
         : "Handed back: the agent answers the customer's next message.");

@@ -81,6 +81,17 @@ export function label(value) {
   return LABELS[value] || String(value).replaceAll("_", " ");
 }
 
+/** A conversation's status for staff, as the inbox words it: [code, words]. "Agent working" only while a run
+ * is active; "With Sam" when a person has it (the agent is silent); "Closed" when closed. */
+export function conversationStatus(c, run) {
+  if (c.closed) return ["closed", "Closed"];
+  if (c.status === "taken_over") return ["with_person", c.assignee ? `With ${c.assignee}` : "With a person"];
+  if (c.status === "needs_attention") return ["needs_person", "Needs a person"];
+  if (run && run.status === "awaiting_approval") return ["waiting_approval", "Waiting for approval"];
+  if (run && (run.status === "queued" || run.status === "running")) return ["agent_working", "Agent working"];
+  return ["with_agent", "With the agent"];
+}
+
 /** How a run stands, in one phrase: "Answered the customer" for a finished run, not "Stopped · Answered". */
 export function runPhrase(run) {
   if (!run) return "No run yet";

@@ -290,7 +290,7 @@ export class ConversationList {
         h("span", { class: "row-assignee", "data-testid": "row-assignee", "data-assignee": d.assignee ? d.assignee.username : "" },
           d.assignee ? (me ? "Assigned to you" : `Assigned to ${d.assignee.name}`) : "Unassigned"),
         !d.assignee && d.status !== "closed" ? h("button", { type: "button", class: "btn btn-primary", "data-testid": "take-button",
-          "aria-label": `Take ${d.customer.name || d.customer.email}'s conversation`, onclick: () => this.act(row, "take") }, "Take") : null,
+          "aria-label": `Assign ${d.customer.name || d.customer.email}'s conversation to me`, onclick: () => this.act(row, "take") }, "Assign to me") : null,
         d.status !== "closed" ? this.assignSelect(row, me) : null,
         d.status === "closed"
           ? h("button", { type: "button", class: "btn", "data-testid": "reopen-button", onclick: () => this.act(row, "reopen") }, "Reopen")
@@ -311,7 +311,7 @@ export class ConversationList {
     const id = `assign-${d.id}`;
     const current = d.assignee ? d.assignee.username : "";
     const select = h("select", { id, class: "text-input assign-select", "data-testid": "assign-select" },
-      h("option", { value: "" }, d.assignee ? "Nobody (unassign)" : "Assign to…"),
+      h("option", { value: "" }, d.assignee ? "Nobody: hand back to the agent" : "Assign to…"),
       this.colleagues.map((c) => h("option", { value: c.username },
         this.viewer && c.username === this.viewer.username ? `${c.name} (me)` : c.name)));
     select.value = current;
@@ -325,8 +325,8 @@ export class ConversationList {
     row.error = "";
     try {
       const { conversation } = action === "assign" ? await inboxApi.assign(id, assignee) : await inboxApi[action](id);
-      announce({ take: "You took the conversation.", close: "Conversation closed.", reopen: "Conversation reopened.",
-        assign: conversation.assignee ? `Assigned to ${conversation.assignee.name}.` : "Unassigned." }[action]);
+      announce({ take: "Assigned to you. The agent is silent.", close: "Conversation closed.", reopen: "Conversation reopened.",
+        assign: conversation.assignee ? `Assigned to ${conversation.assignee.name}. The agent is silent.` : "Handed back to the agent." }[action]);
       if (conversation) this.upsert(conversation, false);
       this.refreshSoon(id); // it may no longer match the filter
     } catch (error) {

@@ -1,8 +1,8 @@
 // Alerts for staff with the console open, on every console page: a hand-over (a conversation newly needs a
-// person and nobody has it) or an approval request shows an alert with a "Take" button, plays a short sound
-// (can be turned off), and, after an explicit opt-in, raises a desktop notification. The page title and the
-// nav's Inbox badge count what waits for someone. The first person to take a conversation has it; everyone
-// else's alert says who did, live (inbox.changed). An approval's alert (and its desktop notification) goes away
+// person and nobody has it) shows an alert with "Assign to me", an approval request one with "Open to decide";
+// each plays a short sound (can be turned off), and, after an explicit opt-in, raises a desktop notification.
+// The page title and the nav's Inbox badge count what waits for someone. The first person to assign a
+// conversation to themself has it; everyone else's alert says who, live (inbox.changed). An approval's alert (and its desktop notification) goes away
 // in every open console as soon as anyone decides it, or it expires (the approval.* events). Counts come from
 // /api/staff/inbox/counts, read again after the staff socket's list-level events.
 
@@ -163,7 +163,10 @@ export class Alerts {
   raise({ kind, approval = null, conversation, title, text, assignee }) {
     this.alerts.get(conversation)?.remove();
     const status = h("p", { class: "alert-status", "data-testid": "alert-status" });
-    const take = h("button", { type: "button", class: "btn btn-primary", "data-testid": "alert-take" }, "Take");
+    // An approval is decided on its card (Open); assigning the conversation would silence the agent and end
+    // the request, so only a hand-over offers "Assign to me".
+    const take = h("button", { type: "button", class: "btn btn-primary", "data-testid": "alert-take", hidden: kind === "approval" },
+      "Assign to me");
     const el = h("div", { class: `alert alert-${kind}`, role: "group", "aria-label": title, "data-testid": "alert",
       "data-kind": kind, "data-conversation": conversation, "data-approval": approval },
       h("p", { class: "alert-title" }, title),
@@ -171,7 +174,8 @@ export class Alerts {
       status,
       h("div", { class: "alert-actions" },
         take,
-        h("a", { class: "btn", href: conversationUrl(conversation), "data-testid": "alert-open" }, "Open"),
+        h("a", { class: kind === "approval" ? "btn btn-primary" : "btn", href: conversationUrl(conversation), "data-testid": "alert-open" },
+          kind === "approval" ? "Open to decide" : "Open"),
         h("button", { type: "button", class: "btn btn-quiet", "data-testid": "alert-dismiss", "aria-label": `Dismiss: ${title}`,
           onclick: () => this.dismiss(conversation) }, "Dismiss")));
     take.addEventListener("click", () => this.take(conversation));
@@ -207,7 +211,7 @@ export class Alerts {
     }
   }
 
-  /** inbox.changed: someone took, was given or closed a conversation this page alerted about. */
+  /** inbox.changed: someone was assigned or closed a conversation this page alerted about. */
   changed(event) {
     if (event.change === "assigned" && event.assignee) this.takenBy(event.conversation, event.assignee);
     if (event.change === "closed") this.closed(event.conversation, event.by);
@@ -229,7 +233,7 @@ export class Alerts {
     const mine = assignee.username === this.me;
     el.dataset.takenBy = assignee.username;
     el.querySelector("[data-testid=alert-take]").hidden = true;
-    this.show(conversation, mine ? "You took it." : `${assignee.name} took it.`, mine ? "is-mine" : "is-taken");
+    this.show(conversation, mine ? "Assigned to you." : `Assigned to ${assignee.name}.`, mine ? "is-mine" : "is-taken");
     if (!mine) window.setTimeout(() => this.alerts.get(conversation) === el && this.dismiss(conversation), GONE_AFTER_TAKEN_MS);
   }
 
