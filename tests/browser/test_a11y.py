@@ -159,7 +159,7 @@ def test_the_inbox_with_a_row_selected_is_accessible_and_fits_a_phone(desk, staf
     rows = page.get_by_test_id("conversation-row")
     expect(rows.first).to_be_visible()
     expect(page.get_by_test_id("approval-queue").get_by_test_id("approval-card").first).to_be_visible()
-    # A hand-over arrives while the inbox is open: its alert (with Take) and its row are part of the page.
+    # A hand-over arrives while the inbox is open: its alert (with Assign to me) and its row are part of the page.
     from tests.browser.test_notify import hand_over
     from tests.desk_factories import start_conversation
 

@@ -88,7 +88,7 @@ def test_a_hand_over_is_worked_to_the_end_from_the_console(site, customer_page, 
     assert [str(r.amount) for r in Refund.objects.filter(order__number="SU-41533")] == ["300.00"]
     screens(staff, "desk-refund")
 
-    # A saved reply, inserted and adapted, then sent: sending takes the conversation over.
+    # A saved reply, inserted and adapted, then sent: sending assigns the conversation to Sam.
     staff.get_by_test_id("saved-reply-select").select_option(label="Refund issued")
     staff.get_by_test_id("saved-reply-insert").click()
     box = staff.get_by_test_id("reply-input")
@@ -96,9 +96,12 @@ def test_a_hand_over_is_worked_to_the_end_from_the_console(site, customer_page, 
     expect(box).to_have_value(re.compile("^I've issued the refund"))
     box.press("End")
     box.type(" It's 300.00 EUR, as we agreed.")
-    expect(staff.get_by_test_id("reply-send")).to_have_text("Take over and send")
+    expect(staff.get_by_test_id("reply-send")).to_have_text("Send")
+    expect(staff.get_by_test_id("reply-hint")).to_contain_text("Sending assigns the conversation to you")
     box.press("Enter")
     expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "taken_over")
+    expect(staff.get_by_test_id("conversation-status")).to_have_text("With Sam")
+    expect(staff.get_by_test_id("conversation-assignee")).to_have_text("Assigned to you · the agent is silent")
     expect(notices(customer).last).to_have_text("Sam from our team has joined the conversation.")
     from_staff = customer.locator('[data-testid="widget-message"][data-author="staff"]')
     expect(from_staff).to_have_count(1)
@@ -110,6 +113,7 @@ def test_a_hand_over_is_worked_to_the_end_from_the_console(site, customer_page, 
     expect(staff.locator('[data-testid="message"][data-author="customer"]')).to_have_count(2)
     staff.get_by_test_id("hand-back-button").click()
     expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "open")
+    expect(staff.get_by_test_id("conversation-status")).to_have_text(re.compile("^(With the agent|Agent working)$"))
     expect(notices(customer).last).to_have_text(re.compile("Sam from our team took care of the conversation above"))
     customer.wait_for_timeout(2500)
     assert agent_messages(customer).count() == 0

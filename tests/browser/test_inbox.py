@@ -118,25 +118,29 @@ def test_take_assign_and_see_it_live_in_a_colleagues_inbox(site, customer_page, 
     sam_row, alex_row = row(sam, conversation), row(alex, conversation)
     expect(alex_row.get_by_test_id("row-assignee")).to_have_text("Unassigned")
 
+    expect(sam_row.get_by_test_id("take-button")).to_have_text("Assign to me")
     sam_row.get_by_test_id("take-button").click()
     expect(sam_row.get_by_test_id("row-assignee")).to_have_text("Assigned to you")
     expect(alex_row.get_by_test_id("row-assignee")).to_have_text("Assigned to Sam")  # live, no reload
+    expect(alex_row.get_by_test_id("inbox-status")).to_have_text("With Sam")  # the agent is silent
     expect(alex_row.get_by_test_id("take-button")).to_have_count(0)
 
     # Sam gives it to Alex; Alex finds it under "Mine".
     sam_row.get_by_test_id("assign-select").select_option(ALEX[0])
     expect(alex_row.get_by_test_id("row-assignee")).to_have_text("Assigned to you")
     expect(sam_row.get_by_test_id("row-assignee")).to_have_text("Assigned to Alex")
+    expect(sam_row.get_by_test_id("inbox-status")).to_have_text("With Alex")
     alex.get_by_test_id("filter-mine").click()
     expect(alex_row).to_be_visible()
     expect(alex.get_by_test_id("conversation-row")).to_have_count(1)
     screens(alex, "inbox-assigned-to-me")
     assert Conversation.objects.get(public_id=conversation).assignee.username == ALEX[0]
 
-    # Unassigning puts it back with nobody, in both inboxes.
+    # Unassigning hands it back to the agent, with nobody, in both inboxes.
     alex_row.get_by_test_id("assign-select").select_option("")
     expect(alex_row).to_have_count(0)  # no longer "mine"
     expect(sam_row.get_by_test_id("row-assignee")).to_have_text("Unassigned")
+    expect(sam_row.get_by_test_id("inbox-status")).to_have_text(re.compile("^(With the agent|Agent working)$"))
 
 
 def test_close_and_reopen_and_a_customer_who_writes_reopens_it(site, customer_page, new_context):

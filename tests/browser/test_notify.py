@@ -1,6 +1,6 @@
 """Alerts for staff with the console open, in two staff browsers: an approval request and a hand-over reach
-both (an alert with "Take", the count in the title and the tabs, a sound unless turned off, a desktop
-notification after the opt-in); the first to take it has it, and the other sees who did, live."""
+both (an alert with "Assign to me", the count in the title and the tabs, a sound unless turned off, a desktop
+notification after the opt-in); the first to assign it to themself has it, and the other sees who, live."""
 
 from __future__ import annotations
 
@@ -111,16 +111,21 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
     assert "Ines Duarte needs a person · SU-41620" in titles, titles
     assert any(t.startswith("Refund 64.00 EUR on SU-41310") for t in titles), titles
     assert alex.evaluate("window.__notes") == []
+    # An approval is decided on its card: its alert opens the conversation, it does not assign it.
+    refund_alert = sam.locator('[data-testid="alert"][data-kind="approval"]').first
+    expect(refund_alert.get_by_test_id("alert-take")).to_be_hidden()
+    expect(refund_alert.get_by_test_id("alert-open")).to_have_text("Open to decide")
     screens(sam, "notify-alerts")
 
     # Alex takes it first; Sam's alert says so, live, and Sam's inbox shows it assigned.
     alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-take").click()
     alex_alert = alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
-    expect(alex_alert.get_by_test_id("alert-status")).to_have_text("You took it.")
+    expect(alex_alert.get_by_test_id("alert-status")).to_have_text("Assigned to you.")
     sam_alert = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]')
-    expect(sam_alert.get_by_test_id("alert-status")).to_have_text("Alex took it.")
+    expect(sam_alert.get_by_test_id("alert-status")).to_have_text("Assigned to Alex.")
     expect(sam_alert.get_by_test_id("alert-take")).to_be_hidden()
     expect(row(sam, handed).get_by_test_id("row-assignee")).to_have_text("Assigned to Alex")
+    expect(row(sam, handed).get_by_test_id("inbox-status")).to_have_text("With Alex")  # one model: Alex answers
     expect(sam.get_by_test_id("inbox-badge")).to_have_attribute("data-count", str(before))
     screens(sam, "notify-taken-by-colleague")
     assert Conversation.objects.get(public_id=handed).assignee.username == ALEX[0]
@@ -177,14 +182,14 @@ def test_a_late_take_is_told_who_was_first(site, customer_page, new_context):
         expect(page.locator(f'[data-testid="alert"][data-conversation="{handed}"]')).to_be_visible(timeout=10000)
     sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-take").click()
     status = sam.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-status")
-    expect(status).to_have_text(re.compile(r"Alex (already took this conversation|took it)"))
+    expect(status).to_have_text(re.compile(r"Alex already has this conversation|Assigned to Alex\."))
     alex_status = alex.locator(f'[data-testid="alert"][data-conversation="{handed}"]').get_by_test_id("alert-status")
-    expect(alex_status).to_have_text("You took it.")  # told live, by the event of the take
+    expect(alex_status).to_have_text("Assigned to you.")  # told live, by the event of the assignment
     assert Conversation.objects.get(public_id=handed).assignee.username == ALEX[0]
 
 
 def test_an_alert_for_a_conversation_someone_closes_stops_offering_take(site, customer_page, new_context):
-    """Alex closes the handed-over conversation from elsewhere: Sam's alert says so at once, offers no Take,
+    """Alex closes the handed-over conversation from elsewhere: Sam's alert says so at once, offers no "Assign to me",
     and goes away."""
     from support.desk import inbox
 

@@ -31,11 +31,14 @@ def test_takeover_and_hand_back(site, customer_page, staff_page):
     staff.wait_for_url(f"**/console/conversations/{conversation}/")
     expect(staff.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
     staff.evaluate(SAME_DOCUMENT)
-    # The reply box is there; sending from it would take the conversation over (tests/browser/test_desk.py).
-    expect(staff.get_by_test_id("reply-send")).to_have_text("Take over and send")
+    # The reply box is there; sending from it would assign the conversation (tests/browser/test_desk.py).
+    expect(staff.get_by_test_id("reply-hint")).to_contain_text("Sending assigns the conversation to you")
 
+    expect(staff.get_by_test_id("take-over-button")).to_have_text("Assign to me")
     staff.get_by_test_id("take-over-button").click()
     expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "taken_over")
+    expect(staff.get_by_test_id("conversation-status")).to_have_text(f"With {STAFF_NAME}")
+    expect(staff.get_by_test_id("conversation-assignee")).to_have_text("Assigned to you · the agent is silent")
     expect(staff.get_by_test_id("reply-form")).to_be_visible()
     expect(staff.get_by_test_id("take-over-button")).to_be_hidden()
 
@@ -85,7 +88,8 @@ def test_takeover_and_hand_back(site, customer_page, staff_page):
 
     staff.get_by_test_id("hand-back-button").click()
     expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "open")
-    expect(staff.get_by_test_id("reply-send")).to_have_text("Take over and send")  # no longer the person's
+    expect(staff.get_by_test_id("reply-hint")).to_contain_text("Sending assigns the conversation to you")  # no longer theirs
+    expect(staff.get_by_test_id("conversation-assignee")).to_have_text("")
     expect(panel).to_have_attribute("data-conversation", "open")
     expect(banner).to_be_hidden()
     expect(notices).to_have_count(2)

@@ -308,7 +308,8 @@ export class ConversationPage {
     const someoneElse = c.status === "taken_over" && !mineNow;
     const [status, words] = conversationStatus(c, this.trace.latestRun());
     fill($("conversation-status-slot"), h("span", { class: `badge badge-conversation is-${status}`,
-      "data-testid": "conversation-status", "data-status": status }, words));
+      // data-status keeps the desk's code (open / needs_attention / taken_over / closed); data-state the inbox's.
+      "data-testid": "conversation-status", "data-status": c.closed ? "closed" : c.status, "data-state": status }, words));
     const assignee = $("conversation-assignee");
     assignee.textContent = c.closed ? `Closed${c.closed_by ? ` by ${c.closed_by}` : ""}: a message from the customer reopens it.`
       : c.status === "taken_over" && c.assignee ? `${mineNow ? "Assigned to you" : `Assigned to ${c.assignee}`} · the agent is silent` : "";
