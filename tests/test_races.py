@@ -23,6 +23,7 @@ from django.utils import timezone
 from support.agent import types as agent
 from support.desk import gate, runner, services, takeover
 from support.models import Approval, Conversation, Message, Refund, Run, ToolCall
+from support.models.desk import InboxEvent
 from tests.desk_factories import REFUND_ARGUMENTS, pending_refund_approval, start_conversation
 from tests.standin_fixture import standin  # noqa: F401
 
@@ -159,6 +160,26 @@ def test_a_take_over_and_a_customer_message_at_once_leave_no_run_going(demo, que
         assert not isinstance(outcome, Exception), outcome
         assert Conversation.objects.get(pk=conversation.pk).status == Conversation.TAKEN_OVER
         assert not Run.objects.filter(conversation=conversation, status__in=Run.ACTIVE).exists()
+
+
+def test_two_people_assigning_themselves_at_once_one_gets_it_and_one_is_told(demo, queued, sam):
+    from support.desk import inbox
+
+    alex = get_user_model().objects.create_user("alex", password="pw", is_staff=True, first_name="Alex")
+    for _ in range(TRIALS):
+        conversation = start_conversation(demo.maya)
+        services.conversation_flag(conversation_id=conversation.pk, reason="the customer asked for a person")
+        outcomes = at_once(lambda: inbox.conversation_take(conversation=conversation, user=sam),
+                           lambda: inbox.conversation_take(conversation=conversation, user=alex))
+        refused = [o for o in outcomes if isinstance(o, Exception)]
+        assert len(refused) == 1 and isinstance(refused[0], inbox.InboxConflict), outcomes
+        fresh = Conversation.objects.get(pk=conversation.pk)
+        winner = sam if fresh.assignee == sam else alex
+        assert (fresh.status, fresh.assignee) == (Conversation.TAKEN_OVER, winner)
+        joined = conversation.messages.filter(author=Message.SYSTEM, content__contains="has joined")
+        assert joined.count() == 1  # the customer is told once, of the one who has it
+        assert list(InboxEvent.objects.filter(conversation=conversation).values_list("kind", "assignee")) == [
+            ("assigned", winner.pk)]
 
 
 def worker_about_to_pause(customer) -> tuple[Run, runner.DbObserver, agent.RunResult]:
