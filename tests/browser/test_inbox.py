@@ -132,7 +132,8 @@ def test_take_assign_and_see_it_live_in_a_colleagues_inbox(site, customer_page, 
     expect(sam_row.get_by_test_id("inbox-status")).to_have_text("With Alex")
     alex.get_by_test_id("filter-mine").click()
     expect(alex_row).to_be_visible()
-    expect(alex.get_by_test_id("conversation-row")).to_have_count(1)
+    for assignee in alex.get_by_test_id("row-assignee").all():  # only Alex's (other tests may have given Alex some)
+        expect(assignee).to_have_text("Assigned to you")
     screens(alex, "inbox-assigned-to-me")
     assert Conversation.objects.get(public_id=conversation).assignee.username == ALEX[0]
 
@@ -140,7 +141,7 @@ def test_take_assign_and_see_it_live_in_a_colleagues_inbox(site, customer_page, 
     alex_row.get_by_test_id("assign-select").select_option("")
     expect(alex_row).to_have_count(0)  # no longer "mine"
     expect(sam_row.get_by_test_id("row-assignee")).to_have_text("Unassigned")
-    expect(sam_row.get_by_test_id("inbox-status")).to_have_text(re.compile("^(With the agent|Agent working)$"))
+    expect(sam_row.get_by_test_id("inbox-status")).to_have_text(re.compile("^(With the agent|Agent working|Resolved)$"))
 
 
 def test_close_and_reopen_and_a_customer_who_writes_reopens_it(site, customer_page, new_context):
