@@ -102,3 +102,24 @@ def test_a_closed_conversation_is_closed_everywhere(site, customer_page, new_con
     staff.goto(site + "/console/?filter=closed")
     expect(row(staff, earlier).get_by_test_id("inbox-status")).to_have_text("Closed")
     assert serious_violations(staff) == []
+
+
+def test_assigning_a_conversation_waiting_for_an_approval_asks_first(site, new_context):
+    from support.desk import services
+    from support.models import Approval, Customer, Message
+    from tests.desk_factories import pending_refund_approval
+
+    conversation = services.conversation_start(customer=Customer.objects.get(email="tom@example.com"))
+    services.message_append(conversation=conversation, author=Message.CUSTOMER,
+                            wire={"role": "user", "content": "My parcel SU-41310 never came."})
+    approval = pending_refund_approval(conversation)
+    staff = login(new_context, site, "/console/?filter=waiting_approval", viewport=DESKTOP)
+    take = row(staff, str(conversation.public_id)).get_by_test_id("take-button")
+    asked = []
+    staff.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    take.click()
+    expect(take).to_be_enabled()
+    staff.wait_for_timeout(500)  # a request, had one gone, would have been answered by now
+    assert asked and "ends that request" in asked[0]
+    assert Approval.objects.get(pk=approval.pk).decided_at is None  # declined: nothing changed
+    assert Conversation.objects.get(pk=conversation.pk).assignee is None

@@ -376,6 +376,8 @@ export class ConversationPage {
       const c = this.conversation || {};
       if (c.status === "taken_over" && c.assignee_username !== this.me
         && !window.confirm(`${c.assignee || "A colleague"} has this conversation. Assign it to you instead?`)) return;
+      if (this.store.pendingCount(this.id) > 0 && !window.confirm("The agent is waiting for an approval on this "
+        + "conversation. Assigning it to you stops the agent and ends that request. Assign it anyway?")) return;
       act(take, () => staffApi.takeOver(this.id), () => {
         this.focusReply = true;
         announce("Assigned to you. The agent is silent; reply below.");

@@ -13,6 +13,9 @@ const SORTS = ["updated", "waiting"];
 const PAGE = 50;
 const REFRESH_AFTER_MS = 250; // events of one change arrive together: one request for all of them
 const ORDER_KEY = "sundry-console:inbox-order";
+// Assigning a conversation silences the agent, so a request waiting for approval ends: asked first.
+const ENDS_THE_REQUEST = "The agent is waiting for an approval on this conversation. Assigning it to a person "
+  + "stops the agent and ends that request. Assign it anyway?";
 const LIST_EVENTS = ["run.status", "conversation.updated", "conversation.assigned", "approval.requested",
   "approval.decided", "inbox.changed", "inbox.read", "conversation.rated"];
 const AUTHORS = { customer: "Customer", agent: "Agent", staff: "Staff", system: "Desk" };
@@ -290,7 +293,7 @@ export class ConversationList {
         h("span", { class: "row-assignee", "data-testid": "row-assignee", "data-assignee": d.assignee ? d.assignee.username : "" },
           d.assignee ? (me ? "Assigned to you" : `Assigned to ${d.assignee.name}`) : "Unassigned"),
         !d.assignee && d.status !== "closed" ? h("button", { type: "button", class: "btn btn-primary", "data-testid": "take-button",
-          "aria-label": `Assign ${d.customer.name || d.customer.email}'s conversation to me`, onclick: () => this.act(row, "take") }, "Assign to me") : null,
+          "aria-label": `Assign to me: ${d.customer.name || d.customer.email}'s conversation`, onclick: () => this.act(row, "take") }, "Assign to me") : null,
         d.status !== "closed" ? this.assignSelect(row, me) : null,
         d.status === "closed"
           ? h("button", { type: "button", class: "btn", "data-testid": "reopen-button", onclick: () => this.act(row, "reopen") }, "Reopen")
@@ -322,6 +325,11 @@ export class ConversationList {
 
   async act(row, action, assignee) {
     const id = row.data.id;
+    if ((action === "take" || (action === "assign" && assignee)) && row.data.pending_approvals
+      && !window.confirm(ENDS_THE_REQUEST)) {
+      this.paint(row); // the select shows who has it again
+      return;
+    }
     row.error = "";
     try {
       const { conversation } = action === "assign" ? await inboxApi.assign(id, assignee) : await inboxApi[action](id);
