@@ -5,6 +5,8 @@ tests/artifacts/saved-replies-*.png; axe finds nothing serious with the list ope
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -29,7 +31,8 @@ def conversation(site):
 
 def open_box(staff_page, conversation, **context_options):
     page = staff_page(f"/console/conversations/{conversation.public_id}/", **context_options)
-    expect(page.get_by_test_id("saved-reply-select").locator("option")).not_to_have_count(1)  # the replies are read
+    # The replies are read (the select holds them after its first option).
+    expect(page.get_by_test_id("saved-reply-select").locator("option")).to_have_count(SavedReply.objects.count() + 1)
     box = page.get_by_test_id("reply-input")
     box.click()
     return page, box
@@ -146,3 +149,22 @@ def test_on_a_phone_a_tap_picks_a_saved_reply(conversation, staff_page):
     options(page).filter(has_text=WINDOW[0]).tap()
     expect(box).to_have_value(WINDOW[1])
     expect(pop).to_be_hidden()
+
+
+def test_a_list_opened_before_the_replies_arrive_shows_them_when_they_do(conversation, staff_page):
+    held = []
+
+    def hold(page):  # the page's request for its saved replies waits until the test lets it go
+        page.route("**/saved-replies", lambda route: held.append(route))
+
+    page = staff_page(f"/console/conversations/{conversation.public_id}/", before=hold)
+    box = page.get_by_test_id("reply-input")
+    box.click()
+    box.type("/ref")
+    expect(page.get_by_test_id("slash-empty")).to_have_text("No saved replies yet: add them under “Manage saved replies”.")
+    assert len(held) == 1
+    held[0].continue_()
+    expect(options(page).filter(has_text=WINDOW[0])).to_have_count(1)  # the open list follows, no key pressed
+    expect(page.get_by_test_id("slash-empty")).to_be_hidden()
+    box.press("Enter")
+    expect(box).to_have_value(re.compile(r"^(I've issued|You can ask)"))

@@ -49,6 +49,7 @@ export class ConversationPage {
       manage: $("saved-reply-manage"), reply: this.replyInput });
     this.slash = new SlashReplies({ box: this.replyInput, pop: $("slash-pop"), list: $("slash-list"), empty: $("slash-empty"),
       items: () => this.saved.items });
+    this.saved.onChange = () => this.slash.refresh();
     this.bindEvents();
     socket.watch(id, () => this.transcript.lastSeq);
     this.load();

@@ -84,6 +84,7 @@ export class SavedReplies {
       console.warn("console: saved replies not read:", error.message);
     }
     this.render();
+    this.onChange?.(); // a "/" list opened before the replies arrived shows them now
   }
 
   render() {
@@ -240,6 +241,11 @@ export class SlashReplies {
     } else {
       this.box.removeAttribute("aria-activedescendant");
     }
+  }
+
+  /** The open list again, from the replies as they are now (read after the list opened, or changed). */
+  refresh() {
+    if (!this.pop.hidden) this.follow();
   }
 
   close() {
