@@ -85,6 +85,11 @@ class Turn:
     earlier: list[Result] = field(default_factory=list)  # calls of earlier turns: what was decided before
     previous_answer: str = ""  # the answer that ended the turn before this one
     said_before: str = ""  # the customer's words in the turn before this one
+    known: list[tuple[str, str]] = field(default_factory=list)  # (number, "placed ..., status") the desk told
+
+    def known_order(self) -> str | None:
+        """The order the desk's known-orders line leaves no doubt about: the only one there is."""
+        return self.known[0][0] if len(self.known) == 1 else None
 
     def latest(self, name: str, **match: Any) -> Result | None:
         """The newest result of `name` whose arguments include `match`."""
@@ -170,6 +175,19 @@ def latest_user_index(messages: list[dict]) -> int | None:
     return None
 
 
+# The desk's line naming a signed-in customer's orders (support/desk/known_orders.py): a model reads it and
+# uses it before asking for an order number.
+KNOWN_SCOPE = re.compile(r"opened this conversation with order (SU-\d+)")
+KNOWN_ORDER = re.compile(r"^- (SU-\d+): (placed [^,]+, [^,]+),", re.MULTILINE)
+
+
+def known_orders(system: str) -> list[tuple[str, str]]:
+    scope = KNOWN_SCOPE.search(system)
+    if scope:
+        return [(scope.group(1), "")]
+    return [(m.group(1), m.group(2)) for m in KNOWN_ORDER.finditer(system)]
+
+
 def find_order_id(texts: list[str]) -> str | None:
     for text in reversed(texts):
         found = ORDER_ID.search(text)
@@ -226,11 +244,14 @@ def read_turn(messages: list[dict]) -> Turn:
     now = [DIRECTIVE.sub("", text_of(m.get("content"))) for m in messages[start:] if m.get("role") == "user"]
     if not now and user:
         now = user[-1:]  # no new words since the last answer: the last thing the customer said
+    system = "\n".join(text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer"))
+    known = known_orders(system)
     turn = Turn(
-        system="\n".join(text_of(m.get("content")) for m in messages if m.get("role") in ("system", "developer")),
+        system=system,
         request="\n".join(now),
         steps=steps,
-        order_id=find_order_id(now) or find_order_id(user),
+        order_id=find_order_id(now) or find_order_id(user) or (known[0][0] if len(known) == 1 else None),
+        known=known,
         last=messages[-1] if messages else {},
         previous_answer=text_of(messages[start - 1].get("content")) if start else "",
         said_before=_said_in_turn_before(messages, start),

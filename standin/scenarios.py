@@ -96,6 +96,11 @@ def plan(t: Turn, offered: frozenset[str] = frozenset()):
     if kind == "thanks":
         return Finish("resolved", "The customer said thanks; nothing more to do.",
                       "You're welcome! If there's anything else about your order, just write here.")
+    if not oid and len(t.known) > 1:
+        named = " or ".join(f"{number} ({about})" for number, about in t.known[:3])
+        return Finish("waiting_on_customer", "Asked the customer which of their recent orders it is about.",
+                      f"I'd be glad to help. Is it about {named}? If it's another order, send me its order "
+                      "number; it starts with \"SU-\".")
     if not oid:
         return Finish("waiting_on_customer", "Asked the customer for their order number.",
                       "I'd be glad to help. Could you send me your order number? It starts with \"SU-\" "

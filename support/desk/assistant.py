@@ -36,7 +36,7 @@ apply every rule that matches (Sundry's procedure and the seller's supplement).
 # record_outcome in support/agent/loop.py). Bump PROMPT_VERSION when any of it changes on purpose;
 # prompt_fingerprint() hashes the exact text, so an evaluation report says which prompt it measured even
 # when someone forgot to bump.
-PROMPT_VERSION = "13"
+PROMPT_VERSION = "14"
 
 
 def prompt_fingerprint() -> str:

@@ -26,7 +26,7 @@ from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
-from support.desk import assistant, journal, notices, serializers, services, takeover
+from support.desk import assistant, journal, known_orders, notices, serializers, services, takeover
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics
 from support.tools import mcp, tool_by_name
@@ -376,6 +376,7 @@ def _work(run: Run, lease: str) -> str:
     history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
     history = assistant.with_time_zone_line(history, conversation)  # and their time zone and local time
+    history = known_orders.with_orders_line(history, conversation)  # and the orders the desk already knows
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
     transcript = agent.Transcript(history)
     options = dict(
