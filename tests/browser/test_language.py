@@ -6,10 +6,12 @@ Screenshots: var/screenshots/language-*.png at 1280 and 390 px.
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from support.models import Conversation
-from tests.browser.conftest import ask, open_widget, widget_conversation
+from tests.browser.conftest import agent_messages, ask, open_widget, widget_conversation
 from tests.browser.inbox_helpers import SCREENSHOTS
 
 GERMAN = {"locale": "de-DE", "timezone_id": "Europe/Berlin"}
@@ -29,7 +31,7 @@ def test_a_german_browser_gets_the_widget_and_the_desks_notices_in_german(custom
     expect(customer.get_by_test_id("widget-subtitle")).to_have_text("Unser Assistent antwortet in Sekunden")
     expect(customer.get_by_test_id("widget-input")).to_have_attribute("placeholder", "Nachricht schreiben…")
     expect(customer.get_by_test_id("widget-suggestion").first).to_have_text("Wo ist meine Bestellung?")
-    expect(customer.get_by_test_id("widget-hours")).to_contain_text("Zeiten: Mon–Fri 08:00–20:00")
+    expect(customer.get_by_test_id("widget-hours")).to_contain_text("Zeiten: Mo–Fr 08:00–20:00")
     conversation = widget_conversation(customer)["id"]
 
     ask(customer, "I want a full refund for order SU-41533.")  # above the agent's ceiling: handed to a person
@@ -56,3 +58,36 @@ def test_the_shops_data_lang_wins_over_the_browser(customer_page, site):
     expect(customer.locator(".sw-launcher-label")).to_have_text("Chat with us")
     customer.goto(site + "/?lang=fr")  # a language the widget does not speak: the browser's next
     expect(customer.locator(".sw-launcher-label")).to_have_text("Chatten Sie mit uns")
+
+
+PHONE = {"width": 390, "height": 844}
+GERMAN_DAYS = ("Mo.", "Di.", "Mi.", "Do.", "Fr.", "Sa.", "So.")
+
+
+def test_a_german_customer_reads_their_list_dates_and_times_in_german_and_the_title_whole(customer_page):
+    customer = customer_page("ines@example.com", viewport=PHONE, has_touch=True, is_mobile=True, **GERMAN)
+    open_widget(customer)
+    title = customer.locator("#sw-title")
+    expect(title).to_have_text("Sundry-Support")
+    snap(customer, "de-open-390")
+    assert title.evaluate("e => e.scrollWidth <= e.clientWidth"), "the title is cut on a phone"
+    expect(customer.get_by_test_id("widget-hours")).to_contain_text("Mo–Fr 08:00–20:00")
+    ask(customer, "Wo ist meine Bestellung SU-41620?")
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    times = customer.locator(".sw-time").all_inner_texts()
+    assert times and all(re.fullmatch(r"[0-2]\d:[0-5]\d", t) for t in times), times  # 24-hour, no AM/PM
+
+    history = customer.get_by_test_id("widget-history-button")
+    expect(history).to_have_accessible_name("Ihre Gespräche")
+    history.click()
+    view = customer.get_by_test_id("widget-history")
+    expect(view.locator(".sw-history-title")).to_have_text("Ihre Gespräche")
+    expect(customer.get_by_test_id("widget-new-conversation")).to_have_text("Neues Gespräch beginnen")
+    current = view.locator(".sw-history-row--current")
+    expect(current.locator(".sw-history-status")).to_have_text("Dieses Gespräch")
+    when = current.locator(".sw-history-when").inner_text()
+    assert when.startswith(GERMAN_DAYS) and not re.search(r"AM|PM", when), when
+    snap(customer, "de-history-390")
+    from tests.browser.test_a11y import serious_violations
+
+    assert serious_violations(customer) == []

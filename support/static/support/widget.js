@@ -52,6 +52,14 @@
     return "en";
   }
   var LANG = pickLanguage();
+  // Dates and times as the customer's own locale writes them when it is of the widget's language ("en-GB",
+  // "de-AT": 24-hour clock, their day names), else as the language's main locale does.
+  var LOCALE = (function () {
+    var mine = [].concat(navigator.languages || [navigator.language]).filter(function (l) {
+      return String(l || "").toLowerCase().split(/[-_]/)[0] === LANG;
+    })[0];
+    try { return mine && Intl.DateTimeFormat.supportedLocalesOf([mine]).length ? mine : LANG; } catch (e) { return LANG; }
+  })();
   var DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]; // data-hours spells days so
   var HEX = /^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/i;
   var FIT = {
@@ -114,6 +122,14 @@
     "You rated this conversation {n} of 5.": "Sie haben dieses Gespräch mit {n} von 5 bewertet.", "Change": "Ändern",
     "Choose 1 to 5 stars first.": "Wählen Sie zuerst 1 bis 5 Sterne.",
     "We couldn't save your rating. ": "Wir konnten Ihre Bewertung nicht speichern. ",
+    // the list of a signed-in customer's conversations
+    "Your conversations": "Ihre Gespräche", "Start a new conversation": "Neues Gespräch beginnen",
+    "Loading your conversations…": "Ihre Gespräche werden geladen…", "No earlier conversations yet.": "Noch keine früheren Gespräche.",
+    "We couldn't load your conversations. ": "Wir konnten Ihre Gespräche nicht laden. ",
+    "This conversation": "Dieses Gespräch", "Open": "Offen", "Waiting for our team": "Wartet auf unser Team",
+    "With our team": "Bei unserem Team", "Closed": "Abgeschlossen", "You: ": "Sie: ", "Our team: ": "Unser Team: ",
+    "Image: {name}": "Bild: {name}", "untitled": "ohne Titel",
+    "Something went wrong on our side. Please try again in a moment.": "Bei uns ist etwas schiefgegangen. Bitte versuchen Sie es gleich noch einmal.",
     // the server's refusals, by code (the English words come from the server)
     "error:empty": "Ihre Nachricht ist leer.",
     "error:too_long": "Ihre Nachricht ist zu lang – bitte bleiben Sie unter {limit} Zeichen.",
@@ -242,7 +258,7 @@
       if (c === "`" && (m = CODE.exec(rest))) { flush(); parent.appendChild(el("code", null, m[2])); }
       else if (c === "!" && (m = IMG.exec(rest))) {
         flush();
-        var img = el("span", "sw-md-img", "Image: " + (m[1] || "untitled"));
+        var img = el("span", "sw-md-img", t("Image: {name}", {name: m[1] || t("untitled")}));
         var src = !inLink && /^https?:/i.test(m[2]) && safeUrl(m[2]);
         if (src) { img.appendChild(document.createTextNode(" ")); img.appendChild(textLink(src, src)); }
         parent.appendChild(img);
@@ -436,8 +452,8 @@
   function timeOf(iso) {
     var t = el("time", "sw-time"), d = iso ? new Date(iso) : new Date();
     t.dateTime = d.toISOString();
-    t.textContent = d.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"});
-    t.title = d.toLocaleString();
+    t.textContent = d.toLocaleTimeString(LOCALE, {hour: "2-digit", minute: "2-digit"});
+    t.title = d.toLocaleString(LOCALE, {dateStyle: "full", timeStyle: "short"});
     return t;
   }
 
@@ -588,7 +604,7 @@
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
         if (!r.ok) {
-          var e = new Error(body.error || "Something went wrong on our side. Please try again in a moment.");
+          var e = new Error(body.error || t("Something went wrong on our side. Please try again in a moment."));
           e.code = body.code; throw e;
         }
         return body;
@@ -1169,8 +1185,17 @@
     var now = new Date(), isOpen = openAt(now);
     if (isOpen) return {open: true, text: [t("Our team is here now"), replyWithin()].filter(Boolean).join(" · ")};
     var back = nextOpening(now.getTime());
-    var when = back ? back.toLocaleString(LANG, {weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23"}) : "";
+    var when = back ? back.toLocaleString(LOCALE, {weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23"}) : "";
     return {open: false, back: back, text: t("Our team is away") + (when ? " · " + t("back {when}", {when: when}) : "")};
+  }
+  /* {days: [1..5], from: 540, to: 1050} -> "Mon–Fri 09:00–17:30" in the widget's language ("Mo.–Fr." in German). */
+  function dayName(d) { // 7 Jan 2024 was a Sunday
+    return new Intl.DateTimeFormat(LOCALE, {weekday: "short", timeZone: "UTC"}).format(new Date(Date.UTC(2024, 0, 7 + d)));
+  }
+  function clock(minutes) { return ("0" + Math.floor(minutes / 60)).slice(-2) + ":" + ("0" + minutes % 60).slice(-2); }
+  function hoursText(r) {
+    var days = r.days.length > 1 ? dayName(r.days[0]) + "–" + dayName(r.days[r.days.length - 1]) : dayName(r.days[0]);
+    return days + " " + clock(r.from) + "–" + clock(r.to);
   }
   function showHours() {
     if (!FIT.hours && !FIT.replyTime) return;
@@ -1180,7 +1205,7 @@
     hoursList.hidden = !FIT.hours;
     if (FIT.hours) {
       var zone = FIT.zone ? t("{city} time", {city: FIT.zone.split("/").pop().replace(/_/g, " ")}) : t("your time");
-      hoursList.textContent = t("Hours: {hours} ({zone})", {hours: FIT.hours.map(function (r) { return r.text.replace(/-/g, "–"); }).join(", "), zone: zone});
+      hoursList.textContent = t("Hours: {hours} ({zone})", {hours: FIT.hours.map(hoursText).join(", "), zone: zone});
     }
   }
 
@@ -1285,11 +1310,11 @@
     if (zone) copy.time_zone = zone;
     return copy;
   }
-  var HISTORY_STATUS = {open: "Open", needs_attention: "Waiting for our team", taken_over: "With our team"};
+  var HISTORY_STATUS = {open: "Open", needs_attention: "Waiting for our team", taken_over: "With our team", closed: "Closed"};
   var historyView = null;
   var historyBtn = tid(el("button", "sw-history-button"), "widget-history-button");
-  historyBtn.type = "button"; historyBtn.setAttribute("aria-label", "Your conversations");
-  historyBtn.title = "Your conversations"; historyBtn.setAttribute("aria-expanded", "false");
+  historyBtn.type = "button"; historyBtn.setAttribute("aria-label", t("Your conversations"));
+  historyBtn.title = t("Your conversations"); historyBtn.setAttribute("aria-expanded", "false");
   historyBtn.appendChild(svg("M4 6h16v2H4zm0 5h16v2H4zm0 5h10v2H4z"));
   historyBtn.hidden = !(identity && identity.customer_token); // only the shop's signed-in customer has a history
   header.insertBefore(historyBtn, closeBtn);
@@ -1302,32 +1327,32 @@
   function showHistory() {
     hideError();
     historyView = tid(el("section", "sw-history"), "widget-history");
-    historyView.setAttribute("aria-label", "Your conversations");
-    var fresh = tid(el("button", "sw-history-new", "Start a new conversation"), "widget-new-conversation");
+    historyView.setAttribute("aria-label", t("Your conversations"));
+    var fresh = tid(el("button", "sw-history-new", t("Start a new conversation")), "widget-new-conversation");
     fresh.type = "button"; fresh.addEventListener("click", startFresh);
-    var rows = el("ul", "sw-history-list"), note = el("p", "sw-history-note", "Loading your conversations…");
-    [el("h3", "sw-history-title", "Your conversations"), fresh, note, rows].forEach(function (n) { historyView.appendChild(n); });
+    var rows = el("ul", "sw-history-list"), note = el("p", "sw-history-note", t("Loading your conversations…"));
+    [el("h3", "sw-history-title", t("Your conversations")), fresh, note, rows].forEach(function (n) { historyView.appendChild(n); });
     panel.insertBefore(historyView, header.nextSibling);
     panel.dataset.view = "history"; historyBtn.setAttribute("aria-expanded", "true");
     var view = historyView;
     api("conversations/history", {method: "POST", headers: {"Content-Type": "application/json"},
       body: JSON.stringify({customer_token: identity.customer_token})}).then(function (body) {
       if (view !== historyView) return;
-      note.textContent = body.conversations.length ? "" : "No earlier conversations yet.";
+      note.textContent = body.conversations.length ? "" : t("No earlier conversations yet.");
       note.hidden = body.conversations.length > 0;
       body.conversations.forEach(function (c) { rows.appendChild(historyRow(c)); });
-    }, function (e) { if (view === historyView) note.textContent = "We couldn't load your conversations. " + e.message; });
+    }, function (e) { if (view === historyView) note.textContent = t("We couldn't load your conversations. ") + e.message; });
   }
   function historyRow(c) {
     var li = el("li"), b = tid(el("button", "sw-history-row"), "widget-history-row");
     b.type = "button"; b.dataset.conversation = c.id;
     if (conv && conv.id === c.id) { b.setAttribute("aria-current", "true"); b.classList.add("sw-history-row--current"); }
     var when = new Date(c.updated_at || c.created_at);
-    var head = el("span", "sw-history-when", when.toLocaleDateString([], {weekday: "short", day: "numeric", month: "short"}) +
-      ", " + when.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"}));
-    var state = el("span", "sw-history-status", (conv && conv.id === c.id) ? "This conversation" : (HISTORY_STATUS[c.status] || ""));
+    var head = el("span", "sw-history-when", when.toLocaleDateString(LOCALE, {weekday: "short", day: "numeric", month: "short"}) +
+      ", " + when.toLocaleTimeString(LOCALE, {hour: "2-digit", minute: "2-digit"}));
+    var state = el("span", "sw-history-status", (conv && conv.id === c.id) ? t("This conversation") : t(HISTORY_STATUS[c.status] || ""));
     var last = c.last_message || {};
-    var who = last.author === "customer" ? "You: " : last.author === "staff" ? "Our team: " : "";
+    var who = last.author === "customer" ? t("You: ") : last.author === "staff" ? t("Our team: ") : "";
     var text = el("span", "sw-history-text", who + (last.text || ""));
     [head, state, text].forEach(function (n) { b.appendChild(n); });
     b.addEventListener("click", function () { openPast(c.id); });
