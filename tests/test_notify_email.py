@@ -235,6 +235,34 @@ def test_a_forged_unsubscribe_link_changes_nothing(chat, smtp, demo):
     assert len(notify.send_reply_emails(now=later())) == 1
 
 
+def test_the_pages_a_link_opens_speak_the_customer_s_language(chat, demo):
+    Conversation = services.Conversation
+    Conversation.objects.filter(pk=chat.pk).update(language="de")
+    page = Client().get(unsubscribe_path(demo.maya))  # her latest conversation is in German
+    assert page.status_code == 200 and page["Content-Language"] == "de"
+    assert "Diese E-Mails abbestellen" in page.content.decode() and b'<html lang="de">' in page.content
+    done = Client().post(unsubscribe_path(demo.maya), {"action": "stop"}).content.decode()
+    assert "Sie bekommen diese E-Mails nicht mehr" in done and demo.maya.email in done
+
+    chat.refresh_from_db()
+    opened = Client().get(f"/c/{notify.link_token(chat)}/")
+    assert opened.status_code == 200 and 'data-lang="de"' in opened.content.decode()  # the widget too
+    assert "Ihr Gespräch mit unserem Support-Team" in opened.content.decode()
+
+    broken = Client().get("/c/unsubscribe/nonsense/", HTTP_ACCEPT_LANGUAGE="de-DE,de;q=0.9")
+    assert broken.status_code == 404 and "Dieser Link funktioniert nicht mehr" in broken.content.decode()
+    english = Client().get("/c/unsubscribe/nonsense/", HTTP_ACCEPT_LANGUAGE="en-GB")
+    assert "This link no longer works" in english.content.decode()
+
+
+def test_an_address_in_the_page_is_shown_inert(chat, demo):
+    from support.models import Customer
+
+    Customer.objects.filter(pk=demo.maya.pk).update(email='maya+<b>x</b>@example.com')
+    page = Client().get(unsubscribe_path(Customer.objects.get(pk=demo.maya.pk))).content.decode()
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
 def test_the_beat_runs_the_batch(settings):
     assert settings.CELERY_BEAT_SCHEDULE["reply-emails"]["task"] == "support.tasks.send_reply_emails"
     from support import tasks

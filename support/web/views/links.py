@@ -14,10 +14,11 @@ import logging
 from django.db.models import OuterRef, Subquery
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.utils import translation
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from support.customers import identity, notify
+from support.customers import identity, languages, notify
 from support.desk.serializers import conversation_json
 from support.models import Conversation, Message
 
@@ -32,14 +33,34 @@ HISTORY_LIMIT = 20
 
 
 # -- pages ------------------------------------------------------------------------------------------------
+# In the customer's language: the conversation's, else their latest conversation's, else the browser's.
+
+def _language(request, conversation=None, customer=None) -> str:
+    if conversation is not None:
+        return languages.of(conversation)
+    if customer is not None:
+        latest = (Conversation.objects.filter(customer=customer).exclude(language="").order_by("-pk")
+                  .values_list("language", flat=True).first())
+        if languages.language_code(latest):
+            return languages.language_code(latest)
+    return languages.language_code(translation.get_language_from_request(request)) or languages.default()
+
+
+def _page(request, template: str, context: dict | None = None, status: int = 200, **whose):
+    language = _language(request, **whose)
+    with translation.override(language):
+        response = render(request, template, context or {}, status=status)
+    response["Content-Language"] = language
+    return response
+
 
 @require_http_methods(["GET", "HEAD"])
 def conversation_page(request, token):
     """The conversation, full page, on any device: the widget opens it with the link's token."""
     conversation = notify.conversation_for_link(token)
     if conversation is None:
-        return render(request, "support/link_invalid.html", status=404)
-    response = render(request, "support/conversation_link.html", {"link_token": token})
+        return _page(request, "support/link_invalid.html", status=404)
+    response = _page(request, "support/conversation_link.html", {"link_token": token}, conversation=conversation)
     response["Referrer-Policy"] = "no-referrer"  # the path is the key: never pass it on
     response["Cache-Control"] = "no-store"
     response["X-Robots-Tag"] = "noindex"
@@ -52,7 +73,7 @@ def unsubscribe(request, token):
     """GET asks (a mail scanner that follows links unsubscribes no one); POST does it, or undoes it."""
     customer = notify.customer_for_unsubscribe(token)
     if customer is None:
-        return render(request, "support/link_invalid.html", status=404)
+        return _page(request, "support/link_invalid.html", status=404)
     state = "ask"
     if request.method == "POST":
         if request.POST.get("action") == "resume":
@@ -63,7 +84,7 @@ def unsubscribe(request, token):
             state = "stopped"
     elif hasattr(customer, "reply_email_opt_out"):
         state = "already"
-    response = render(request, "support/unsubscribe.html", {"state": state, "email": customer.email})
+    response = _page(request, "support/unsubscribe.html", {"state": state, "email": customer.email}, customer=customer)
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "no-store"
     return response
