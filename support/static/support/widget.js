@@ -1033,6 +1033,7 @@
       dropUpload(id);
     }, function (e) { // nothing was saved: the files go back in the tray and the words in the box
       dropUpload(id);
+      if (conv && !ws) connect(); // created for these files: the next send goes to it
       items.forEach(function (item) { item.node = fileChip(item); tray.appendChild(item.node); outgoing.push(item); });
       tray.hidden = !outgoing.length;
       if (!input.value.trim()) { input.value = text; grow(); }
