@@ -42,7 +42,7 @@ def test_opening_the_widget_creates_nothing_and_the_first_send_creates_the_conve
         expect(customer.get_by_test_id("widget-error")).to_be_hidden()
         shot(customer, f"widget-lazy-opened-{label}")
         problems = serious_violations(customer)
-        assert problems == [], problems
+        assert problems == [], [p["nodes"] for p in problems]
         assert stored_conversation(customer) is None
 
     # Nothing in the database, nothing for staff: the open widget above is only a page.
