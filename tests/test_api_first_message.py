@@ -181,6 +181,20 @@ def test_an_empty_conversation_is_neither_listed_nor_counted_for_staff(widget, d
     assert [str(c.public_id) for c in selectors.conversations_for_staff()] == [spoken]
 
 
+def test_the_context_panel_lists_and_counts_only_the_customers_conversations_with_something_in_them(widget, demo,
+                                                                                                   django_user_model):
+    from support.desk import selectors_context
+
+    staff = django_user_model.objects.create_user("sam", password="x", is_staff=True)
+    earlier = start(widget, {"customer_token": maya_token(), "message": {"text": "Hi"}}).json()["conversation"]["id"]
+    start_conversation(demo.maya)  # an API client's, never written in
+    spoken = Conversation.objects.get(public_id=start(widget, {"customer_token": maya_token(),
+                                                               "message": {"text": "Hi"}}).json()["conversation"]["id"])
+    context = selectors_context.conversation_context(spoken, staff)
+    assert [c["id"] for c in context["conversations"]] == [earlier]  # the others: not the empty one
+    assert context["customer"]["conversations"] == 2
+
+
 def test_empty_conversations_older_than_a_day_are_deleted_and_no_other(widget, demo, settings):
     settings.EMPTY_CONVERSATION_HOURS = 24
     old_empty, new_empty = start_conversation(demo.maya), start_conversation(demo.maya)

@@ -95,3 +95,28 @@ def test_a_photo_as_the_first_thing_waits_in_the_tray_and_its_send_creates_the_c
     assert message.content == "It arrived like this" and message.attachments.count() == 1
     expect(customer.get_by_test_id("widget-panel")).to_have_attribute("data-connection", "open")
     shot(customer, "widget-lazy-photo-sent-390")
+
+
+def test_a_first_send_whose_answer_is_lost_is_sent_again_and_saved_once(site, customer_page):
+    before, lost = newest_conversation(), []
+
+    def lose_the_first_answer(route):
+        if route.request.method == "POST" and not lost:
+            route.fetch()  # the desk saves the conversation and the message...
+            lost.append(route.request.post_data_json)
+            route.abort()  # ...and the answer never reaches the page, as when the network drops
+        else:
+            route.continue_()
+
+    customer = customer_page(before=lambda p: p.route("**/api/conversations", lose_the_first_answer))
+    open_widget(customer)
+    ask(customer, "Where is my order SU-41210?")
+    mine = customer.locator('[data-testid="widget-message"][data-author="customer"]')
+    expect(mine).to_have_attribute("data-seq", "2", timeout=20000)  # sent again, then saved (once)
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    expect(mine).to_have_count(1)
+    conversation = widget_conversation(customer)["id"]
+    assert len(lost) == 1
+    assert [str(c.public_id) for c in Conversation.objects.filter(pk__gt=before)] == [conversation]
+    (message,) = Message.objects.filter(conversation__public_id=conversation, author=Message.CUSTOMER)
+    assert message.client_id == lost[0]["message"]["client_id"]  # the retry said the same client_id
