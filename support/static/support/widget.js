@@ -614,7 +614,7 @@
   function adopt(body) { // a conversation the desk answered with is the one on screen, and this device's
     conv = {id: body.conversation.id, token: body.token};
     storage.set({id: conv.id, token: conv.token});
-    if (body.message) { toldLanguage[conv.id] = true; accepted(body.message); } // told with the first message
+    if (body.message) accepted(body.message);
     return conv;
   }
   function accepted(m) { // the first message, saved with its conversation: no longer pending
@@ -627,7 +627,8 @@
     var body = withZone(identity);
     body.language = LANG;
     Object.keys(extra || {}).forEach(function (k) { body[k] = extra[k]; });
-    return api("conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)}).then(adopt);
+    return api("conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)})
+      .then(function (answer) { var c = adopt(answer); toldLanguage[c.id] = true; return c; }); // the language went with it
   }
   function ensureConversation() { // for an upload as the first thing sent
     return existingConversation().then(function (c) {
@@ -662,7 +663,7 @@
     starting.then(function () { starting = null; beginAttempt = 0; connect(); }, function (e) {
       starting = null;
       if (e.code === "code_required" && identity.email) { pendingLabels(); return askForCode(); }
-      if (e.unreachable || e.code === "unavailable" || e.code === "internal_error") { // perhaps saved: the same client_id again
+      if (e.unreachable || e.code === "unavailable") { // perhaps saved, or busy for a moment: the same client_id again
         pendingLabels(); showError(e.message);
         beginTimer = setTimeout(begin, Math.min(10000, 1000 * Math.pow(2, beginAttempt++)));
         return;
