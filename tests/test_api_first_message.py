@@ -9,10 +9,12 @@ Maya signs in with the shop's token or her e-mail and order; Tom is another cust
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 from unittest import mock
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from support.customers import identity
@@ -211,3 +213,32 @@ def test_empty_conversations_older_than_a_day_are_deleted_and_no_other(widget, d
 def test_the_beat_runs_the_empty_conversation_sweep_hourly(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["empty-conversations"]
     assert entry == {"task": "support.tasks.delete_empty_conversations", "schedule": 3600}
+
+
+# -- the same first send twice at once ----------------------------------------------------------------------------
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_first_message_sent_twice_at_once_is_one_conversation_with_one_message(demo, queued):
+    """Two copies of one request at once (a retry racing its original): they take turns on the customer's row
+    (on SQLite on the whole database), so the second finds the first's message. Tried several times."""
+    for trial in range(5):
+        barrier, outcomes = threading.Barrier(2), []
+
+        def send():
+            try:
+                barrier.wait(timeout=10)
+                outcomes.append(services.conversation_open_with_message(
+                    opening=services.Opening(customer=demo.maya), text="Hello", client_id=f"twice-{trial}"))
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=send) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert len(outcomes) == 2, outcomes
+        assert outcomes[0][0].pk == outcomes[1][0].pk and outcomes[0][1].pk == outcomes[1][1].pk
+        assert sorted(created for *_, created in outcomes) == [False, True]
+        assert Message.objects.filter(client_id=f"twice-{trial}").count() == 1
+    assert Conversation.objects.filter(customer=demo.maya).count() == 5
