@@ -490,10 +490,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=10)}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A conversation nobody wrote in (only its system prompt) is deleted once this old, by the hourly beat task
+# below. The widget makes none (its first message creates the conversation); an API client may.
+EMPTY_CONVERSATION_HOURS = env_float("EMPTY_CONVERSATION_HOURS", 24.0, minimum=1.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "support.tasks.sweep", "schedule": RUN_SWEEP_SECONDS},
     "reply-emails": {"task": "support.tasks.send_reply_emails", "schedule": REPLY_EMAIL_SWEEP_SECONDS},
     "attachment-orphans": {"task": "support.tasks.sweep_attachment_orphans", "schedule": 3600},
+    # Conversations nobody wrote in (an API client opened one and left), once EMPTY_CONVERSATION_HOURS old.
+    "empty-conversations": {"task": "support.tasks.delete_empty_conversations", "schedule": 3600},
 }
 
 # Channels: events go through Redis to every daphne process.

@@ -30,6 +30,12 @@ def sweep_attachment_orphans() -> int:
 
 
 @shared_task(ignore_result=True)
+def delete_empty_conversations() -> int:
+    """Periodic (the beat, hourly): conversations nobody wrote in, a day old (services.conversations_empty_delete)."""
+    return services.conversations_empty_delete()
+
+
+@shared_task(ignore_result=True)
 def send_reply_emails() -> int:
     """Periodic (the beat, every REPLY_EMAIL_SWEEP_SECONDS): one e-mail per conversation whose customer left
     before replies arrived (support/customers/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""

@@ -18,7 +18,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from support.desk import permissions
+from support.desk import permissions, services
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from tests.desk_factories import (
     REFUND_ARGUMENTS,
@@ -52,6 +52,14 @@ def staff(client, sam, queued, django_capture_on_commit_callbacks):
 @pytest.fixture
 def approval(demo):
     return pending_refund_approval(start_conversation(demo.maya))
+
+
+def spoken(customer):
+    """A conversation the customer wrote in: staff never see an empty one."""
+    conversation = start_conversation(customer)
+    services.message_append(conversation=conversation, wire={"role": "user", "content": "Hello?"},
+                            author=Message.CUSTOMER)
+    return conversation
 
 
 def decide(staff, approval, verb, body=None):
@@ -290,8 +298,8 @@ def test_a_decision_is_a_post(staff, approval):
 # -- conversations --------------------------------------------------------------------------------------
 
 def test_it_lists_conversations_with_their_run_and_pending_approvals(staff, demo):
-    quiet = start_conversation(demo.tom)
-    waiting = start_conversation(demo.maya)
+    quiet = spoken(demo.tom)
+    waiting = spoken(demo.maya)
     approval = pending_refund_approval(waiting)  # one pending approval in `waiting`; none in `quiet`
     listed = {c["id"]: c for c in staff.get("/api/staff/conversations").json()["conversations"]}
     assert set(listed) == {str(quiet.public_id), str(waiting.public_id)}
@@ -309,7 +317,7 @@ def test_it_lists_conversations_with_their_run_and_pending_approvals(staff, demo
 
 
 def test_it_shows_the_latest_run_of_a_conversation(staff, demo):
-    conversation = start_conversation(demo.maya)
+    conversation = spoken(demo.maya)
     Run.objects.create(conversation=conversation, status=Run.STOPPED, stop_reason="answered", outcome="resolved")
     latest = Run.objects.create(conversation=conversation, status=Run.STOPPED, stop_reason="escalated")
     (listed,) = staff.get("/api/staff/conversations").json()["conversations"]
@@ -318,8 +326,8 @@ def test_it_shows_the_latest_run_of_a_conversation(staff, demo):
 
 
 def test_it_filters_conversations_by_status(staff, demo):
-    start_conversation(demo.maya)
-    flagged = start_conversation(demo.tom)
+    spoken(demo.maya)
+    flagged = spoken(demo.tom)
     Conversation.objects.filter(pk=flagged.pk).update(status=Conversation.NEEDS_ATTENTION)
     listed = staff.get("/api/staff/conversations?status=needs_attention").json()["conversations"]
     assert [c["id"] for c in listed] == [str(flagged.public_id)]

@@ -73,6 +73,13 @@ def say(conversation, text, author=Message.CUSTOMER, user=None):
                                    user=user)
 
 
+def spoken(customer, text="Hello?"):
+    """A conversation the customer wrote in: an empty one is never in the inbox."""
+    conversation = start_conversation(customer)
+    say(conversation, text)
+    return conversation
+
+
 def rows(client, **params):
     response = client.get("/api/staff/inbox", params)
     assert response.status_code == 200, response.content
@@ -122,11 +129,11 @@ def test_statuses_are_derived_for_people(demo, as_sam, sam):
     say(idle, "Thanks, that's all.")
     say(idle, "Glad to help.", author=Message.AGENT)
     Run.objects.create(conversation=idle, status=Run.STOPPED, stop_reason="answered", outcome="waiting_on_customer")
-    approval_wait = start_conversation(demo.tom)
+    approval_wait = spoken(demo.tom)
     pending_refund_approval(approval_wait)
-    needs = start_conversation(demo.ines)
+    needs = spoken(demo.ines)
     services.conversation_flag(conversation_id=needs.pk, reason="escalated")
-    held = start_conversation(demo.maya)
+    held = spoken(demo.maya)
     takeover.conversation_take_over(conversation=held, user=sam)
     resolved = start_conversation(demo.tom)
     say(resolved, "Where is it?")
@@ -173,15 +180,15 @@ def test_reading_tells_the_readers_other_consoles(demo, as_sam, sam, monkeypatch
 # -- filters, search, sort ----------------------------------------------------------------------------
 
 def test_filters_mine_unassigned_needs_a_person_waiting_for_approval_and_closed(demo, as_sam, sam, alex):
-    mine = start_conversation(demo.maya)
+    mine = spoken(demo.maya)
     as_sam.post_json(url(mine, "take"))
-    theirs = start_conversation(demo.tom)
+    theirs = spoken(demo.tom)
     as_sam.post_json(url(theirs, "assign"), {"assignee": "alex"})
-    needs = start_conversation(demo.ines)
+    needs = spoken(demo.ines)
     services.conversation_flag(conversation_id=needs.pk, reason="escalated")
-    waiting = start_conversation(demo.tom)
+    waiting = spoken(demo.tom)
     pending_refund_approval(waiting)
-    closed = start_conversation(demo.maya)
+    closed = spoken(demo.maya)
     as_sam.post_json(url(closed, "close"))
 
     def ids(**params):
@@ -268,7 +275,7 @@ def test_the_list_costs_the_same_number_of_queries_for_3_or_30_conversations(dem
 
 def test_the_list_is_paged(demo, as_sam):
     for _ in range(5):
-        start_conversation(demo.maya)
+        spoken(demo.maya)
     body = as_sam.get("/api/staff/inbox", {"limit": 2}).json()
     assert len(body["conversations"]) == 2 and body["count"] == 5
     rest = as_sam.get("/api/staff/inbox", {"limit": 2, "offset": 4}).json()
@@ -383,12 +390,12 @@ def test_a_conversation_the_agent_is_working_on_cannot_be_closed(demo, as_sam):
 # -- counts for the title and the tabs ----------------------------------------------------------------
 
 def test_counts_for_the_title_and_tabs(demo, as_sam):
-    needs = start_conversation(demo.ines)
+    needs = spoken(demo.ines)
     services.conversation_flag(conversation_id=needs.pk, reason="escalated")
-    taken = start_conversation(demo.tom)
+    taken = spoken(demo.tom)
     services.conversation_flag(conversation_id=taken.pk, reason="escalated")
     as_sam.post_json(url(taken, "take"))
-    pending_refund_approval(start_conversation(demo.maya))
+    pending_refund_approval(spoken(demo.maya))
     counts = as_sam.get("/api/staff/inbox/counts").json()
     assert counts["needs_person"] == 1 and counts["needs_person_unassigned"] == 1  # assigned: with Sam now
     assert counts["needs_person_unassigned_ids"] == [str(needs.public_id)]

@@ -16,9 +16,9 @@ from django.utils import timezone
 
 from support.agent import types as agent
 from support.customers import identity
-from support.desk import inbox
+from support.desk import inbox, services
 from support.live import events
-from support.models import Conversation, Rating, Run, ToolCall
+from support.models import Conversation, Message, Rating, Run, ToolCall
 from tests.desk_factories import make_user, queued, record_events, start_conversation, widget  # noqa: F401  (fixtures)
 
 
@@ -26,6 +26,12 @@ from tests.desk_factories import make_user, queued, record_events, start_convers
 def maya_chat(demo):
     conversation = start_conversation(demo.maya)
     return conversation, identity.conversation_token(conversation)
+
+
+def written_in(conversation):
+    """The customer's question in it: staff never see a conversation nobody wrote in."""
+    services.message_append(conversation=conversation, wire={"role": "user", "content": "Where is my order?"},
+                            author=Message.CUSTOMER)
 
 
 def resolved(conversation, outcome="resolved"):
@@ -149,6 +155,7 @@ def test_you_may_not_rate_or_read_another_customers_conversation(widget, maya_ch
 
 def test_staff_see_the_rating_in_the_inbox_row_and_on_the_conversation(widget, maya_chat):
     conversation, token = maya_chat
+    written_in(conversation)
     resolved(conversation)
     rate(widget, conversation, token, {"score": 5, "comment": "Lovely"})
     staff = Client()
@@ -161,6 +168,7 @@ def test_staff_see_the_rating_in_the_inbox_row_and_on_the_conversation(widget, m
 
 def test_an_unrated_conversation_shows_no_rating_to_staff(maya_chat):
     conversation, _ = maya_chat
+    written_in(conversation)
     staff = Client()
     staff.force_login(make_user("sam", staff=True))
     row = staff.get(f"/api/staff/inbox?ids={conversation.public_id}").json()["conversations"][0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, IntegerField, OuterRef, Prefetch, Subquery
+from django.db.models import Count, Exists, IntegerField, OuterRef, Prefetch, Subquery
 from django.db.models.functions import Coalesce
 
 from support.customers.identity import parse_uuid
@@ -104,6 +104,7 @@ def conversations_for_staff(status: str | None = None) -> list[Conversation]:
                .values("run__conversation").annotate(n=Count("pk")).values("n"))
     conversations = (
         Conversation.objects.select_related("customer", "assignee")
+        .filter(Exists(Message.objects.filter(conversation=OuterRef("pk")).exclude(role="system")))  # not empty
         .annotate(pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
                   latest_run_id=Subquery(newest_run))
         .order_by("-updated_at", "-pk")

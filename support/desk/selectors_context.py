@@ -13,6 +13,7 @@ import logging
 from decimal import Decimal
 
 from django.conf import settings
+from django.db.models import OuterRef, Q
 
 from support.customers.identity import shop_customer_id
 from support.desk import permissions, selectors_inbox, serializers, staff_actions
@@ -89,8 +90,10 @@ def conversation_context(conversation: Conversation, user) -> dict:
         orders, shop_away = [], ("The shop can't be reached right now, so this customer's orders and refunds "
                                  "can't be shown. Try again in a minute.")
     by_staff = _staff_refunds(customer)
-    conversations = list(Conversation.objects.filter(customer=customer).order_by("-created_at", "-pk")
-                         [:OTHER_CONVERSATIONS + 1])
+    # Conversations nobody wrote in are not shown (nor counted): there is nothing in them to go to.
+    theirs = Conversation.objects.filter(Q(pk=conversation.pk) | Q(selectors_inbox.said_anything(OuterRef("pk"))),
+                                         customer=customer)
+    conversations = list(theirs.order_by("-created_at", "-pk")[:OTHER_CONVERSATIONS + 1])
     first_words = {}
     for c in conversations:
         first = Message.objects.filter(conversation=c, author=Message.CUSTOMER).order_by("seq").values_list(
@@ -105,7 +108,7 @@ def conversation_context(conversation: Conversation, user) -> dict:
     scope = conversation.order_scope or None
     return {
         "customer": {"name": customer.name, "email": customer.email, "since": _ts(since),
-                     "orders": len(orders), "conversations": Conversation.objects.filter(customer=customer).count()},
+                     "orders": len(orders), "conversations": theirs.count()},
         "scope": scope,
         "shop_unavailable": shop_away,  # "" when the shop answered
         "orders": [_order_json(o, scope, by_staff, user) for o in orders],

@@ -48,6 +48,13 @@ def _answered(conversation_ref) -> Message:
             .exclude(content__isnull=True).exclude(content=""))
 
 
+def said_anything(conversation_ref) -> Exists:
+    """A conversation with more than its system prompt: someone wrote. An empty one (the widget no longer
+    makes them, API clients still may) is never listed nor counted, and services.conversations_empty_delete
+    removes it after a day."""
+    return Exists(Message.objects.filter(conversation=conversation_ref).exclude(role="system"))
+
+
 def _annotated(viewer):
     conv = OuterRef("pk")
     customer_messages = Message.objects.filter(conversation=conv, author=Message.CUSTOMER)
@@ -61,6 +68,7 @@ def _annotated(viewer):
              .exclude(content__isnull=True).exclude(content=""))
     return (
         Conversation.objects.select_related("customer", "assignee", "closed_by", "rating")
+        .filter(said_anything(conv))  # a chat opened and never written to is not a conversation yet
         .annotate(
             pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
             latest_run_id=Subquery(Run.objects.filter(conversation=conv).order_by("-created_at", "-pk")

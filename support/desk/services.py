@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import logging
 import unicodedata
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from support.customers import cleaning, languages, words
+from support.customers import cleaning, languages, notify, words
 from support.desk import assistant, notices, queue, serializers
 from support.models import Conversation, Customer, Message, Run
 from support.ops import limits
@@ -80,6 +82,66 @@ def conversation_open(*, customer: Customer, order_number: str | None = None) ->
             Conversation.objects.filter(pk=conversation.pk).update(order_scope=order_number)
             conversation.order_scope = order_number
     return conversation
+
+
+@dataclass(frozen=True)
+class Opening:
+    """Who opens a conversation and how the widget found them: the order the sign-in proved (None: every
+    order), the customer's language code and time zone when the browser said them."""
+    customer: Customer
+    order_number: str | None = None
+    language: str | None = None
+    time_zone: str | None = None
+
+
+def conversation_open_with_message(*, opening: Opening, text, client_id: str | None = None,
+                                   client_address: str | None = None):
+    """A new conversation and the customer's first message, saved together, the run started as any message
+    starts one. Returns (conversation, message, run, created).
+
+    A retry with the same client_id (the answer was lost after we saved) finds the conversation that
+    message opened: the same conversation, the message saved once, nothing counted again. Nothing is saved
+    when the message is refused (its words, its size, a rate limit): no empty conversation is left behind.
+    """
+    text = message_clean(text)
+    client_id = _client_id(client_id)
+    customer, scope = opening.customer, opening.order_number or ""
+    if client_id is not None and (found := _opened_by(customer.pk, scope, client_id)) is not None:
+        return found.conversation, found, active_run(found.conversation), False
+    conversation_rate_check(customer_id=customer.pk, client_address=client_address or "")
+    with transaction.atomic():
+        # Two copies of one request at once take turns on the customer's row (SQLite: the whole database);
+        # the second finds the first's message and answers with it.
+        Customer.objects.select_for_update().filter(pk=customer.pk).first()
+        if client_id is not None and (found := _opened_by(customer.pk, scope, client_id)) is not None:
+            return found.conversation, found, active_run(found.conversation), False
+        conversation = conversation_open(customer=customer, order_number=opening.order_number)
+        if opening.language:
+            Conversation.objects.filter(pk=conversation.pk).update(language=opening.language)
+            conversation.language = opening.language
+        if opening.time_zone:
+            notify.set_time_zone(conversation, opening.time_zone)
+        message_rate_check(conversation=conversation, client_address=client_address)  # RateLimited: rolled back
+        message = message_append(conversation=conversation, wire={"role": "user", "content": text},
+                                 author=Message.CUSTOMER, client_id=client_id)
+        run = run_start_if_idle(conversation_id=conversation.pk, current=conversation)
+    return conversation, message, run, True
+
+
+def _client_id(client_id) -> str | None:
+    if client_id is None:
+        return None
+    cleaned = cleaning.client_id_or_none(client_id)
+    if cleaned is None:
+        raise InvalidMessage("client_id must be 1 to 64 letters, digits or . _ : -", code="invalid_client_id")
+    return cleaned
+
+
+def _opened_by(customer_id: int, scope: str, client_id: str) -> Message | None:
+    """The customer's message with this client_id in a conversation of the same order scope, if any."""
+    return (Message.objects.select_related("conversation")
+            .filter(conversation__customer_id=customer_id, conversation__order_scope=scope,
+                    author=Message.CUSTOMER, client_id=client_id).order_by("pk").first())
 
 
 def message_clean(text) -> str:
@@ -167,10 +229,8 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
     working run sees the message at its next model call, a paused run when it resumes.
     """
     text = message_clean(text)
+    client_id = _client_id(client_id)
     if client_id is not None:
-        client_id = cleaning.client_id_or_none(client_id)
-        if client_id is None:
-            raise InvalidMessage("client_id must be 1 to 64 letters, digits or . _ : -", code="invalid_client_id")
         existing = conversation.messages.filter(client_id=client_id).first()
         if existing is not None:  # a retried POST: the same message, saved once
             return existing, active_run(conversation), False
@@ -290,6 +350,24 @@ def conversation_rate_check(*, customer_id: int, client_address: str) -> None:
             >= settings.CUSTOMER_CONVERSATIONS_PER_HOUR:
         raise limits.Limited(retry_after=60)
     limits.process_windows.hit(checked[0])
+
+
+def conversations_empty_delete(*, now=None) -> int:
+    """Delete conversations nobody wrote in (only the system prompt) that are older than EMPTY_CONVERSATION_HOURS:
+    an API client's chat opened and never used. Hourly on the beat (support.tasks.delete_empty_conversations).
+    Each is deleted only if it is still empty at that moment, so a message arriving meanwhile keeps it."""
+    before = (now or timezone.now()) - timedelta(hours=settings.EMPTY_CONVERSATION_HOURS)
+    written = Message.objects.filter(conversation=OuterRef("pk")).exclude(role="system")
+    deleted = 0
+    for pk in Conversation.objects.filter(created_at__lt=before, updated_at__lt=before).filter(~Exists(written)) \
+            .values_list("pk", flat=True)[:1000]:
+        with transaction.atomic():
+            # Under the conversation's row lock (the lock every append takes first): still empty, then gone.
+            if Conversation.objects.select_for_update().filter(pk=pk, updated_at__lt=before).filter(
+                    ~Exists(written)).exists():
+                Conversation.objects.filter(pk=pk).delete()
+                deleted += 1
+    return deleted
 
 
 def conversation_flag(*, conversation_id: int, reason: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -306,9 +307,10 @@ def refundable_again(*numbers: str) -> None:
 
 
 def open_widget(page):
-    """Open the chat panel and wait until its socket has replayed the conversation (it is then live)."""
+    """Open the chat panel and wait until it is ready: the greeting and the composer when the customer has no
+    conversation yet (the first send creates it), or the socket of the one they have, replayed (live)."""
     page.get_by_test_id("widget-button").click()
-    expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-connection", "open")
+    expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-connection", re.compile(r"^(new|open)$"))
 
 
 def ask(page, text: str) -> None:
@@ -317,12 +319,40 @@ def ask(page, text: str) -> None:
     page.get_by_test_id("widget-send").click()
 
 
+STORED_CONVERSATION = """() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("sundry-widget:"));
+    return key ? JSON.parse(localStorage.getItem(key)) : null;
+}"""
+
+
+def stored_conversation(page) -> dict | None:
+    """{"id", "token"} of the conversation the page's widget stored, or None before the customer sent anything."""
+    return page.evaluate(STORED_CONVERSATION)
+
+
 def widget_conversation(page) -> dict:
-    """{"id", "token"} of the conversation the page's widget stored (created when the panel first opens)."""
-    return page.evaluate("""() => {
-        const key = Object.keys(localStorage).find((k) => k.startsWith("sundry-widget:"));
-        return key ? JSON.parse(localStorage.getItem(key)) : null;
-    }""")
+    """{"id", "token"} of the page's widget conversation, waiting for it: the customer's first send creates it."""
+    page.wait_for_function(STORED_CONVERSATION, timeout=20000)
+    return stored_conversation(page)
+
+
+API_CONVERSATION = """async () => {
+    const token = document.querySelector('script[src*="widget.js"]').dataset.customerToken;
+    const answer = await fetch("/api/conversations", {method: "POST", headers: {"Content-Type": "application/json"},
+                                                      body: JSON.stringify({customer_token: token})});
+    const body = await answer.json();
+    const stored = {id: body.conversation.id, token: body.token};
+    localStorage.setItem("sundry-widget:c:" + token.split(":")[0], JSON.stringify(stored));
+    return stored;
+}"""
+
+
+def api_conversation(page) -> dict:
+    """{"id", "token"} of a conversation started through the API without a message (as an API client may),
+    stored where the page's widget looks for its conversation, so the widget opens it. For a test that needs
+    the conversation before the customer writes: a staff page watching it from the start, an injected event.
+    Call it before open_widget."""
+    return page.evaluate(API_CONVERSATION)
 
 
 def agent_messages(page):

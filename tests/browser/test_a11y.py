@@ -160,10 +160,14 @@ def test_the_inbox_with_a_row_selected_is_accessible_and_fits_a_phone(desk, staf
     expect(rows.first).to_be_visible()
     expect(page.get_by_test_id("approval-queue").get_by_test_id("approval-card").first).to_be_visible()
     # A hand-over arrives while the inbox is open: its alert (with Assign to me) and its row are part of the page.
+    from support.desk import services
+    from support.models import Message
     from tests.browser.test_notify import hand_over
     from tests.desk_factories import start_conversation
 
     handed = start_conversation(Customer.objects.get(email="tom@example.com"))
+    services.message_append(conversation=handed, author=Message.CUSTOMER,  # the inbox lists what someone wrote in
+                            wire={"role": "user", "content": "My parcel never came. Can a person help?"})
     hand_over(str(handed.public_id), "The customer asks for a person about a missing parcel.")
     expect(page.get_by_test_id("alerts").locator(".alert").first).to_be_visible()
     expect(page.locator(f'[data-testid="conversation-row"][data-conversation="{handed.public_id}"]')).to_be_visible()

@@ -60,9 +60,9 @@ def test_a_partial_refund_decided_from_the_card_is_told_to_the_customer(site, cu
     staff.evaluate(SAME_DOCUMENT)
     customer = customer_page()
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ticket = uuid.uuid4().hex[:8]
     ask(customer, f"Can I have the rest of my money back for SU-41290? (ref {ticket})")
+    conversation = widget_conversation(customer)["id"]  # created by that first message
     banner = customer.get_by_test_id("widget-approval-banner")
     expect(banner).to_contain_text("Our team is reviewing your request", timeout=20000)
 

@@ -10,6 +10,7 @@ from support.models import Approval, Refund
 from tests.browser.conftest import (
     STAFF_NAME,
     agent_messages,
+    api_conversation,
     ask,
     open_widget,
     refundable_again,
@@ -28,9 +29,9 @@ def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
     customer = customer_page()
     open_widget(customer)
     customer.evaluate(SAME_DOCUMENT)
-    conversation = widget_conversation(customer)["id"]
 
     ask(customer, "My parcel SU-41310 never came.")
+    conversation = widget_conversation(customer)["id"]  # created by that first message
     banner = customer.get_by_test_id("widget-approval-banner")
     expect(banner).to_be_visible(timeout=20000)
     expect(banner).to_contain_text("Our team is reviewing your request")
@@ -79,9 +80,9 @@ def test_the_refund_flow_across_two_browsers(site, customer_page, staff_page):
 def test_the_reject_flow(site, customer_page, staff_page):
     refundable_again("SU-41402")
     customer = customer_page()
+    conversation = api_conversation(customer)["id"]  # the conversation's page watches before the customer writes
     open_widget(customer)
     customer.evaluate(SAME_DOCUMENT)
-    conversation = widget_conversation(customer)["id"]
     staff = staff_page(f"/console/conversations/{conversation}/")
     staff.evaluate(SAME_DOCUMENT)
 
@@ -134,8 +135,8 @@ def test_a_customer_who_writes_while_the_refund_waits_is_shown_on_the_card_befor
     staff.evaluate(SAME_DOCUMENT)
     customer = customer_page()
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "My order SU-41402 arrived cracked.")  # 129.00: the demo login is a lead
+    conversation = widget_conversation(customer)["id"]
     expect(customer.get_by_test_id("widget-approval-banner")).to_be_visible(timeout=20000)
 
     card = staff.get_by_test_id("approval-queue").locator(

@@ -52,8 +52,8 @@ def loaded(image) -> bool:
 def test_a_photo_reaches_the_agent_and_staff(site, customer_page, staff_page, model_control, tmp_path):
     customer = customer_page()
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "My speakers from SU-41402 arrived cracked, I can send a photo.")
+    conversation = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     expect(agent_messages(customer).last).to_contain_text("please attach one of the damaged item")
 

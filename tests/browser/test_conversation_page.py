@@ -55,8 +55,8 @@ def handed_over(customer_page, *, email=None, **options):
     refundable_again("SU-41533")
     customer = customer_page(email, viewport=DESKTOP, **options)
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "The monitor from order SU-41533 arrived cracked. I want a full refund.")
+    conversation = widget_conversation(customer)["id"]
     expect(notices(customer)).to_have_count(1, timeout=20000)
     return customer, conversation
 
@@ -171,8 +171,8 @@ def test_at_1280_by_800_the_latest_message_the_reply_box_and_the_order_are_on_sc
     refundable_again("SU-41533")
     customer = customer_page(viewport=DESKTOP)
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "Where is my order SU-41210?")  # an earlier question, answered: a longer transcript
+    conversation = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     ask(customer, "Thanks. Another thing: the monitor from order SU-41533 arrived cracked. I want a full refund.")
     expect(notices(customer)).to_have_count(1, timeout=20000)
@@ -332,8 +332,8 @@ def test_a_conversation_the_agent_is_waiting_on_is_not_closed_and_the_page_says_
     refundable_again("SU-41310")
     customer = customer_page(viewport=DESKTOP)
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "My parcel SU-41310 never came.")  # a refund the agent asks a person to approve
+    conversation = widget_conversation(customer)["id"]
     staff = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)
     expect(staff.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")).to_have_count(
         1, timeout=20000)

@@ -70,8 +70,8 @@ def test_approving_from_the_email_link_through_the_confirm_page(site, customer_p
         refundable_again("SU-41310")
         customer = customer_page()
         open_widget(customer)
-        conversation = widget_conversation(customer)["id"]
         ask(customer, "My parcel SU-41310 never came.")
+        conversation = widget_conversation(customer)["id"]
         expect(customer.get_by_test_id("widget-approval-banner")).to_be_visible(timeout=20000)
         approval = wait_until(lambda: Approval.objects.filter(run__conversation__public_id=conversation).first())
 

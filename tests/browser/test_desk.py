@@ -36,8 +36,8 @@ def notices(page):
 def test_a_hand_over_is_worked_to_the_end_from_the_console(site, customer_page, staff_page):
     customer = customer_page()
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "The monitor from order SU-41533 arrived cracked. I want a full refund.")
+    conversation = widget_conversation(customer)["id"]
 
     # One message tells the customer; the agent adds no goodbye of its own and no banner repeats it.
     expect(notices(customer)).to_have_count(1, timeout=20000)
@@ -134,8 +134,8 @@ def test_a_hand_over_is_worked_to_the_end_from_the_console(site, customer_page, 
 def test_saved_replies_are_managed_from_the_console(site, customer_page, staff_page):
     customer = customer_page("tom@example.com")
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "Hello, is anyone there?")
+    conversation = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     staff = staff_page(f"/console/conversations/{conversation}/")
     staff.get_by_test_id("saved-reply-manage").locator("summary").click()

@@ -16,8 +16,8 @@ from tests.browser.inbox_helpers import ALEX, alex_user, login, page_width, row,
 def chat(customer_page, email, text, answers=1):
     page = customer_page(email)
     open_widget(page)
-    conversation = widget_conversation(page)["id"]
     ask(page, text)
+    conversation = widget_conversation(page)["id"]
     expect(agent_messages(page)).to_have_count(answers, timeout=20000)
     return page, conversation
 

@@ -4,7 +4,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import agent_messages, ask, open_widget, shot, widget_conversation
+from tests.browser.conftest import agent_messages, api_conversation, ask, open_widget, shot, widget_conversation
 
 MAYA_SAYS = "Where is my order SU-41210? Please leave it with the neighbour at no. 12, door code 4711."
 
@@ -55,8 +55,8 @@ def test_a_second_customer_cannot_open_the_first_ones_conversation(site, custome
     expect(orders.first).to_be_visible()
     assert "SU-41444" in orders.evaluate_all("(rows) => rows.map((r) => r.dataset.order)")
     expect(tom.locator('[data-testid="shop-order"][data-order="SU-41210"]')).to_have_count(0)
+    tom_conversation = api_conversation(tom)  # his own conversation, opened before he writes (as an API client may)
     open_widget(tom)
-    tom_conversation = widget_conversation(tom)
     assert tom_conversation["id"] != maya_conversation["id"]
     expect(tom.get_by_test_id("widget-message")).to_have_count(0)  # his own conversation, empty
 

@@ -32,9 +32,9 @@ def test_a_german_browser_gets_the_widget_and_the_desks_notices_in_german(custom
     expect(customer.get_by_test_id("widget-input")).to_have_attribute("placeholder", "Nachricht schreiben…")
     expect(customer.get_by_test_id("widget-suggestion").first).to_have_text("Wo ist meine Bestellung?")
     expect(customer.get_by_test_id("widget-hours")).to_contain_text("Zeiten: Mo–Fr 08:00–20:00")
-    conversation = widget_conversation(customer)["id"]
 
     ask(customer, "I want a full refund for order SU-41533.")  # above the agent's ceiling: handed to a person
+    conversation = widget_conversation(customer)["id"]  # created with that message, in German from the start
     notice = customer.locator('[data-testid="widget-message"][data-author="system"]')
     expect(notice).to_have_text("Ich habe Ihr Anliegen an unser Support-Team weitergegeben. Jemand aus unserem "
                                 "Team antwortet Ihnen hier.", timeout=20000)

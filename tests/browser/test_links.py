@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from support.desk import services
 from support.models import Conversation, Message
-from tests.browser.conftest import ROOT, agent_messages, open_widget, widget_conversation
+from tests.browser.conftest import ROOT, agent_messages, api_conversation, open_widget, widget_conversation
 
 SCREENSHOTS = ROOT / "var" / "screenshots"
 REL = "noopener noreferrer nofollow"
@@ -63,6 +63,7 @@ def screenshot(page, name: str) -> None:
 
 def test_links_show_their_real_destination_unless_they_stay_on_the_shops_hosts(customer_page):
     page = customer_page(before=lambda p: p.add_init_script(LIST_SHOP_HOSTS), viewport={"width": 1280, "height": 900})
+    api_conversation(page)  # the answer below is saved in it before the customer writes
     open_widget(page)
     answer_with(page, "Some links:\n\n" + "\n".join(f"{k + 1}. {md}" for k, (md, _, _) in enumerate(ITEMS))
                 + f"\n\nAnd {LOOKALIKE} too.")
@@ -101,6 +102,7 @@ def test_links_show_their_real_destination_unless_they_stay_on_the_shops_hosts(c
 
 def test_without_a_list_the_shops_host_is_the_page_the_widget_is_on(site, customer_page):
     page = customer_page()
+    api_conversation(page)  # the answer below is saved in it before the customer writes
     open_widget(page)
     answer_with(page, f"[your orders]({site}/orders) or [elsewhere](https://sundry.example/orders)")
 

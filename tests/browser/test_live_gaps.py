@@ -10,7 +10,7 @@ import json
 from playwright.sync_api import expect
 
 from support.models import Conversation, Message
-from tests.browser.conftest import agent_messages, ask, open_widget, shot, widget_conversation
+from tests.browser.conftest import agent_messages, api_conversation, ask, open_widget, shot, widget_conversation
 from tests.browser.test_reconnect import assert_console_matches_database, assert_widget_matches_database
 
 
@@ -78,9 +78,9 @@ def test_the_widget_finds_a_lost_last_answer_and_shows_it(site, customer_page):
     page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**", lose_first(is_agent_answer))))
     open_widget(page)
     tap = taps[0]
-    conversation = widget_conversation(page)["id"]
 
     ask(page, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
+    conversation = widget_conversation(page)["id"]  # created by that first message
     # The answer's event never reaches the page; it was the run's last message, so no later seq shows a hole:
     # the widget's check when the socket goes quiet (ping -> pong with the last seq) finds it.
     answer = agent_messages(page)
@@ -101,9 +101,9 @@ def test_the_widget_asks_again_when_a_seq_is_skipped(site, customer_page):
     page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**", lose)))
     open_widget(page)
     tap = taps[0]
-    conversation = widget_conversation(page)["id"]
 
     ask(page, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
+    conversation = widget_conversation(page)["id"]  # created by that first message
     expect(agent_messages(page)).to_have_count(1, timeout=20000)
     assert len(tap.lost) == 1
     hole = tap.lost[0]["seq"]
@@ -118,9 +118,9 @@ def test_the_widget_drops_a_partial_reply_when_the_model_step_starts_again(site,
     # second starts the model step again and streams the reply from the beginning.
     taps = []
     page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**")))
+    conversation = api_conversation(page)["id"]  # a socket to inject into before the customer writes
     open_widget(page)
     tap = taps[0]
-    conversation = widget_conversation(page)["id"]
     base = {"conversation": conversation, "seq": 0, "run": "r1"}
     tap.inject({**base, "type": "token.delta", "text": "w01 w02 w03 w04 w05 w06"})
     expect(page.get_by_test_id("widget-streaming")).to_contain_text("w06")
@@ -135,8 +135,8 @@ def test_the_widget_drops_a_partial_reply_when_the_model_step_starts_again(site,
 
 def test_the_console_drops_a_partial_reply_when_the_model_step_starts_again(site, customer_page, staff_page):
     customer = customer_page()
+    conversation = api_conversation(customer)["id"]  # the console watches it before the customer writes
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     taps = []
     staff = staff_page(f"/console/conversations/{conversation}/",
                        before=lambda p: taps.append(Tap(p, "**/ws/staff/")))
@@ -153,8 +153,8 @@ def test_the_console_drops_a_partial_reply_when_the_model_step_starts_again(site
 
 def test_the_console_finds_a_lost_message_of_the_conversation_it_watches(site, customer_page, staff_page):
     customer = customer_page()
+    conversation = api_conversation(customer)["id"]  # the console watches it before the customer writes
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     taps = []
     staff = staff_page(f"/console/conversations/{conversation}/",
                        before=lambda p: taps.append(Tap(p, "**/ws/staff/", lose_first(is_agent_answer))))

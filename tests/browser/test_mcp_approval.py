@@ -6,7 +6,7 @@ Screenshots of the card at 1280 and 390 px go to tests/artifacts/."""
 from playwright.sync_api import expect
 
 from support.models import Approval
-from tests.browser.conftest import ARTIFACTS, STAFF_NAME, agent_messages, ask, open_widget, widget_conversation
+from tests.browser.conftest import ARTIFACTS, STAFF_NAME, agent_messages, api_conversation, ask, open_widget
 from tests.browser.test_approval_cards import snap
 
 CREDIT_REQUEST = ("The stovetop kettle from order SU-41210 has stopped heating evenly. Could I have 38.00 EUR "
@@ -17,8 +17,8 @@ def asks_for_store_credit(customer_page, staff_page, on_conversation_page: bool)
     """The customer asks while staff watch the queue (or the conversation's page); returns (customer page,
     staff page, conversation id, the card once it is pending)."""
     customer = customer_page()
+    conversation = api_conversation(customer)["id"]  # staff watch before the customer writes
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     staff = staff_page(f"/console/conversations/{conversation}/" if on_conversation_page else "/console/approvals/")
     ask(customer, CREDIT_REQUEST)
     banner = customer.get_by_test_id("widget-approval-banner")

@@ -52,8 +52,8 @@ def answered_conversation(customer_page, email: str, text: str) -> str:
     """A customer's conversation in which the agent has answered once; its id."""
     customer = customer_page(email)
     open_widget(customer)
-    conversation_id = widget_conversation(customer)["id"]
     ask(customer, text)
+    conversation_id = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     return conversation_id
 
@@ -78,8 +78,8 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
     # An approval request: a refund the agent may not issue alone.
     customer = customer_page()
     open_widget(customer)
-    refund_conv = widget_conversation(customer)["id"]
     ask(customer, "My parcel SU-41310 never came.")
+    refund_conv = widget_conversation(customer)["id"]
     for page in (sam, alex):
         alert = page.locator(f'[data-testid="alert"][data-conversation="{refund_conv}"]')
         expect(alert).to_have_attribute("data-kind", "approval", timeout=20000)
@@ -92,8 +92,8 @@ def test_a_hand_over_and_an_approval_alert_both_staff_and_the_first_to_take_it_h
     # A hand-over: the conversation now needs a person.
     other = customer_page("ines@example.com")
     open_widget(other)
-    handed = widget_conversation(other)["id"]
     ask(other, "Where is my order SU-41620?")
+    handed = widget_conversation(other)["id"]
     expect(agent_messages(other)).to_have_count(1, timeout=20000)
     before = int(sam.get_by_test_id("inbox-badge").get_attribute("data-count") or 0)
     hand_over(handed, "The customer asked for a person")
@@ -139,8 +139,8 @@ def test_an_approval_decided_in_one_console_takes_its_alert_away_in_the_other(si
 
     customer = customer_page()
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "My parcel SU-41310 never came.")
+    conversation = widget_conversation(customer)["id"]
     alert = sam.locator(f'[data-testid="alert"][data-conversation="{conversation}"]')
     expect(alert).to_have_attribute("data-kind", "approval", timeout=20000)
     expect(alert).to_have_attribute("data-approval", re.compile(r".+"))

@@ -22,8 +22,8 @@ def test_the_card_shows_the_version_of_each_policy_the_agent_read(site, customer
     staff = staff_page("/console/approvals/")
     customer = customer_page()
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, f"Can I have the rest of my money back for SU-41290? (ref {uuid.uuid4().hex[:8]})")
+    conversation = widget_conversation(customer)["id"]
     card = staff.locator(f'[data-testid="approval-card"]:has(a[href*="{conversation}"])')
     expect(card).to_have_attribute("data-status", "pending", timeout=20000)
     card.get_by_test_id("approval-policies").locator(":scope > summary").click()

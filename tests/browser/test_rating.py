@@ -24,9 +24,9 @@ def snap(page, name: str) -> None:
 def test_a_resolved_question_is_rated_and_staff_see_the_rating(site, customer_page, new_context):
     customer = customer_page(viewport=DESKTOP)  # Maya, whose order SU-41210 arrived
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     staff = login(new_context, site, viewport=DESKTOP)  # the inbox, open before the rating arrives
     ask(customer, "Where is my order SU-41210?")
+    conversation = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     card = customer.get_by_test_id("widget-rating")
     expect(card).to_be_visible()
@@ -67,8 +67,8 @@ def test_a_resolved_question_is_rated_and_staff_see_the_rating(site, customer_pa
 def test_a_conversation_closed_by_staff_offers_the_rating_at_once(site, customer_page, new_context):
     customer = customer_page("ines@example.com", viewport={"width": 390, "height": 844})
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
-    ask(customer, "Hello?")  # not a question the agent resolves: nothing offered yet
+    ask(customer, "Hello?")
+    conversation = widget_conversation(customer)["id"]  # not a question the agent resolves: nothing offered yet
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     customer.wait_for_timeout(500)
     expect(customer.get_by_test_id("widget-rating")).to_be_hidden()

@@ -10,11 +10,11 @@ from support.models import Conversation, Message, Run, Step
 from tests.browser.conftest import (
     SocketCutter,
     agent_messages,
+    api_conversation,
     ask,
     open_widget,
     shot,
     wait_for_streaming,
-    widget_conversation,
 )
 
 WIDGET_MESSAGES = """(nodes) => nodes.map((n) => ({
@@ -82,8 +82,8 @@ def test_a_dropped_socket_loses_and_doubles_nothing(site, customer_page, staff_p
     widget_sockets: list[SocketCutter] = []
     console_sockets: list[SocketCutter] = []
     customer = customer_page(before=lambda p: widget_sockets.append(SocketCutter(p, "**/ws/conversations/**")))
+    conversation = api_conversation(customer)["id"]  # the console watches it before the customer writes
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     staff = staff_page(f"/console/conversations/{conversation}/",
                        before=lambda p: console_sockets.append(SocketCutter(p, "**/ws/staff/")))
     widget, console = widget_sockets[0], console_sockets[0]

@@ -1,6 +1,7 @@
 """A customer who signs in with e-mail and order number after too many failed guesses from their address is
 asked for a code: the widget asks for it to be e-mailed (a worker sends it), and the chat opens with it (the
-widget side of the sign-in rules). When no code can be asked for from here, the widget says so."""
+widget side of the sign-in rules). The first message asks for it and goes with the code, saved once. When no code
+can be asked for from here, the widget says so."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def test_after_failed_guesses_the_widget_asks_for_the_emailed_code_and_opens_the
         assert {guess(site, "SU-99999") for _ in range(5)} == {403}  # wrong orders from this address
         page = customer_page(before=lambda p: p.add_init_script(BY_ORDER), viewport={"width": 390, "height": 780})
         page.get_by_test_id("widget-button").click()
+        panel = page.get_by_test_id("widget-panel")
+        expect(panel).to_have_attribute("data-connection", "new")  # the chat starts with the first message
+        ask(page, "Where is my order SU-41210?")
         form = page.get_by_test_id("widget-code-form")
         expect(form).to_be_visible()
         expect(form).to_contain_text(MAYA)
@@ -59,8 +63,11 @@ def test_after_failed_guesses_the_widget_asks_for_the_emailed_code_and_opens_the
         page.get_by_test_id("widget-code-input").fill(code)
         page.get_by_test_id("widget-code-send").click()
         expect(form).to_have_count(0)
-        expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-connection", "open")
-        ask(page, "Where is my order SU-41210?")
+        expect(panel).to_have_attribute("data-connection", "open")
+        # The message that asked for the sign-in went with the code: saved once, and answered.
+        mine = page.locator('[data-testid="widget-message"][data-author="customer"]')
+        expect(mine).to_have_count(1)
+        expect(mine).to_have_attribute("data-seq", re.compile(r"^\d+$"))
         expect(agent_messages(page).last).to_contain_text("SU-41210", timeout=20000)
     finally:
         for key in signins.scan_iter("limits:signin:*"):  # the other tests sign in from this address too
@@ -75,6 +82,7 @@ def test_when_no_more_codes_can_be_asked_for_from_here_the_widget_says_so(custom
         assert asked == {202}  # SIGNIN_CODE_REQUESTS_PER_ADDRESS (10 an hour) spent from this address
         page = customer_page(before=lambda p: p.add_init_script(BY_ORDER))
         page.get_by_test_id("widget-button").click()
+        ask(page, "Hello?")
         expect(page.get_by_test_id("widget-code-form")).to_be_visible()
         expect(page.get_by_test_id("widget-error")).to_contain_text("Too many sign-in codes asked for from here")
     finally:

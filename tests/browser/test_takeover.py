@@ -16,8 +16,8 @@ def test_takeover_and_hand_back(site, customer_page, staff_page):
     customer = customer_page("ines@example.com")
     open_widget(customer)
     customer.evaluate(SAME_DOCUMENT)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "Where is my order SU-41620?")
+    conversation = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     expect(agent_messages(customer)).to_contain_text("SU-41620")
 
@@ -117,8 +117,8 @@ def test_a_detail_read_older_than_the_take_over_does_not_undo_it(site, customer_
     the reply box away from the person who just took it over)."""
     customer = customer_page("ines@example.com")
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "Where is my order SU-41620?")
+    conversation = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
 
     reads, late = [], []

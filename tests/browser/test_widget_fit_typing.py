@@ -15,8 +15,8 @@ DESKTOP = {"width": 1280, "height": 800}
 def test_the_customer_sees_a_person_typing_and_then_their_reply(site, customer_page, staff_page):
     customer = customer_page("ines@example.com", viewport={"width": 390, "height": 844})
     open_widget(customer)
-    conversation = widget_conversation(customer)["id"]
     ask(customer, "Where is my order SU-41620?")
+    conversation = widget_conversation(customer)["id"]
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
 
     staff = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)

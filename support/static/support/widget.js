@@ -600,7 +600,8 @@
 
   function api(path, options) {
     return fetch(BASE + "api/" + path, options).catch(function () {
-      throw new Error(t("We couldn't reach our support desk. Check your connection and try again."));
+      var e = new Error(t("We couldn't reach our support desk. Check your connection and try again."));
+      e.unreachable = true; throw e; // the request may or may not have arrived: a retry says the same client_id
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
         if (!r.ok) {
@@ -612,27 +613,81 @@
     });
   }
 
-  function ensureConversation() {
+  // A conversation exists once the customer sends something: opening the panel shows the greeting and the
+  // composer, and the first send creates the conversation and saves that message in one request (docs/widget.md).
+  // Opening does reconnect to one that exists: stored on this device, or the e-mailed link's.
+  function existingConversation() {
     if (conv) return Promise.resolve(conv);
-    if (starting) return starting;
     if (!identity) return Promise.reject(new Error("This page did not say who you are (data-customer-token)."));
     var stored = storage.get();
     if (stored && stored.id && stored.token) { conv = stored; conv.fromStorage = true; return Promise.resolve(conv); }
-    starting = api(identity.link ? "conversations/open" : "conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(withZone(identity))})
-      .then(function (body) {
-        conv = {id: body.conversation.id, token: body.token};
-        storage.set({id: conv.id, token: conv.token});
-        return conv;
-      })
-      .finally(function () { starting = null; });
+    if (!identity.link) return Promise.resolve(null);
+    if (starting) return starting;
+    starting = api("conversations/open", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(withZone(identity))})
+      .then(adopt).finally(function () { starting = null; });
     return starting;
+  }
+  function adopt(body) { // a conversation the desk answered with is the one on screen, and this device's
+    conv = {id: body.conversation.id, token: body.token};
+    storage.set({id: conv.id, token: conv.token});
+    if (body.message) accepted(body.message);
+    return conv;
+  }
+  function accepted(m) { // the first message, saved with its conversation: no longer pending
+    var p = pending.filter(function (x) { return x.client_id === m.client_id; })[0];
+    if (p && !seen.has(m.seq)) settle(p, m.seq);
+  }
+  /* POST /api/conversations: the sign-in, the browser's time zone and language, and `extra` (the first message,
+   * a sign-in code). Files are the one first thing sent without it: their upload needs the conversation first. */
+  function createConversation(extra) {
+    var body = withZone(identity);
+    body.language = LANG;
+    Object.keys(extra || {}).forEach(function (k) { body[k] = extra[k]; });
+    return api("conversations", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)})
+      .then(function (answer) { var c = adopt(answer); toldLanguage[c.id] = true; return c; }); // the language went with it
+  }
+  function ensureConversation() { // for an upload as the first thing sent
+    return existingConversation().then(function (c) {
+      if (c) return c;
+      if (!starting) starting = createConversation({}).finally(function () { starting = null; });
+      return starting;
+    });
+  }
+  function firstMessage() {
+    var p = pending[0];
+    return p ? {message: {text: p.text, client_id: p.client_id}} : {};
   }
 
   function start() {
     hideError();
-    ensureConversation().then(connect, function (e) {
-      if (e.code === "code_required" && identity && identity.email) return askForCode();
-      showError(t("We couldn't start the chat. ") + e.message);
+    existingConversation().then(function (c) {
+      if (c) return connect();
+      panel.dataset.connection = "new"; // the greeting and the composer; nothing exists yet
+      if (pending.length) begin();
+    }, function (e) { showError(t("We couldn't start the chat. ") + e.message); });
+  }
+
+  var beginAttempt = 0, beginTimer = null;
+  function begin() { // the customer's first send: the conversation and that message in one request
+    if (conv) return connect();
+    if (starting || codeForm || !pending.length) return;
+    if (!identity) return showError(t("We couldn't start the chat. ") + "This page did not say who you are (data-customer-token).");
+    clearTimeout(beginTimer); hideError();
+    var p = pending[0];
+    p.node.dataset.state = "sending"; p.node.querySelector(".sw-state").textContent = t("Sending…");
+    starting = createConversation(firstMessage());
+    starting.then(function () { starting = null; beginAttempt = 0; connect(); }, function (e) {
+      starting = null;
+      if (e.code === "code_required" && identity.email) { pendingLabels(); return askForCode(); }
+      if (e.unreachable || e.code === "unavailable") { // perhaps saved, or busy for a moment: the same client_id again
+        pendingLabels(); showError(e.message);
+        beginTimer = setTimeout(begin, Math.min(10000, 1000 * Math.pow(2, beginAttempt++)));
+        return;
+      }
+      // Refused (the sign-in, the words, a limit): nothing was saved, so every waiting message goes back in the box.
+      pending.slice().reverse().forEach(function (x) {
+        rejected({client_id: x.client_id, code: e.code, error: t("We couldn't start the chat. ") + e.message});
+      });
     });
   }
 
@@ -654,9 +709,8 @@
     [text, field, go].forEach(function (n) { codeForm.appendChild(n); });
     codeForm.addEventListener("submit", function (ev) {
       ev.preventDefault(); hideError();
-      post(withZone({email: identity.email, code: field.value.replace(/\D/g, "")})).then(function (body) {
-        conv = {id: body.conversation.id, token: body.token};
-        storage.set({id: conv.id, token: conv.token});
+      var extra = firstMessage(); extra.code = field.value.replace(/\D/g, "");
+      createConversation(extra).then(function () { // the message that asked for it goes with the code
         codeForm.remove(); codeForm = null; composer.hidden = false; connect();
       }, function (e) { showError(e.message); });
     });
@@ -823,7 +877,7 @@
     pending.push(p);
     input.value = ""; grow();
     toBottom(true);
-    if (ready) transmit(p); else { pendingLabels(); if (!conv) start(); }
+    if (ready) transmit(p); else { pendingLabels(); if (!conv) begin(); }
   }
   function transmit(p) {
     p.node.dataset.state = "sending"; p.node.querySelector(".sw-state").textContent = t("Sending…");
@@ -996,6 +1050,7 @@
       dropUpload(id);
     }, function (e) { // nothing was saved: the files go back in the tray and the words in the box
       dropUpload(id);
+      if (conv && !ws) connect(); // created for these files: the next send goes to it
       items.forEach(function (item) { item.node = fileChip(item); tray.appendChild(item.node); outgoing.push(item); });
       tray.hidden = !outgoing.length;
       if (!input.value.trim()) { input.value = text; grow(); }
@@ -1086,7 +1141,9 @@
       if (shadow.activeElement === edge) { e.preventDefault(); (e.shiftKey ? send : closeBtn).focus(); }
     }
   });
-  window.addEventListener("online", function () { if (conv && !ws) { attempt = 0; connect(); } });
+  window.addEventListener("online", function () {
+    if (conv && !ws) { attempt = 0; connect(); } else if (!conv && pending.length) { beginAttempt = 0; begin(); }
+  });
 
   // -- fitting the shop: colours, side, docking, the phone's sheet, hours, a person typing, the rating ----
   function words(text, values) { return t(text, values); } // for code whose own `t` is a DOM node

@@ -13,8 +13,8 @@ import re
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from support.customers import identity, notify, signin, words
-from support.desk import selectors, services
+from support.customers import identity, languages, notify, signin, words
+from support.desk import feedback, selectors, services
 from support.desk.serializers import conversation_json, message_json
 from support.ops import limits
 
@@ -112,23 +112,82 @@ def _start_request(body: dict, address: str):
 @csrf_exempt
 @api("POST")
 def conversations(request):
+    """A new conversation; with {"message": {"text", "client_id"}} its first message too, in one request, so
+    a chat that was opened and never written to leaves nothing behind (docs/api.md)."""
     address = limits.request_address(request)
     body = json_body(request)
     zone = links.requested_time_zone(body)  # checked before anything is created
+    first = _first_message(body)  # and the message, before a sign-in code is spent on it
+    language = _language(body)
     started = _start_request(body, address)
     if isinstance(started, JsonResponse):
         return started
     customer, order_number = started
-    try:
-        services.conversation_rate_check(customer_id=customer.pk, client_address=address)
-    except limits.Limited as over:
-        raise ApiError(429, f"Too many new conversations; try again in {words.wait_words(over.retry_after)}, or carry on "
-                            "in the one you have.", {"Retry-After": str(over.retry_after)}) from None
+    if first is not None:
+        return _open_with_message(request, services.Opening(customer=customer, order_number=order_number,
+                                                            language=language, time_zone=zone), first)
+    _conversation_rate_check(customer.pk, address)
     conversation = services.conversation_open(customer=customer, order_number=order_number)
     if zone:
         notify.set_time_zone(conversation, zone)
+    if language:
+        feedback.language_set(conversation=conversation, language=language)
     return JsonResponse({"conversation": conversation_json(conversation, staff=False),
                          "token": identity.conversation_token(conversation)}, status=201)
+
+
+def _conversation_rate_check(customer_id: int, address: str) -> None:
+    try:
+        services.conversation_rate_check(customer_id=customer_id, client_address=address)
+    except limits.Limited as over:
+        raise _too_many_conversations(over) from None
+
+
+def _too_many_conversations(over: limits.Limited) -> ApiError:
+    return ApiError(429, f"Too many new conversations; try again in {words.wait_words(over.retry_after)}, or carry "
+                         "on in the one you have.", {"Retry-After": str(over.retry_after)})
+
+
+def _first_message(body: dict) -> dict | None:
+    """{"text", "client_id"} of the optional first message, its words checked as a message's are."""
+    first = body.get("message")
+    if first is None:
+        return None
+    if not isinstance(first, dict) or "text" not in first:
+        raise ApiError(400, 'Send the first message as "message": {"text": "...", "client_id": "..."}.')
+    client_id = optional_string(first, "client_id", max_length=64)
+    try:
+        services.message_clean(first["text"])
+    except services.InvalidMessage as error:
+        raise ApiError(400, str(error)) from None
+    return {"text": first["text"], "client_id": client_id}
+
+
+def _language(body: dict) -> str | None:
+    if body.get("language") is None:
+        return None
+    code = languages.language_code(body["language"])
+    if code is None:
+        raise ApiError(400, f"language must be one of: {', '.join(languages.supported())}.")
+    return code
+
+
+def _open_with_message(request, opening, first: dict) -> JsonResponse:
+    try:
+        conversation, message, run, created = services.conversation_open_with_message(
+            opening=opening, text=first["text"], client_id=first["client_id"],
+            client_address=limits.request_address(request))
+    except services.InvalidMessage as error:
+        raise ApiError(400, str(error)) from None
+    except services.RateLimited as error:
+        raise ApiError(429, str(error), {"Retry-After": str(error.retry_after)}) from None
+    except limits.Limited as over:
+        raise _too_many_conversations(over) from None
+    return JsonResponse({"conversation": conversation_json(conversation, staff=False),
+                         "token": identity.conversation_token(conversation),
+                         "message": message_json(message, staff=False),
+                         "run": {"id": str(run.public_id), "status": run.status} if run else None,
+                         "created": created}, status=201 if created else 200)
 
 
 @csrf_exempt
