@@ -54,8 +54,8 @@ def staff(db, settings):
 
 
 @pytest.fixture
-def events(monkeypatch):
-    return record_events(monkeypatch)
+def events(monkeypatch, queued):
+    return record_events(monkeypatch)  # after `queued`, which records events of its own
 
 
 @pytest.fixture
@@ -299,3 +299,24 @@ def test_the_console_offers_the_sort_and_knows_it():
     assert re.search(r'<option value="expiring">Least time left first</option>', page)
     script = (root / "support/static/support/console-list.js").read_text()
     assert json.loads(re.search(r"const SORTS = (\[.*?\]);", script).group(1)) == ["updated", "waiting", "expiring"]
+
+
+def test_a_colleagues_own_refund_is_never_nudged_to_the_one_who_asked(demo, staff, events, queued, settings,
+                                                                        django_capture_on_commit_callbacks):
+    settings.SECOND_APPROVAL_ABOVE = "50.00"  # four eyes: Sam's own refund of 80.00 waits for a colleague
+    conversation = start_conversation(demo.maya)
+    Conversation.objects.filter(pk=conversation.pk).update(assignee=staff["sam"])  # Sam has the conversation
+    with django_capture_on_commit_callbacks(execute=True):
+        response = signed_in(staff["sam"]).post(
+            f"/api/staff/conversations/{conversation.public_id}/refunds",
+            json.dumps({"order_id": "SU-41533", "amount": "80.00", "reason": "Screen cracked on arrival."}),
+            content_type="application/json")
+    assert response.status_code == 202, response.content
+    asked = Approval.objects.get(staff_action__conversation=conversation)
+    aged(asked, 0.85)
+    nudges.approvals_nudge()
+    reminder, escalation = nudged(events)
+    assert usernames(reminder) == ["kim", "lee"]  # the team but Sam, although Sam has the conversation
+    assert usernames(escalation) == ["lee"]
+    assert reminder["approval"]["tool"] == "staff_refund"
+    assert reminder["conversation"] == str(conversation.public_id)
