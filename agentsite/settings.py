@@ -368,6 +368,15 @@ AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0
 # Four eyes: a refund above this (the agent's, a gated MCP tool's amount, a staff member's own) needs two
 # different people: the first approval leaves it waiting for a second (0 or empty: off).
 SECOND_APPROVAL_ABOVE = env_decimal("SECOND_APPROVAL_ABOVE", "0")
+# Deadlines (support/desk/deadlines.py): a pending approval's time runs from its request to its expiry. Past
+# this fraction of it the conversation's assignee (else the staff who may decide) is reminded, once; past the
+# second, the support leads are told, once. NUDGE_SWEEP_SECONDS: how often the beat looks.
+APPROVAL_REMIND_AT = env_float("APPROVAL_REMIND_AT", 0.5)
+APPROVAL_ESCALATE_AT = env_float("APPROVAL_ESCALATE_AT", 0.8)
+if not 0 < APPROVAL_REMIND_AT <= APPROVAL_ESCALATE_AT < 1:
+    raise ImproperlyConfigured("APPROVAL_REMIND_AT and APPROVAL_ESCALATE_AT must be fractions of the time to expiry, "
+                               "0 < APPROVAL_REMIND_AT <= APPROVAL_ESCALATE_AT < 1")
+APPROVAL_NUDGE_SWEEP_SECONDS = env_float("APPROVAL_NUDGE_SWEEP_SECONDS", 60.0, minimum=1.0)
 # The agent's hand-over (escalate_to_human) goes straight to a person's queue; true: a person confirms it first.
 ESCALATION_NEEDS_APPROVAL = env_bool("ESCALATION_NEEDS_APPROVAL", False)
 
@@ -499,6 +508,7 @@ CELERY_BEAT_SCHEDULE = {
     "attachment-orphans": {"task": "support.tasks.sweep_attachment_orphans", "schedule": 3600},
     # Conversations nobody wrote in (an API client opened one and left), once EMPTY_CONVERSATION_HOURS old.
     "empty-conversations": {"task": "support.tasks.delete_empty_conversations", "schedule": 3600},
+    "approval-nudges": {"task": "support.tasks.nudge_approvals", "schedule": APPROVAL_NUDGE_SWEEP_SECONDS},
 }
 
 # Channels: events go through Redis to every daphne process.

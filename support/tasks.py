@@ -4,7 +4,7 @@ from celery import shared_task
 from slack_sdk.errors import SlackApiError
 
 from support.customers import attachments, notify, signin
-from support.desk import approval_links, gate, runner, services, slack
+from support.desk import approval_links, gate, nudges, runner, services, slack
 from support.ops import sweeper
 
 
@@ -21,6 +21,13 @@ def sweep() -> dict:
     done = {"requeued": services.runs_recover(), "expired": gate.approvals_expire()}
     sweeper.sweeper_ran()
     return done
+
+
+@shared_task(ignore_result=True)
+def nudge_approvals() -> dict:
+    """Periodic (the beat, every APPROVAL_NUDGE_SWEEP_SECONDS): remind people of approvals still waiting, and tell
+    the leads of those whose time runs out (support/desk/nudges.py). Safe to run twice at once: each is claimed first."""
+    return nudges.approvals_nudge()
 
 
 @shared_task(ignore_result=True)

@@ -149,6 +149,9 @@ def test_it_lists_pending_approvals_oldest_first_and_drops_them_once_decided(sta
         "needs_second_look": False, "not_run_reason": "",
         # four eyes (tests/test_four_eyes.py): off here, so one person's approval decides it
         "approvals_needed": 1, "approvals": [], "first_arguments": None,
+        # its deadline (tests/test_approval_deadlines.py): nobody reminded yet
+        "deadline": {"expires_at": listed[0]["context"]["expires_at"], "remind_at": listed[0]["deadline"]["remind_at"],
+                     "escalate_at": listed[0]["deadline"]["escalate_at"], "reminded_at": None, "escalated_at": None},
     }
     assert decide(staff, first, "approve").status_code == 200
     assert [a["id"] for a in staff.get("/api/staff/approvals").json()["approvals"]] == [str(second.public_id)]

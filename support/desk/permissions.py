@@ -29,6 +29,7 @@ from importlib import import_module
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model, user_logged_out
 from django.db import transaction
+from django.db.models import Q
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
@@ -116,6 +117,19 @@ def decision_refusal(user, *, tool: str, approve: bool, arguments) -> str | None
         return (f"Refunds above {large_refund_threshold()} need a support lead to approve them (permission "
                 f"{APPROVE_LARGE_REFUND}, group {LEADS}). You may lower the amount or reject it.")
     return None
+
+
+def deciders() -> list:
+    """The team: active staff who may decide approvals (reminded of one nobody has, support/desk/nudges.py)."""
+    users = get_user_model().objects.filter(is_active=True, is_staff=True).order_by("pk")
+    return [u for u in users if u.has_perm(DECIDE_APPROVAL)]
+
+
+def leads() -> list:
+    """The support leads: active staff in the LEADS group, and superusers (told of an approval still waiting
+    at APPROVAL_ESCALATE_AT of its time, support/desk/nudges.py)."""
+    users = get_user_model().objects.filter(is_active=True, is_staff=True)
+    return list(users.filter(Q(groups__name=LEADS) | Q(is_superuser=True)).distinct().order_by("pk"))
 
 
 def viewer_json(user) -> dict:

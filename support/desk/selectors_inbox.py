@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, DateTimeField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce, Least
 
 from support.desk.feedback import rating_json
 from support.models import Approval, Conversation, Message, Order, Rating, Run
@@ -29,7 +31,7 @@ INBOX_STATUSES = {  # code -> the words staff read ("With a person" is "With Sam
 }
 # "" is every conversation that is not closed; "all" includes the closed ones.
 FILTERS = ("", "mine", "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, CLOSED, "all")
-SORTS = ("updated", "waiting")
+SORTS = ("updated", "waiting", "expiring")  # expiring: least time left on a pending approval first
 DEFAULT_LIMIT, MAX_LIMIT = 50, 200
 PREVIEW_CHARS = 160
 ORDER_NUMBER = re.compile(r"\b[A-Z]{2}-\d{3,}\b", re.IGNORECASE)
@@ -61,6 +63,12 @@ def _annotated(viewer):
     pending = (Approval.objects.filter(run__conversation=conv, decided_at__isnull=True).order_by()
                .values("run__conversation").annotate(n=Count("pk")).values("n"))
     read_seq = ConversationRead.objects.filter(conversation=conv, user=viewer).values("last_read_seq")[:1]
+    # The nearest expiry of its pending approvals: stamped when asked, or sooner when the timeout was shortened
+    # since (selectors_approvals.effective_expiry reads the same two).
+    by_timeout = ExpressionWrapper(F("requested_at") + timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS),
+                                   output_field=DateTimeField())
+    nearest_expiry = (Approval.objects.filter(run__conversation=conv, decided_at__isnull=True)
+                      .annotate(at=Least("expires_at", by_timeout)).order_by("at").values("at")[:1])
     unread = (Message.objects.filter(conversation=conv, author=Message.CUSTOMER,
                                      seq__gt=Coalesce(OuterRef("read_seq"), 0))
               .order_by().values("conversation").annotate(n=Count("pk")).values("n"))
@@ -71,6 +79,7 @@ def _annotated(viewer):
         .filter(said_anything(conv))  # a chat opened and never written to is not a conversation yet
         .annotate(
             pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
+            nearest_expiry=Subquery(nearest_expiry, output_field=DateTimeField()),
             latest_run_id=Subquery(Run.objects.filter(conversation=conv).order_by("-created_at", "-pk")
                                    .values("pk")[:1]),
             last_customer_at=Subquery(customer_messages.order_by("-seq").values("created_at")[:1]),
@@ -139,6 +148,8 @@ def inbox(viewer, *, filter_: str = "", q: str = "", sort: str = "updated", limi
         queryset = queryset.filter(public_id__in=ids)
     if sort == "waiting":  # longest-waiting customer first; those not waiting after them, newest first
         queryset = queryset.order_by(F("waiting_since").asc(nulls_last=True), "-updated_at", "-pk")
+    elif sort == "expiring":  # least time left on a pending approval first; the rest after them, newest first
+        queryset = queryset.order_by(F("nearest_expiry").asc(nulls_last=True), "-updated_at", "-pk")
     else:
         queryset = queryset.order_by("-updated_at", "-pk")
     limit = max(1, min(limit, MAX_LIMIT))
@@ -247,6 +258,8 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
         "conversation_status": conversation.status,  # the desk's own code: open / needs_attention / taken_over
         "attention_reason": conversation.attention_reason,
         "pending_approvals": conversation.pending_approvals,
+        # When the first of them expires (no decision after it): the "Least time left first" sort's key.
+        "nearest_expiry": _ts(conversation.nearest_expiry) if conversation.pending_approvals else None,
         "run": {"id": str(run.public_id), "status": run.status, "stop_reason": run.stop_reason or None,
                 "outcome": run.outcome or None} if run is not None else None,
         "assignee": person_json(conversation.assignee) if conversation.assignee_id else None,

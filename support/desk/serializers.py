@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from support.customers.attachments import message_fields
 from support.customers.words import staff_name
-from support.desk import announce, permissions, selectors_approvals
+from support.desk import announce, deadlines, permissions, selectors_approvals
 from support.live import events
 from support.tools import mcp
 from support.models import Approval, Conversation, Message, Run, Step
@@ -106,6 +106,8 @@ def _decision_json(approval: Approval) -> dict:
         "decided_via": approval.decided_via or None,  # console, email or slack: where the person decided
         # Why the call never ran although decided (a take-over), and how it expired.
         "not_run_reason": approval.not_run_reason,
+        # When it expires, when people are reminded and the leads told, and whether they were (deadlines.py).
+        "deadline": deadlines.deadline_json(approval),
     }
 
 
@@ -235,6 +237,14 @@ def publish_approval(approval: Approval) -> None:
     _customer(conversation, _event(conversation, kind, status=data["status"], pending_approvals=waiting))
     _staff(conversation, _event(conversation, kind, approval=data), listed=True)
     announce.approval_changed(approval)  # e-mail and Slack, when set up
+
+
+def publish_approval_nudged(approval: Approval, *, nudge: str, to: list) -> None:
+    """approval.nudged, to staff only: a pending approval's reminder or escalation went to these people (nudges.py).
+    Every console updates the card; the consoles of the people named raise an alert."""
+    conversation = approval.staff_action.conversation if approval.staff_action_id else approval.run.conversation
+    _staff(conversation, _event(conversation, "approval.nudged", nudge=nudge, approval=approval_json(approval),
+                                to=[{"username": u.get_username(), "name": staff_name(u)} for u in to]), listed=True)
 
 
 def publish_conversation(conversation: Conversation, event_type: str = "conversation.updated") -> None:

@@ -257,6 +257,10 @@ class Approval(models.Model):
     first_approved_at = models.DateTimeField(null=True, blank=True, db_index=True)
     first_arguments = models.JSONField(null=True, blank=True)
     first_answer = models.JSONField(null=True, blank=True, editable=False)
+    # Its deadline (support/desk/deadlines.py): when the reminder went out (APPROVAL_REMIND_AT of the time to
+    # expiry) and when the leads were told (APPROVAL_ESCALATE_AT); each written once, by a conditional UPDATE.
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["requested_at"]

@@ -2,12 +2,20 @@
 // cards), and the approvals page's keyboard. Each card is console-approvals.js's ApprovalCard.
 
 import { staffApi } from "./console-api.js";
-import { ApprovalCard } from "./console-approvals.js";
+import { ApprovalCard, expiresAt } from "./console-approvals.js";
 import { customers, onCustomers, wantCustomers } from "./console-store.js";
 import { announce, clear, h } from "./console-dom.js";
 
+/** Least time left first; of two that expire together, the one asked first. */
+function byTimeLeft(a, b) {
+  const ea = Date.parse(expiresAt(a)) || Infinity;
+  const eb = Date.parse(expiresAt(b)) || Infinity;
+  if (ea !== eb) return ea < eb ? -1 : 1;
+  return a.requested_at.localeCompare(b.requested_at);
+}
+
 /**
- * A live list of approval cards. mode "pending": the store's pending approvals, oldest first; one decided
+ * A live list of approval cards. mode "pending": the store's pending approvals, least time left first; one decided
  * while on screen stays, showing the decision. "decided" / "all": fetched, then kept live from the store.
  * `keys` (the approvals page): J / K move between cards, A approves, E changes, R rejects the card that
  * has the focus, and a decision moves the focus on to the next card still waiting.
@@ -57,17 +65,17 @@ export class ApprovalList {
   }
 
   order(a, b) {
-    // Pending first, oldest first (a queue); then decisions, newest first.
+    // Pending first, least time left first (then oldest); then decisions, newest first.
     const rank = (x) => (x.status === "pending" ? 0 : 1);
     if (rank(a) !== rank(b)) return rank(a) - rank(b);
-    if (a.status === "pending") return a.requested_at.localeCompare(b.requested_at);
+    if (a.status === "pending") return byTimeLeft(a, b);
     return (b.decided_at || "").localeCompare(a.decided_at || "");
   }
 
   sync() {
     const list = [...this.store.items.values()].filter((a) => this.wanted(a));
     if (!this.conversation && this.mode === "pending") {
-      list.sort((a, b) => a.requested_at.localeCompare(b.requested_at)); // decided ones keep their place
+      list.sort(byTimeLeft); // decided ones keep their place
     } else {
       list.sort((a, b) => this.order(a, b));
     }

@@ -74,6 +74,25 @@ export function expiryText(iso, now = Date.now()) {
   return { text: `Expires in ${Math.floor(left / HOUR)} h`, urgent: false, over: false };
 }
 
+/** "Reminder sent" / "Escalated to leads": who was told the approval still waits (support/desk/nudges.py). */
+export function nudgeText(deadline) {
+  if (deadline && deadline.escalated_at) return { text: "Escalated to leads", at: deadline.escalated_at, escalated: true };
+  if (deadline && deadline.reminded_at) return { text: "Reminder sent", at: deadline.reminded_at, escalated: false };
+  return null;
+}
+
+function nudgeTag(deadline) {
+  const nudge = nudgeText(deadline);
+  if (!nudge) return null;
+  return h("span", { class: `nudge${nudge.escalated ? " is-escalated" : ""}`, "data-testid": "approval-nudge",
+    "data-nudge": nudge.escalated ? "escalation" : "reminder", title: `${nudge.text} ${fmtDateTime(nudge.at)}` }, nudge.text);
+}
+
+/** When a pending approval stops waiting: its deadline's expiry (or the card's, for an older answer). */
+export function expiresAt(approval) {
+  return (approval.deadline && approval.deadline.expires_at) || (approval.context && approval.context.expires_at) || "";
+}
+
 /** Every expiry chip on the page, kept current (one timer for all cards). */
 function tickExpiries() {
   for (const el of document.querySelectorAll("[data-expires]")) {
@@ -206,7 +225,8 @@ export class ApprovalCard {
           fourEyesTag(a, this.me),
           expiry ? h("span", { class: `expiry${expiry.urgent ? " is-urgent" : ""}`, "data-testid": "approval-expiry",
             "data-expires": context.expires_at, "data-over": String(expiry.over),
-            title: `No decision is accepted after ${fmtDateTime(context.expires_at)}` }, expiry.text) : null),
+            title: `No decision is accepted after ${fmtDateTime(context.expires_at)}` }, expiry.text) : null,
+          a.status === "pending" ? nudgeTag(a.deadline) : null),
         h("span", { class: "approval-meta" }, conversationLink,
           timeEl(a.requested_at, "approval-requested-at", "requested "))),
       this.notice ? h("p", { class: "notice", role: "status", "data-testid": "approval-notice" }, this.notice) : null,

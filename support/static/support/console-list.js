@@ -6,10 +6,11 @@
 
 import { inboxApi } from "./console-api.js";
 import { announce, conversationUrl, fill, h, timeEl, visibleText } from "./console-dom.js";
+import { expiryText } from "./console-approvals.js";
 import { learnCustomers } from "./console-store.js";
 
 const FILTERS = ["", "mine", "unassigned", "needs_person", "waiting_approval", "closed"];
-const SORTS = ["updated", "waiting"];
+const SORTS = ["updated", "waiting", "expiring"];
 const PAGE = 50;
 const REFRESH_AFTER_MS = 250; // events of one change arrive together: one request for all of them
 const ORDER_KEY = "sundry-console:inbox-order";
@@ -230,6 +231,11 @@ export class ConversationList {
       const wb = b.waiting_since || "~"; // not waiting: after those who are
       if (wa !== wb) return wa < wb ? -1 : 1;
     }
+    if (this.sort === "expiring") {
+      const ea = a.nearest_expiry || "~";
+      const eb = b.nearest_expiry || "~"; // nothing waiting for approval: after those that are
+      if (ea !== eb) return ea < eb ? -1 : 1;
+    }
     return (b.updated_at || "").localeCompare(a.updated_at || "") || b.id.localeCompare(a.id);
   }
 
@@ -285,6 +291,8 @@ export class ConversationList {
           `waiting ${waitedFor(d.waiting_since)}`) : null,
         d.pending_approvals ? h("span", { "data-testid": "pending-approvals", "data-count": String(d.pending_approvals) },
           `${d.pending_approvals} approval${d.pending_approvals === 1 ? "" : "s"} waiting`) : null,
+        d.nearest_expiry ? h("span", { class: "row-expiry", "data-testid": "row-expiry", "data-until": d.nearest_expiry },
+          expiryText(d.nearest_expiry).text) : null,
         d.status === "needs_person" && d.attention_reason ? h("span", { class: "attention", "data-testid": "attention-reason" }, d.attention_reason) : null,
         d.status === "closed" && d.closed_by ? h("span", { "data-testid": "closed-by" }, `closed by ${d.closed_by.name}`) : null,
         d.rating ? h("span", { class: "row-rating", "data-testid": "row-rating", "data-score": String(d.rating.score),
@@ -353,6 +361,7 @@ export class ConversationList {
 
   paintWaiting() {
     for (const el of this.list.querySelectorAll("[data-testid=waiting]")) el.textContent = `waiting ${waitedFor(el.dataset.since)}`;
+    for (const el of this.list.querySelectorAll("[data-testid=row-expiry]")) el.textContent = expiryText(el.dataset.until).text;
   }
 
   // -- keyboard ------------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 // Alerts for staff with the console open, on every console page: a hand-over (a conversation newly needs a
-// person and nobody has it) shows an alert with "Assign to me", an approval request one with "Open to decide";
+// person and nobody has it) shows an alert with "Assign to me", an approval request one with "Open to decide", and
+// so does a reminder of an approval still waiting, or its escalation to the leads, for the people it names
+// (approval.nudged);
 // each plays a short sound (can be turned off), and, after an explicit opt-in, raises a desktop notification.
 // The page title and the nav's Inbox badge count what waits for someone. The first person to assign a
 // conversation to themself has it; everyone else's alert says who, live (inbox.changed). An approval's alert (and its desktop notification) goes away
@@ -8,6 +10,7 @@
 
 import { inboxApi } from "./console-api.js";
 import { announce, conversationUrl, h } from "./console-dom.js";
+import { expiresAt, expiryText } from "./console-approvals.js";
 import { money } from "./console-format.js";
 
 const COUNT_EVENTS = ["conversation.updated", "conversation.assigned", "inbox.changed", "run.status"];
@@ -53,6 +56,7 @@ export class Alerts {
     socket.onOpen(() => this.recount());
     for (const type of COUNT_EVENTS) socket.on(type, () => this.recountSoon());
     socket.on("inbox.changed", (e) => this.changed(e));
+    socket.on("approval.nudged", (e) => this.nudged(e));
     approvals.subscribe((changed) => this.approvalsChanged(changed));
   }
 
@@ -158,9 +162,27 @@ export class Alerts {
     });
   }
 
+  /** approval.nudged: a reminder or an escalation; alerted only on the consoles of the people it names. */
+  async nudged(event) {
+    const approval = event.approval;
+    if (!approval || approval.status !== "pending" || !(event.to || []).some((p) => p.username === this.me)) return;
+    const row = await this.describe(approval.conversation);
+    if (!this.stillWaiting(approval.id)) return;
+    const who = row ? row.customer.name || row.customer.email : "A customer";
+    const left = expiryText(expiresAt(approval)).text;
+    const what = approval.context?.summary || approval.tool;
+    const escalated = event.nudge === "escalation";
+    this.raise({
+      kind: "approval", approval: approval.id, conversation: approval.conversation,
+      title: `${escalated ? "Escalated to leads" : "Reminder"}: ${what} still waits for approval`,
+      text: `${who} · ${left}${escalated ? " · nobody has decided yet" : ""}`,
+      assignee: null, nudge: escalated ? "escalation" : "reminder",
+    });
+  }
+
   // -- the alert itself -----------------------------------------------------------------------------------
 
-  raise({ kind, approval = null, conversation, title, text, assignee }) {
+  raise({ kind, approval = null, conversation, title, text, assignee, nudge = null }) {
     this.alerts.get(conversation)?.remove();
     const status = h("p", { class: "alert-status", "data-testid": "alert-status" });
     // An approval is decided on its card (Open); assigning the conversation would silence the agent and end
@@ -168,7 +190,7 @@ export class Alerts {
     const take = h("button", { type: "button", class: "btn btn-primary", "data-testid": "alert-take", hidden: kind === "approval" },
       "Assign to me");
     const el = h("div", { class: `alert alert-${kind}`, role: "group", "aria-label": title, "data-testid": "alert",
-      "data-kind": kind, "data-conversation": conversation, "data-approval": approval },
+      "data-kind": kind, "data-conversation": conversation, "data-approval": approval, "data-nudge": nudge },
       h("p", { class: "alert-title" }, title),
       h("p", { class: "alert-text" }, text),
       status,

@@ -12,6 +12,8 @@ export class ApprovalStore {
     this.refreshing = null;
     socket.on("approval.requested", (event) => event.approval && this.upsert(event.approval));
     socket.on("approval.decided", (event) => event.approval && this.upsert(event.approval));
+    // A reminder or an escalation went out (support/desk/nudges.py): the card says so.
+    socket.on("approval.nudged", (event) => event.approval && this.upsert(event.approval));
     socket.on("run.status", (event) => {
       // Taking a conversation over expires its run's pending approvals without an approval.decided event;
       // a run that is no longer awaiting approval has none pending, so ask the server what became of them.
