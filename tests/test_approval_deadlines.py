@@ -20,8 +20,8 @@ from django.test import Client
 from django.utils import timezone
 
 from support import tasks
-from support.desk import deadlines, gate, nudges
-from support.models import Approval, ApprovalEmailOptIn, Conversation
+from support.desk import deadlines, gate, nudges, services
+from support.models import Approval, ApprovalEmailOptIn, Conversation, Message
 from tests.desk_factories import (
     make_user,
     pending_refund_approval,
@@ -273,6 +273,8 @@ def test_the_inbox_sorts_by_the_nearest_expiry_of_pending_approvals(demo, staff)
     later = pending_refund_approval(start_conversation(demo.maya))
     sooner = pending_refund_approval(start_conversation(demo.tom))
     nothing_waits = start_conversation(demo.ines)  # the newest: first by latest activity
+    services.message_append(conversation=nothing_waits, author=Message.CUSTOMER,  # listed: someone wrote
+                            wire={"role": "user", "content": "Where is SU-41620?"})
     aged(later, 0.2)
     aged(sooner, 0.7)
     client = signed_in(staff["ola"])
