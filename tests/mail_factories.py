@@ -21,9 +21,12 @@ def mail(*, sender="Maya Lin <maya@example.com>", to="support@shop.example", sub
         msg["References"] = references
     for name, value in (headers or {}).items():
         msg[name] = value
-    msg.set_content(text)
-    if html is not None:
-        msg.add_alternative(html, subtype="html")
+    if text or html is None:
+        msg.set_content(text)
+        if html is not None:
+            msg.add_alternative(html, subtype="html")
+    else:  # an HTML-only mail
+        msg.set_content(html, subtype="html")
     for name, content_type, data in files:
         maintype, subtype = content_type.split("/")
         msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)

@@ -128,14 +128,19 @@ def _read_bounce(msg, mail: Mail) -> None:
 # -- the words --------------------------------------------------------------------------------------------
 
 def _body_text(msg) -> str:
-    body = msg.get_body(preferencelist=("plain", "html"))
-    if body is None:
-        return ""
-    try:
-        content = body.get_content()
-    except (LookupError, ValueError):  # an unknown charset: read what can be read
-        content = (body.get_payload(decode=True) or b"").decode("utf-8", "replace")
-    return html_to_text(content) if body.get_content_type() == "text/html" else content
+    """The plain text part; the HTML one, as text, when there is no plain text (or only a blank one)."""
+    for kind in ("plain", "html"):
+        body = msg.get_body(preferencelist=(kind,))
+        if body is None:
+            continue
+        try:
+            content = body.get_content()
+        except (LookupError, ValueError):  # an unknown charset: read what can be read
+            content = (body.get_payload(decode=True) or b"").decode("utf-8", "replace")
+        text = html_to_text(content) if kind == "html" else content
+        if text.strip():
+            return text
+    return ""
 
 
 def html_to_text(html: str) -> str:
