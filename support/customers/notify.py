@@ -190,7 +190,8 @@ def _replies(conversation_pk: int, after_seq: int):
 
 def due_conversations(now: datetime) -> list[int]:
     """Conversations with a reply the customer has not seen nor been e-mailed, older than the wait, whose
-    customer has not been connected during the wait and still wants these e-mails."""
+    customer has not been connected during the wait, still wants these e-mails and whose address has not
+    bounced."""
     wait = timedelta(minutes=settings.REPLY_EMAIL_AFTER_MINUTES)
     oldest = now - timedelta(hours=settings.REPLY_EMAIL_WITHIN_HOURS)  # older replies are history, not news
     done = Greatest(Coalesce(F("conversation__follow_up__emailed_seq"), Value(0)),
@@ -200,7 +201,8 @@ def due_conversations(now: datetime) -> list[int]:
                .exclude(content__isnull=True).exclude(content="")
                .annotate(done=done).filter(seq__gt=F("done"))
                .exclude(conversation__follow_up__seen_at__gt=now - wait)
-               .exclude(conversation__customer__reply_email_opt_out__isnull=False))
+               .exclude(conversation__customer__reply_email_opt_out__isnull=False)
+               .exclude(conversation__customer__undeliverable__isnull=False))  # a mail to them bounced
     return sorted(set(replies.values_list("conversation_id", flat=True)))
 
 
