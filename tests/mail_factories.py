@@ -7,7 +7,7 @@ from email.utils import make_msgid
 
 
 def mail(*, sender="Maya Lin <maya@example.com>", to="support@shop.example", subject="Where is my parcel?",
-         text="Where is SU-41210? It was due Monday.", html: str | None = None, message_id: str | None = None,
+         text="Where is my parcel? It was due Monday.", html: str | None = None, message_id: str | None = None,
          in_reply_to: str | None = None, references: str | None = None, headers: dict | None = None,
          files: list[tuple[str, str, bytes]] = ()) -> bytes:
     msg = EmailMessage()

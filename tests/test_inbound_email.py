@@ -122,7 +122,22 @@ def test_an_unverified_email_conversation_reads_no_order(inbound):
     from support.agent.tools import ToolContext
     from support.tools import common
 
-    conversation = inbound_mail.receive(mail(text="Where is SU-41210?"), source="imap").conversation
+    conversation = inbound_mail.receive(mail(text="Where is my parcel?"), source="imap").conversation
     ctx = ToolContext(customer_id=inbound.maya.pk, conversation_id=str(conversation.public_id), run_id="r",
                       call_id="c", idempotency_key="r:c")
     assert common.customer_orders(ctx) == [] and common.customer_order(ctx, "SU-41210") is None
+
+
+def test_naming_an_order_of_theirs_opens_that_order_alone(inbound):
+    """As the widget's e-mail + order number way in: the sender's address owns the order named."""
+    first = inbound_mail.receive(mail(text="Hi, my parcel is late."), source="imap")
+    assert first.conversation.order_scope == Conversation.UNVERIFIED
+    again = inbound_mail.receive(mail(in_reply_to=f"<{first.mail_id}>", text="It is order su-41210."), source="imap")
+    assert again.conversation == first.conversation
+    assert Conversation.objects.get(pk=first.conversation.pk).order_scope == "SU-41210"
+
+
+def test_naming_someone_elses_order_opens_nothing(inbound):
+    tom_order = next(n for n, o in inbound.orders.items() if o.customer == inbound.tom)
+    record = inbound_mail.receive(mail(text=f"Where is {tom_order}?"), source="imap")  # Maya names Tom's order
+    assert Conversation.objects.get(pk=record.conversation.pk).order_scope == Conversation.UNVERIFIED

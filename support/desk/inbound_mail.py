@@ -8,6 +8,7 @@ its new words and checked files as the customer's message, handed to a run like 
 from __future__ import annotations
 
 import logging
+import re
 
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -166,6 +167,7 @@ def _save(mail: mail_reading.Mail, base: dict, conversation: Conversation | None
                     rows = uploads.files_store(conversation, prepared, stored)
             message = services.message_append(conversation=conversation, wire={"role": "user", "content": content},
                                                author=Message.CUSTOMER, channel=Message.EMAIL)
+            _verify_order(conversation, mail)
             for row in rows:
                 row.message, row.conversation = message, conversation
                 row.save(force_insert=True)
@@ -182,6 +184,25 @@ def _save(mail: mail_reading.Mail, base: dict, conversation: Conversation | None
     log.info("mail %s from conversation %s's customer saved as message %s", mail.mail_id,
              conversation.public_id, message.seq)
     return record
+
+
+_ORDER_NUMBER = re.compile(r"\b[A-Za-z]{1,6}-[0-9]{1,12}\b")
+
+
+def _verify_order(conversation: Conversation, mail: mail_reading.Mail) -> None:
+    """An e-mail conversation that sees no order yet, whose customer names an order of theirs (the sender's
+    address owns it, as the widget's e-mail + order number way in checks), sees that order from now on. The
+    first few numbers named are tried; the per-sender limit bounds guessing."""
+    if conversation.order_scope != Conversation.UNVERIFIED:
+        return
+    for number in list(dict.fromkeys(_ORDER_NUMBER.findall(mail.text)))[:3]:
+        order = identity.order_of(mail.sender, number)
+        if order is not None:
+            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order.number)
+            conversation.order_scope = order.number
+            log.info("e-mail conversation %s: the customer gave order %s of theirs", conversation.public_id,
+                     order.number)
+            return
 
 
 # -- bounces -------------------------------------------------------------------------------------------------
