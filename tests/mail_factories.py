@@ -19,14 +19,14 @@ def mail(*, sender="Maya Lin <maya@example.com>", to="support@shop.example", sub
         msg["In-Reply-To"] = in_reply_to
     if references:
         msg["References"] = references
-    for name, value in (headers or {}).items():
-        msg[name] = value
     if text or html is None:
         msg.set_content(text)
         if html is not None:
             msg.add_alternative(html, subtype="html")
     else:  # an HTML-only mail
         msg.set_content(html, subtype="html")
+    for name, value in (headers or {}).items():  # after the content: setting it drops Content-* headers
+        msg[name] = value
     for name, content_type, data in files:
         maintype, subtype = content_type.split("/")
         msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)

@@ -61,6 +61,19 @@ def test_the_answer_goes_back_by_email_in_the_customers_thread_and_their_reply_c
     assert notify.send_reply_emails(now=later(settings)) == []
 
 
+def test_the_answer_is_written_in_the_language_the_customers_mail_client_named(inbound, settings):
+    record = inbound_mail.receive(mail(subject="Paket", text="Wo ist mein Paket?", headers={"Content-Language": "de-DE"}),
+                                  source="imap")
+    assert record.conversation.language == "de"
+    services.message_append(conversation=record.conversation, author=Message.AGENT,
+                            wire={"role": "assistant", "content": "Welche Bestellung ist es?"})
+    notify.send_reply_emails(now=later(settings))
+    (_, answer), = inbound.messages
+    text = next(p for p in answer.walk() if p.get_content_type() == "text/plain").get_payload(decode=True).decode()
+    assert answer["Subject"] == "Re: Paket" and "Welche Bestellung ist es?" in text
+    assert "Der Assistent von Sundry" in text  # the desk's own words, in German
+
+
 def test_a_widget_conversations_reply_email_carries_the_reply_address_and_a_kept_message_id(inbound, settings, demo):
     conversation = services.conversation_start(customer=demo.tom)
     services.conversation_post_message(conversation=conversation, text="Hello")

@@ -36,6 +36,7 @@ class Mail:
     bounced: list[str] = field(default_factory=list)  # a bounce: the addresses that failed (canonical)
     bounce_reason: str = ""
     bounced_ids: list[str] = field(default_factory=list)  # a bounce: Message-IDs of the mail that failed
+    language: str = ""  # its Content-Language, as written ("de-AT"), when the client said
 
 
 def message_ids(value) -> list[str]:
@@ -56,7 +57,8 @@ def read(raw: bytes) -> Mail:
         if address]
     answers = message_ids(msg.get("In-Reply-To")) + list(reversed(message_ids(msg.get("References"))))
     mail = Mail(mail_id=_mail_id(msg, raw), sender=sender, sender_name=name, recipients=recipients,
-                subject=_subject(msg), answers=list(dict.fromkeys(answers)), kind=_kind(msg))
+                subject=_subject(msg), answers=list(dict.fromkeys(answers)), kind=_kind(msg),
+                language=str(msg.get("Content-Language", "")).split(",")[0].strip()[:35])
     if mail.kind == BOUNCE:
         _read_bounce(msg, mail)
         return mail

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import IntegrityError, transaction
 
-from support.customers import attachments, identity, mail_reading, reply_address
+from support.customers import attachments, identity, languages, mail_reading, reply_address
 from support.desk import services, uploads
 from support.models import Conversation, Customer, InboundEmail, Message, OutboundEmail, UndeliverableAddress
 from support.models.attachments import remove_stored
@@ -161,8 +161,11 @@ def _save(mail: mail_reading.Mail, base: dict, conversation: Conversation | None
             started = conversation is None
             if started:
                 conversation = services.conversation_open(customer=_customer(mail))
-                Conversation.objects.filter(pk=conversation.pk).update(order_scope=Conversation.UNVERIFIED)
-                conversation.order_scope = Conversation.UNVERIFIED
+                # The customer's language, when their mail client said it: the desk's e-mails are written in it.
+                language = languages.language_code(mail.language) or conversation.language
+                Conversation.objects.filter(pk=conversation.pk).update(order_scope=Conversation.UNVERIFIED,
+                                                                       language=language)
+                conversation.order_scope, conversation.language = Conversation.UNVERIFIED, language
                 if prepared:
                     rows = uploads.files_store(conversation, prepared, stored)
             message = services.message_append(conversation=conversation, wire={"role": "user", "content": content},
