@@ -55,6 +55,23 @@ def test_it_takes_a_postmark_post_with_the_webhook_secret(inbound):
     assert record.source == "Postmark" and record.outcome == InboundEmail.STARTED and saved("From Postmark.").count() == 1
 
 
+@pytest.mark.filterwarnings("ignore::anymail.exceptions.AnymailNotSupportedWarning")
+@pytest.mark.parametrize("provider", ["postmark", "sendgrid"])
+def test_words_in_any_alphabet_arrive_intact(inbound, provider):
+    raw = mail(sender="Jürgen Groß <juergen@beispiel.example>", subject="Größe falsch",
+               text="Grüße! Die Jacke ist zu groß — 尺寸不对 🙂")
+    if provider == "postmark":
+        response = Client().post("/email/inbound/postmark/", json.dumps({"RawEmail": raw.decode(), "Headers": []}),
+                                 content_type="application/json", **basic())
+    else:
+        envelope = json.dumps({"to": ["support@shop.example"], "from": "juergen@beispiel.example"})
+        response = Client().post("/email/inbound/sendgrid/", {"email": raw.decode(), "envelope": envelope}, **basic())
+    assert response.status_code == 200
+    record = InboundEmail.objects.get()
+    assert record.message.content == "Grüße! Die Jacke ist zu groß — 尺寸不对 🙂" and record.subject == "Größe falsch"
+    assert record.conversation.customer.name == "Jürgen Groß"
+
+
 def test_a_retried_webhook_is_stored_once(inbound):
     body = postmark(mail(text="Twice sent.", message_id="<retry@mail.example>"))
     for _ in range(2):

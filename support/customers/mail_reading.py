@@ -19,6 +19,7 @@ from support.customers.identity import canonical_email
 
 PERSON, AUTO_REPLY, BOUNCE = "person", "auto_reply", "bounce"
 _MSGID = re.compile(r"<([^<>\s]{1,246})>")
+MAX_ANSWERS = 20  # Message-IDs of a mail's In-Reply-To and References looked up
 _REPLY_LANGUAGES = ["en", "de", "fr", "es", "it", "nl"]  # headers of quoted mail these clients write
 
 
@@ -55,7 +56,8 @@ def read(raw: bytes) -> Mail:
     recipients = [address for _, address in getaddresses(
         [str(v) for h in ("To", "Cc", "Delivered-To", "X-Original-To", "Envelope-To") for v in msg.get_all(h, [])])
         if address]
-    answers = message_ids(msg.get("In-Reply-To")) + list(reversed(message_ids(msg.get("References"))))
+    # In-Reply-To, then References newest first; a long thread's oldest references are not needed to find it.
+    answers = (message_ids(msg.get("In-Reply-To")) + list(reversed(message_ids(msg.get("References")))))[:MAX_ANSWERS]
     mail = Mail(mail_id=_mail_id(msg, raw), sender=sender, sender_name=name, recipients=recipients,
                 subject=_subject(msg), answers=list(dict.fromkeys(answers)), kind=_kind(msg),
                 language=str(msg.get("Content-Language", "")).split(",")[0].strip()[:35])
