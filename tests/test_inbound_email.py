@@ -141,3 +141,35 @@ def test_naming_someone_elses_order_opens_nothing(inbound):
     tom_order = next(n for n, o in inbound.orders.items() if o.customer == inbound.tom)
     record = inbound_mail.receive(mail(text=f"Where is {tom_order}?"), source="imap")  # Maya names Tom's order
     assert Conversation.objects.get(pk=record.conversation.pk).order_scope == Conversation.UNVERIFIED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_mail_by_four_ways_at_once_is_stored_once(demo, settings, queued):
+    """A webhook retried while the mailbox is read: four deliveries of one mail at the same moment."""
+    import threading
+
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises writers: no race to lose")
+    settings.INBOUND_EMAIL_ADDRESS = ADDRESS
+    settings.INBOUND_EMAILS_PER_SENDER_PER_HOUR = 1000  # the limit is not what this test is about
+    for trial in range(10):
+        raw = mail(text=f"Once only, trial {trial}.", message_id=f"<race-{trial}@mail.example>")
+        records, barrier = [], threading.Barrier(4)
+
+        def one():
+            barrier.wait()
+            try:
+                records.append(inbound_mail.receive(raw, source="race").pk)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(records) == 4 and len(set(records)) == 1
+        assert InboundEmail.objects.filter(mail_id=f"race-{trial}@mail.example").count() == 1
+        assert Message.objects.filter(content=f"Once only, trial {trial}.").count() == 1
