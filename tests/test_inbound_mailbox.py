@@ -30,6 +30,7 @@ SIGNING_KEY = "mailgun-signing-key"
 def inbound(demo, settings, queued):
     settings.INBOUND_EMAIL_ADDRESS = "support@shop.example"
     settings.ANYMAIL = {"WEBHOOK_SECRET": SECRET, "MAILGUN_WEBHOOK_SIGNING_KEY": SIGNING_KEY}
+    settings.STORAGES = {**settings.STORAGES, "attachments": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
     return demo
 
 
@@ -70,6 +71,22 @@ def test_words_in_any_alphabet_arrive_intact(inbound, provider):
     record = InboundEmail.objects.get()
     assert record.message.content == "Grüße! Die Jacke ist zu groß — 尺寸不对 🙂" and record.subject == "Größe falsch"
     assert record.conversation.customer.name == "Jürgen Groß"
+
+
+def test_a_postmark_post_with_a_photo_larger_than_a_plain_request_is_taken(inbound, settings):
+    """Django refuses request bodies past DATA_UPLOAD_MAX_MEMORY_SIZE; a mail's bound is its own."""
+    import os
+
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100_000
+    raw = mail(text="The photo is attached.", files=[("scan.pdf", "application/pdf",
+                                                      b"%PDF-1.4\n" + os.urandom(200_000).hex().encode() + b"\n%%EOF\n")])
+    assert len(postmark(raw)) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    response = Client().post("/email/inbound/postmark/", postmark(raw), content_type="application/json", **basic())
+    assert response.status_code == 200 and saved("The photo is attached.").get().attachments.count() == 1
+    settings.INBOUND_EMAIL_MAX_BYTES = 100_000  # past the mail's own bound: refused before it is read
+    too_large = Client().post("/email/inbound/postmark/", postmark(mail(text="x" * 300_000)),
+                              content_type="application/json", **basic())
+    assert too_large.status_code == 413 and InboundEmail.objects.count() == 1
 
 
 def test_a_retried_webhook_is_stored_once(inbound):
