@@ -477,6 +477,27 @@ CONVERSATION_LINK_MAX_AGE = env_int("CONVERSATION_LINK_MAX_AGE", 90 * 24 * 3600,
 # An open customer socket tells the database it is there at most this often (its resume and close, always).
 CUSTOMER_PRESENCE_SECONDS = env_float("CUSTOMER_PRESENCE_SECONDS", 30.0, minimum=1.0)
 
+# -- Customers who write by e-mail (support/desk/inbound_mail.py, docs/email.md) -----------------------------------------
+# The address customers write to; the desk's mails carry a signed reply address made from it
+# ("support@shop.example" -> "support+<signed>@shop.example"). Empty: the desk reads no mail.
+INBOUND_EMAIL_ADDRESS = env_str("INBOUND_EMAIL_ADDRESS", "")
+INBOUND_EMAIL_MAX_BYTES = env_int("INBOUND_EMAIL_MAX_BYTES", 15 * 1024 * 1024, minimum=1024)  # larger: refused
+INBOUND_EMAILS_PER_SENDER_PER_HOUR = env_int("INBOUND_EMAILS_PER_SENDER_PER_HOUR", 20, minimum=1)
+# A reply address works this long after the mail that carried it (and until the conversation's links are revoked).
+INBOUND_REPLY_ADDRESS_MAX_AGE = env_int("INBOUND_REPLY_ADDRESS_MAX_AGE", 180 * 24 * 3600, minimum=60)
+# Way in 1: a provider's inbound webhook (/email/inbound/<provider>/), on only when its basic-auth secret is set.
+INBOUND_WEBHOOK_SECRET = env_str("INBOUND_WEBHOOK_SECRET", "")  # "user:password", as the provider is told
+INBOUND_MAILGUN_SIGNING_KEY = env_str("INBOUND_MAILGUN_SIGNING_KEY", "")  # Mailgun also signs each post
+ANYMAIL = {"WEBHOOK_SECRET": INBOUND_WEBHOOK_SECRET, "MAILGUN_WEBHOOK_SIGNING_KEY": INBOUND_MAILGUN_SIGNING_KEY}
+# Way in 2: a mailbox the beat reads over IMAP every INBOUND_IMAP_POLL_SECONDS (on when INBOUND_IMAP_HOST is set).
+INBOUND_IMAP_HOST = env_str("INBOUND_IMAP_HOST", "")
+INBOUND_IMAP_PORT = env_int("INBOUND_IMAP_PORT", 993, minimum=1)
+INBOUND_IMAP_SSL = env_bool("INBOUND_IMAP_SSL", True)
+INBOUND_IMAP_USER = env_str("INBOUND_IMAP_USER", "")
+INBOUND_IMAP_PASSWORD = env_str("INBOUND_IMAP_PASSWORD", "")
+INBOUND_IMAP_FOLDER = env_str("INBOUND_IMAP_FOLDER", "INBOX")
+INBOUND_IMAP_POLL_SECONDS = env_float("INBOUND_IMAP_POLL_SECONDS", 60.0, minimum=5.0)
+
 # -- Deciding away from the console: e-mailed links and Slack (docs/console.md#deciding-from-an-e-mail-or-from-slack) --
 # Each approval request is e-mailed to the staff opted in at /admin/ ("approval e-mails") who may decide it,
 # with a link per verdict for that person only: it opens a page to confirm on, works once, for this long.
@@ -510,6 +531,8 @@ CELERY_BEAT_SCHEDULE = {
     "empty-conversations": {"task": "support.tasks.delete_empty_conversations", "schedule": 3600},
     "approval-nudges": {"task": "support.tasks.nudge_approvals", "schedule": APPROVAL_NUDGE_SWEEP_SECONDS},
 }
+if INBOUND_IMAP_HOST:
+    CELERY_BEAT_SCHEDULE["inbound-mailbox"] = {"task": "support.tasks.poll_mailbox", "schedule": INBOUND_IMAP_POLL_SECONDS}
 
 # Channels: events go through Redis to every daphne process.
 # Redis pub/sub (support/live/channel_layer.py): an event to a group is one PUBLISH, and each site process holds one subscription

@@ -18,6 +18,7 @@ from support.models import (
     Charge,
     Conversation,
     Customer,
+    InboundEmail,
     Message,
     Order,
     OrderItem,
@@ -189,6 +190,18 @@ class ConversationAdmin(ReadOnlyAdmin):
     search_fields = ("public_id", "customer__email", "customer__name")
     list_select_related = ("customer", "assignee")
     inlines = [RunInline, MessageInline, InboxEventInline]
+
+
+@admin.register(InboundEmail)
+class InboundEmailAdmin(ReadOnlyAdmin):
+    """Every customer's mail received and what became of it (auto-replies, bounces and refusals included); the
+    raw mail is opened from the console's "Show original", not here."""
+
+    list_display = ("received_at", "sender", "subject", "source", "outcome", "conversation")
+    list_filter = ("outcome", "source")
+    search_fields = ("sender", "subject", "mail_id")
+    list_select_related = ("conversation",)
+    exclude = ("raw",)
 
 
 @admin.register(InboxEvent)

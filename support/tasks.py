@@ -4,7 +4,7 @@ from celery import shared_task
 from slack_sdk.errors import SlackApiError
 
 from support.customers import attachments, notify, signin
-from support.desk import approval_links, gate, nudges, runner, services, slack
+from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack
 from support.ops import sweeper
 
 
@@ -47,6 +47,13 @@ def send_reply_emails() -> int:
     """Periodic (the beat, every REPLY_EMAIL_SWEEP_SECONDS): one e-mail per conversation whose customer left
     before replies arrived (support/customers/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""
     return len(notify.send_reply_emails())
+
+
+@shared_task(ignore_result=True)
+def poll_mailbox() -> int:
+    """Periodic (the beat, every INBOUND_IMAP_POLL_SECONDS, when INBOUND_IMAP_HOST is set): customers' mail from
+    the shop's mailbox (support/desk/mailbox.py). Safe to run twice at once: each mail is stored once."""
+    return mailbox.poll()
 
 
 @shared_task(ignore_result=True)

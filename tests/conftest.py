@@ -11,6 +11,7 @@ from django.core.management import call_command
 
 from support.agent.tools import ToolContext
 from support.models import Customer, Order
+from tests.imap_fixture import imap_server  # noqa: F401  (fixture: a small IMAP server, for the polled mailbox)
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.shop_fixture import reference_shop, reference_shop_server  # noqa: F401  (fixtures)
 from tests.shopify_fixture import fake_shopify, fake_shopify_server  # noqa: F401  (fixtures)

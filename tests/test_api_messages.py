@@ -29,7 +29,7 @@ def test_it_saves_a_message_once_and_queues_one_run(widget, maya_chat, queued):
     run = Run.objects.get(conversation=conversation)
     assert message.content == "My parcel never came." and message.role == "user"
     assert data == {"message": {"seq": message.seq, "role": "user", "author": "customer",
-                                "content": "My parcel never came.", "created_at": mock.ANY},
+                                "content": "My parcel never came.", "created_at": mock.ANY, "channel": "widget"},
                     "run": {"id": str(run.public_id), "status": "queued"}, "created": True}
     assert queued == [run.pk]
 

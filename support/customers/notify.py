@@ -15,7 +15,9 @@ import logging
 import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.utils import make_msgid
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core import signing
@@ -27,11 +29,11 @@ from django.template.loader import render_to_string
 from django.utils import dateformat, timezone, translation
 from django.utils.translation import gettext, ngettext
 
-from support.customers import languages
+from support.customers import languages, reply_address
 from support.customers.identity import current_link_version, parse_uuid
 from support.customers.words import staff_name
 from support.live.events import conversation_group
-from support.models import Conversation, Customer, FollowUp, Message, ReplyEmailOptOut
+from support.models import Conversation, Customer, FollowUp, InboundEmail, Message, OutboundEmail, ReplyEmailOptOut
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +192,8 @@ def _replies(conversation_pk: int, after_seq: int):
 
 def due_conversations(now: datetime) -> list[int]:
     """Conversations with a reply the customer has not seen nor been e-mailed, older than the wait, whose
-    customer has not been connected during the wait and still wants these e-mails."""
+    customer has not been connected during the wait, still wants these e-mails and whose address has not
+    bounced."""
     wait = timedelta(minutes=settings.REPLY_EMAIL_AFTER_MINUTES)
     oldest = now - timedelta(hours=settings.REPLY_EMAIL_WITHIN_HOURS)  # older replies are history, not news
     done = Greatest(Coalesce(F("conversation__follow_up__emailed_seq"), Value(0)),
@@ -200,7 +203,8 @@ def due_conversations(now: datetime) -> list[int]:
                .exclude(content__isnull=True).exclude(content="")
                .annotate(done=done).filter(seq__gt=F("done"))
                .exclude(conversation__follow_up__seen_at__gt=now - wait)
-               .exclude(conversation__customer__reply_email_opt_out__isnull=False))
+               .exclude(conversation__customer__reply_email_opt_out__isnull=False)
+               .exclude(conversation__customer__undeliverable__isnull=False))  # a mail to them bounced
     return sorted(set(replies.values_list("conversation_id", flat=True)))
 
 
@@ -250,6 +254,11 @@ def _send_one(conversation_pk: int, now: datetime) -> Sent | None:
         FollowUp.objects.filter(pk=follow_up.pk, emailed_seq=upto).update(emailed_seq=before,
                                                                           emailed_at=follow_up.emailed_at)
         raise
+    try:  # sent: a failure to note its Message-ID must not send it again (threading falls back on the address)
+        OutboundEmail.objects.create(conversation=conversation, to=conversation.customer.email.lower(),
+                                     mail_id=message.extra_headers["Message-ID"].strip("<>"))
+    except Exception:
+        log.warning("reply e-mail of conversation %s: its Message-ID not kept", conversation.public_id, exc_info=True)
     log.info("reply e-mail sent for conversation %s: %d replies", conversation.public_id, len(replies))
     return Sent(str(conversation.public_id), conversation.customer.email, [m.seq for m in replies])
 
@@ -280,9 +289,36 @@ def _email_in_language(conversation: Conversation, replies: list[Message], follo
     count = len(replies)
     subject = ngettext("New reply from Sundry support", "%(count)d new replies from Sundry support",
                        count) % {"count": count}
+    headers = {"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+               "Auto-Submitted": "auto-generated", **_thread_headers(conversation)}
+    if headers.get("Subject"):
+        subject = headers.pop("Subject")
     message = EmailMultiAlternatives(
         subject=subject, body=render_to_string("support/email/replies.txt", context), to=[customer.email],
-        headers={"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-                 "Auto-Submitted": "auto-generated"})
+        headers=headers)
     message.attach_alternative(render_to_string("support/email/replies.html", context), "text/html")
     return message
+
+
+def _thread_headers(conversation: Conversation) -> dict:
+    """A Message-ID the desk keeps (OutboundEmail, written once sent), the signed reply address, and when the
+    customer wrote by e-mail, In-Reply-To / References and "Re: <their subject>": the answer lands in their
+    thread, and their reply comes back to this conversation (support/desk/inbound_mail.py)."""
+    domain = (settings.INBOUND_EMAIL_ADDRESS.rpartition("@")[2]
+              or urlsplit(settings.DESK_PUBLIC_URL).hostname or "desk.invalid")
+    headers = {"Message-ID": make_msgid(idstring="reply", domain=domain)}
+    address = reply_address.reply_address(conversation)
+    if address:
+        headers["Reply-To"] = address
+    mails = list(InboundEmail.objects.filter(conversation=conversation, message__isnull=False)
+                 .order_by("-received_at", "-pk").values_list("mail_id", "subject")[:1])
+    if mails:
+        last_id, last_subject = mails[0]
+        sent = list(OutboundEmail.objects.filter(conversation=conversation).order_by("-sent_at", "-pk")
+                    .values_list("mail_id", flat=True)[:8])
+        chain = list(dict.fromkeys([*reversed(sent), last_id]))
+        headers["In-Reply-To"] = f"<{last_id}>"
+        headers["References"] = " ".join(f"<{i}>" for i in chain)
+        if last_subject:
+            headers["Subject"] = last_subject if last_subject.lower().startswith("re:") else f"Re: {last_subject}"
+    return headers

@@ -55,7 +55,7 @@ AGENTS, LEADS = "Support agents", "Support leads"
 # (support/admin.py): editing them would bypass the desk's rules. Django's own view_/change_ permissions.
 ADMIN_VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel", "scan", "policydocument",
                   "refund", "sellermessage", "conversation", "message", "run", "step", "toolcall", "approval",
-                  "inboxevent")
+                  "inboxevent", "inboundemail")
 LEAD_EDITABLE = ("customer", "seller", "policydocument")
 _VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
 GROUPS = {AGENTS: ["decide_approval", *_VIEW],

@@ -17,7 +17,7 @@ from django.db.models import OuterRef, Q
 
 from support.customers.identity import shop_customer_id
 from support.desk import permissions, selectors_inbox, serializers, staff_actions
-from support.models import Conversation, Message, StaffAction
+from support.models import Conversation, Message, StaffAction, UndeliverableAddress
 from support.shop import port, shop
 from support.tools.common import money
 
@@ -105,11 +105,17 @@ def conversation_context(conversation: Conversation, user) -> dict:
     # Newest first; refunds of one order at the same instant, the later issued first (the sort is stable).
     refunds = sorted((r for o in orders for r in o.refunds[::-1]), key=lambda r: r.created_at, reverse=True)
     limit = staff_actions.refund_limit(user)
-    scope = conversation.order_scope or None
+    scope = conversation.order_scope or None  # "unverified": no order in scope, so no action on any
+    undeliverable = UndeliverableAddress.objects.filter(customer=customer).first()
     return {
         "customer": {"name": customer.name, "email": customer.email, "since": _ts(since),
-                     "orders": len(orders), "conversations": theirs.count()},
-        "scope": scope,
+                     "orders": len(orders), "conversations": theirs.count(),
+                     # a mail to this address bounced: no more e-mail goes to it (support/desk/inbound_mail.py)
+                     "undeliverable": {"reason": undeliverable.reason, "at": _ts(undeliverable.created_at)}
+                     if undeliverable else None},
+        "scope": scope if scope != Conversation.UNVERIFIED else None,
+        # Started by an e-mail, and no order number of the customer's given yet: the agent sees no order.
+        "unverified": scope == Conversation.UNVERIFIED,
         "shop_unavailable": shop_away,  # "" when the shop answered
         "orders": [_order_json(o, scope, by_staff, user) for o in orders],
         "conversations": [{"id": str(c.public_id), "status": c.status, "created_at": _ts(c.created_at),

@@ -171,9 +171,10 @@ def _rows(conversations: list[Conversation]) -> list[dict]:
 def _orders_of(conversations: list[Conversation]) -> dict[int, list[str]]:
     """The orders a conversation is about: its scope, else the customer's orders named in it (by anyone)."""
     found: dict[int, list[str]] = {}
-    unscoped = [c for c in conversations if not c.order_scope]
+    # An e-mail conversation's "unverified" scope names no order: like none, its orders are the ones named in it.
+    unscoped = [c for c in conversations if c.order_scope in ("", Conversation.UNVERIFIED)]
     for c in conversations:
-        if c.order_scope:
+        if c.order_scope not in ("", Conversation.UNVERIFIED):
             found[c.pk] = [c.order_scope]
     if not unscoped:
         return found

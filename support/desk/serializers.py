@@ -11,7 +11,7 @@ from support.customers.words import staff_name
 from support.desk import announce, deadlines, permissions, selectors_approvals
 from support.live import events
 from support.tools import mcp
-from support.models import Approval, Conversation, Message, Run, Step
+from support.models import Approval, Conversation, InboundEmail, Message, Run, Step
 
 
 def _ts(value) -> str | None:
@@ -31,6 +31,10 @@ def message_json(message: Message, *, staff: bool) -> dict:
         data["staff_name"] = staff_name(message.author_user)
     if message.author == Message.CUSTOMER:  # photos and PDFs, with signed links (support/customers/attachments.py)
         data.update(message_fields(message, staff=staff))
+        data["channel"] = message.channel  # "widget" or "email"
+        if staff and message.channel == Message.EMAIL:  # the mail as it came: "Show original"
+            mail = InboundEmail.objects.filter(message=message).values_list("public_id", flat=True).first()
+            data["original"] = f"/api/staff/emails/{mail}/original" if mail else None
     if staff:
         if message.tool_calls:
             data["tool_calls"] = message.tool_calls

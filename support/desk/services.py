@@ -171,7 +171,8 @@ def message_clean(text) -> str:
 
 
 def message_append(*, conversation: Conversation, wire: dict, author: str, run: Run | None = None,
-                   lease: str | None = None, user=None, client_id: str | None = None) -> Message:
+                   lease: str | None = None, user=None, client_id: str | None = None,
+                   channel: str = Message.WIDGET) -> Message:
     """Save one message with the conversation's next seq; publish it after commit.
 
     With a lease, the write happens only while that claim on the run is still current, so a worker
@@ -186,7 +187,7 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
         message = Message.objects.create(
             conversation=conversation, seq=seq, role=wire["role"], author=author, author_user=user,
             content=wire.get("content"), tool_calls=wire.get("tool_calls") or None,
-            tool_call_id=wire.get("tool_call_id", ""), run=run, client_id=client_id,
+            tool_call_id=wire.get("tool_call_id", ""), run=run, client_id=client_id, channel=channel,
         )
         transaction.on_commit(lambda: serializers.publish_message(message))
     return message

@@ -16,7 +16,7 @@ from support.models.attachments import attachment_storage, remove_stored
 from support.ops import limits
 
 
-def _check_room(conversation: Conversation, prepared: list[attachments.Prepared]) -> None:
+def check_room(conversation: Conversation, prepared: list[attachments.Prepared]) -> None:
     """The conversation's limits: how many files, and how many bytes, all its messages together."""
     kept = Attachment.objects.filter(conversation=conversation)
     count, size = kept.count(), sum(kept.values_list("size", flat=True))
@@ -51,16 +51,16 @@ def conversation_post_files(*, conversation: Conversation, text, uploads: list, 
         raise attachments.Refused(f"You can send up to {settings.ATTACHMENTS_PER_MESSAGE} files in one message; you chose "
                       f"{len(uploads)}. Please send the rest in another message.", "too_many_attachments", 400)
     prepared = [attachments.prepare(upload) for upload in uploads]
-    _check_room(conversation, prepared)
+    check_room(conversation, prepared)
     counted = services.message_rate_check(conversation=conversation, client_address=client_address)
     stored: list[str] = []
     try:
-        rows = _store(conversation, prepared, stored)
+        rows = files_store(conversation, prepared, stored)
         with transaction.atomic():
             content = text or attachments.placeholder([p.kind for p in prepared])
             message = services.message_append(conversation=conversation, wire={"role": "user", "content": content},
                                                author=Message.CUSTOMER, client_id=client_id)
-            _check_room(conversation, prepared)  # again under the conversation's row lock (message_append's)
+            check_room(conversation, prepared)  # again under the conversation's row lock (message_append's)
             for row in rows:
                 row.message, row.conversation = message, conversation
                 row.save(force_insert=True)
@@ -81,7 +81,7 @@ def conversation_post_files(*, conversation: Conversation, text, uploads: list, 
     return message, run, True
 
 
-def _store(conversation: Conversation, prepared: list[attachments.Prepared], stored: list[str]) -> list[Attachment]:
+def files_store(conversation: Conversation, prepared: list[attachments.Prepared], stored: list[str]) -> list[Attachment]:
     """Write each file (and its thumbnail and preview) under names nobody can guess; `stored` collects them."""
     storage, rows = attachment_storage(), []
     for p in prepared:

@@ -4,6 +4,7 @@ from .attachments import Attachment  # noqa: F401  (a customer's photos and PDFs
 from .desk import Approval, Conversation, Message, Run, Step, ToolCall
 from .effects import ShopEffect
 from .followup import FollowUp, ReplyEmailOptOut
+from .inbound import InboundEmail, OutboundEmail, UndeliverableAddress
 from .ratings import Rating
 from .shop import (
     Charge,
@@ -29,5 +30,6 @@ __all__ = [
     "Note", "SavedReply", "StaffAction",
     "ApprovalEmailOptIn", "DecisionLink", "SlackAccount", "SlackApprovalMessage",
     "FollowUp", "ReplyEmailOptOut",
+    "InboundEmail", "OutboundEmail", "UndeliverableAddress",
     "Rating",
 ]

@@ -25,6 +25,9 @@ class Conversation(models.Model):
     # null: every order of the customer (the shop's signed token, or a code sent to their e-mail).
     # The order's number as the shop knows it ("" for none): any shop backend, not only the demo's tables.
     order_scope = models.CharField(max_length=64, blank=True, default="")
+    # The scope of a conversation started by an e-mail: a From line proves nothing, so it sees no order until
+    # the customer gives an order number of theirs (lower case: no order number ever matches it).
+    UNVERIFIED = "unverified"
     status = models.CharField(max_length=20, choices=STATUSES, default=OPEN)
     attention_reason = models.CharField(max_length=300, blank=True)
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -102,6 +105,10 @@ class Message(models.Model):
     run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     # A customer's own id for the message, so a retried POST is saved once.
     client_id = models.CharField(max_length=64, null=True, blank=True)
+    # How a customer's message came: typed in the widget, or an e-mail (support/desk/inbound_mail.py).
+    WIDGET, EMAIL = "widget", "email"
+    CHANNELS = [(WIDGET, "the widget"), (EMAIL, "e-mail")]
+    channel = models.CharField(max_length=8, choices=CHANNELS, default=WIDGET)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -297,6 +297,11 @@ def messages_from(address: str) -> Limit:
     return Limit(f"messages:address:{address}", settings.ADDRESS_MESSAGES_PER_MINUTE, MINUTE)
 
 
+def mails_from(sender: str) -> Limit:
+    """Mails one address sends the desk in an hour (support/desk/inbound_mail.py)."""
+    return Limit(f"mails:sender:{_digest(sender)}", settings.INBOUND_EMAILS_PER_SENDER_PER_HOUR, HOUR)
+
+
 def conversations_of_customer(customer_id: int) -> Limit:
     return Limit(f"conversations:customer:{customer_id}", settings.CUSTOMER_CONVERSATIONS_PER_HOUR, HOUR)
 

@@ -44,6 +44,7 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/read", inbox.read, name="staff-read"),
     path("staff/conversations/<str:public_id>/inbox-events", inbox.history, name="staff-inbox-events"),
     # Working a conversation (support/web/views/desk.py).
+    path("staff/emails/<str:public_id>/original", staff.email_original, name="staff-email-original"),
     path("staff/conversations/<str:public_id>/context", desk.context, name="staff-context"),
     path("staff/conversations/<str:public_id>/handover", desk.handover, name="staff-handover"),
     path("staff/conversations/<str:public_id>/refunds", desk.refund, name="staff-refund"),

@@ -68,6 +68,9 @@ ENV = {
     "EMAIL_HOST": "127.0.0.1",  # the `mailbox` fixture's SMTP server: e-mail the site sends is caught there
     "EMAIL_PORT": str(PORTS["smtp"]),
     "DESK_PUBLIC_URL": f"http://127.0.0.1:{PORTS['web']}",  # links in the e-mails the worker sends
+    # Customers' mail: the desk's address and the providers' webhook secret (tests/browser/test_inbound_email.py)
+    "INBOUND_EMAIL_ADDRESS": "support@sundry.example",
+    "INBOUND_WEBHOOK_SECRET": "provider:browser-webhook-secret",
     # The demo warranty service's lookup_warranty and issue_store_credit (gated), as a shop would list them.
     "MCP_SERVERS": json.dumps(warranty.setting(f"http://127.0.0.1:{PORTS['warranty']}/mcp", WARRANTY_TOKEN)),
     "DJANGO_SETTINGS_MODULE": "agentsite.settings",

@@ -9,6 +9,18 @@ import { stepWords } from "./console-steps.js";
 
 const NEAR_BOTTOM_PX = 80;
 
+// How a message travelled: a customer's came by e-mail or in the widget (the server says); an answer goes the
+// way the customer last wrote (an e-mail conversation is answered by e-mail, docs/email.md).
+const CHANNEL_WORDS = { email: "By e-mail", widget: "In the widget" };
+
+function channelEl(channel, m) {
+  if (!CHANNEL_WORDS[channel]) return null;
+  return h("span", { class: `msg-channel is-${channel}`, "data-testid": "message-channel", "data-channel": channel },
+    CHANNEL_WORDS[channel],
+    m.original ? [" · ", h("a", { href: m.original, target: "_blank", rel: "noopener", "data-testid": "message-original" },
+      "Show original")] : null);
+}
+
 function authorLabel(m) {
   switch (m.author) {
     case "customer": return "Customer";
@@ -68,6 +80,15 @@ export class Transcript {
     this.steps = new Map(); // tool call id -> {call, server, el}: its quiet line
     this.results = new Map(); // tool call id -> the result's text, for a line drawn after its result came
     this.lastSeq = 0;
+    this.customerChannels = []; // [seq, channel] of the customer's messages, for the channel of an answer
+  }
+
+  /** The channel a message travelled by: its own for a customer's, the customer's last before it for an answer. */
+  channelOf(m) {
+    if (m.author === "customer") return m.channel || "widget";
+    if (m.role !== "assistant" || !m.content || !["agent", "staff"].includes(m.author)) return null;
+    const before = this.customerChannels.filter(([seq]) => seq < m.seq).sort((a, b) => a[0] - b[0]).pop();
+    return before ? before[1] : null;
   }
 
   /** With the agent's steps shown: the system prompt, the exact calls and their results, and the seqs. */
@@ -103,6 +124,7 @@ export class Transcript {
     const wasNear = this.nearBottom();
     for (const call of message.tool_calls || []) this.toolNames.set(call.id, call.function?.name);
     if (message.role === "tool") this.results.set(message.tool_call_id, message.content ?? "");
+    if (message.author === "customer") this.customerChannels.push([message.seq, message.channel || "widget"]);
     const el = this.render(message);
     if (message.role === "tool") this.drawStep(message.tool_call_id);
     this.bySeq.set(message.seq, el);
@@ -127,6 +149,7 @@ export class Transcript {
       "data-testid": "message", "data-seq": m.seq, "data-author": m.author, "data-role": m.role },
     h("div", { class: `msg-head${stepsOnly ? " raw-only" : ""}` },
       h("span", { class: "msg-author" }, authorLabel(m)),
+      channelEl(this.channelOf(m), m),
       h("span", { class: "msg-seq raw-only" }, `#${m.seq}`),
       timeEl(m.created_at, "message-time")));
     if (m.role === "system") {

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 
 from support.desk import bulk, four_eyes, gate, permissions, selectors, services, takeover
 from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
-from support.models import Approval
+from support.customers.identity import parse_uuid
+from support.models import Approval, InboundEmail
 
 from .common import ApiError, api, json_body
 from .common import staff_required as _staff_required
@@ -225,3 +226,20 @@ def reply(request, public_id):
     except takeover.NotTakenOver as error:
         raise ApiError(409, str(error)) from None
     return JsonResponse({"message": message_json(message, staff=True)}, status=201)
+
+
+@api("GET")
+@staff_required
+def email_original(request, public_id):
+    """A customer's e-mail exactly as it came, for "Show original": plain text, never rendered (nosniff and a
+    sandboxing CSP: a mail's HTML is shown as its source)."""
+    wanted = parse_uuid(public_id)
+    mail = InboundEmail.objects.filter(public_id=wanted).first() if wanted else None
+    if mail is None:
+        raise ApiError(404, "No such e-mail.")
+    raw = bytes(mail.raw)
+    text = raw.decode("utf-8", "replace") if raw else "This e-mail was too large to keep; only its headers were read."
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    return response
