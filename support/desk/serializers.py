@@ -106,6 +106,10 @@ def _decision_json(approval: Approval) -> dict:
         "decided_via": approval.decided_via or None,  # console, email or slack: where the person decided
         # Why the call never ran although decided (a take-over), and how it expired.
         "not_run_reason": approval.not_run_reason,
+        # Whose queue the request is in (support/desk/routing.py); anyone allowed may still decide it.
+        "routed_to": {"username": approval.routed_to.get_username(), "name": staff_name(approval.routed_to)}
+        if approval.routed_to_id else None,
+        "routed_at": _ts(approval.routed_at) if approval.routed_to_id else None,
     }
 
 

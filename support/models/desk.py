@@ -41,6 +41,11 @@ class Conversation(models.Model):
     # The customer's language (a code of settings.LANGUAGES, from the widget): the desk's fixed texts to
     # them are written in it, and the model is told it (support/customers/languages.py).
     language = models.CharField(max_length=8, default="en")
+    # Whose queue it is in (support/desk/routing.py): a lighter mark than the assignee, which silences the
+    # agent. Set when the conversation is handed to a person and someone of the team is online.
+    routed_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    routed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -257,6 +262,10 @@ class Approval(models.Model):
     first_approved_at = models.DateTimeField(null=True, blank=True, db_index=True)
     first_arguments = models.JSONField(null=True, blank=True)
     first_answer = models.JSONField(null=True, blank=True, editable=False)
+    # Whose queue the request is in (support/desk/routing.py); anyone allowed may still decide it.
+    routed_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    routed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["requested_at"]
