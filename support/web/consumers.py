@@ -300,6 +300,7 @@ class StaffConsumer(ReplayingConsumer):
         await self.join(permissions.staff_user_group(user.pk))
         self.with_pending |= await db(_conversations_with_pending_approvals)()
         self.rechecks = asyncio.ensure_future(self.recheck_while_open())
+        await self.mark_online()  # before the first frame is read: the client's pong means it is online
         self.presence = asyncio.ensure_future(self.online_while_open())
 
     async def disconnect(self, code):
@@ -309,21 +310,26 @@ class StaffConsumer(ReplayingConsumer):
         await super().disconnect(code)
 
     async def online_while_open(self) -> None:
-        """Mark the user online (routing's presence, support/live/presence.py) and renew the mark every third
-        of its life while the socket is open. Coming online takes in what waits unrouted."""
+        """Renew the presence mark every third of its life while the socket is open."""
         while not self.revoked:
-            try:
-                # Shielded and kept: a close while a mark is on its way waits for it, then takes it away.
-                self.marking = asyncio.ensure_future(sync_to_async(presence.mark_online, thread_sensitive=False)(
-                    self.user_id, self.channel_name))
-                came_online = await asyncio.shield(self.marking)
-                if came_online:
-                    routed = await db(routing.route_waiting)()
-                    if routed:
-                        log.info("user id %s came online: %d waiting routed", self.user_id, routed)
-            except Exception:  # Redis or the database away: offline for routing until the next renewal
-                log.warning("staff presence of user id %s not marked", self.user_id, exc_info=True)
             await asyncio.sleep(presence.seconds() / 3)
+            await self.mark_online()
+
+    async def mark_online(self) -> None:
+        """Mark the user online (routing's presence, support/live/presence.py); coming online takes in what
+        waits unrouted."""
+        try:
+            # Shielded and kept: a close while a mark is on its way waits for it, then takes it away.
+            self.marking = asyncio.ensure_future(sync_to_async(presence.mark_online, thread_sensitive=False)(
+                self.user_id, self.channel_name))
+            if await asyncio.shield(self.marking):
+                routed = await db(routing.route_waiting)()
+                if routed:
+                    log.info("user id %s came online: %d waiting routed to the team", self.user_id, routed)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # Redis or the database away: offline for routing until the next renewal
+            log.warning("staff presence of user id %s not marked", self.user_id, exc_info=True)
 
     async def offline(self) -> None:
         """This socket's presence mark goes (the user stays online while another socket of theirs is open)."""
