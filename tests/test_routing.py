@@ -289,3 +289,12 @@ def test_non_staff_and_anonymous_may_not_see_the_team_queue(demo):
 def test_only_leads_see_the_team_link(demo, sam, lee):
     assert 'data-testid="nav-team"' in client_for(lee).get("/console/").content.decode()
     assert 'data-testid="nav-team"' not in client_for(sam).get("/console/").content.decode()
+
+
+def test_with_teams_the_queue_lists_their_members_only(demo, sam, alex, lee):
+    Team.objects.create(name="Returns", takes_approvals=False).members.add(sam)
+    Team.objects.create(name="Refunds", takes_handovers=False).members.add(alex, sam)
+    body = client_for(lee).get("/api/staff/team-queue").json()
+    assert [(row["person"]["username"], row["teams"]) for row in body["people"]] == [
+        ("alex", ["Refunds"]), ("sam", ["Refunds", "Returns"])]  # Lee is in no team
+    assert body["teams_configured"] is True

@@ -4,6 +4,7 @@ what waits unrouted (nobody was online when it came)."""
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Min
 from django.utils import timezone
 
@@ -23,8 +24,9 @@ def _by_user(queryset, field: str, **aggregates) -> dict[int, dict]:
 
 def team_queue() -> dict:
     """The team's queue by person, online first, then by name; in a fixed number of queries."""
-    people = list((routing.team_members(routing.HANDOVERS) | routing.team_members(routing.APPROVALS))
-                  .distinct().order_by("first_name", "username"))
+    members = {*routing.team_members(routing.HANDOVERS).values_list("pk", flat=True),
+               *routing.team_members(routing.APPROVALS).values_list("pk", flat=True)}
+    people = list(get_user_model().objects.filter(pk__in=members).order_by("first_name", "username"))
     ids = [p.pk for p in people]
     online = presence.online_user_ids()
     open_ = Conversation.objects.filter(closed_at__isnull=True)
