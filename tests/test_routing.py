@@ -264,7 +264,8 @@ def test_the_team_page_counts_what_waits_unrouted(demo, lee):
     hand_over(demo.maya)
     body = client_for(lee).get("/api/staff/team-queue").json()
     assert body["unrouted"] == {"conversations": 1, "pending_approvals": 0} and body["online"] == 0
-    assert "Waiting for anyone: 1 conversation needing a person" in client_for(lee).get("/console/team/").content.decode()
+    page = client_for(lee).get("/console/team/").content.decode()
+    assert "Waiting for anyone: 1 conversation needing a person" in page
 
 
 def test_an_agent_may_not_see_the_team_queue(demo, sam, caplog):

@@ -156,9 +156,10 @@ def route_waiting() -> int:
         with transaction.atomic():
             if approval.run_id:  # the run's row first, as deciders take it (gate.py)
                 list(Run.objects.select_for_update().filter(pk=approval.run_id).values_list("pk", flat=True))
-            if Approval.objects.select_for_update().filter(pk=approval.pk, decided_at__isnull=True,
-                                                           routed_to__isnull=True).exists():
-                routed += approval_route(approval=approval) is not None
+            current = Approval.objects.select_for_update().filter(pk=approval.pk, decided_at__isnull=True,
+                                                                  routed_to__isnull=True).first()
+            if current is not None:  # read again under the lock: a first approval since changes who may approve
+                routed += approval_route(approval=current) is not None
     return routed
 
 
