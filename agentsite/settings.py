@@ -320,6 +320,10 @@ LARGE_REFUND_THRESHOLD = env_decimal("LARGE_REFUND_THRESHOLD", "100.00")
 STAFF_REFUND_CONFIRM_ABOVE = env_decimal("STAFF_REFUND_CONFIRM_ABOVE", "100.00")
 # A staff socket re-checks its session and account at least this often (and on every frame it receives).
 STAFF_SOCKET_RECHECK_SECONDS = env_float("STAFF_SOCKET_RECHECK_SECONDS", 30.0, minimum=1.0)
+# Routing (support/desk/routing.py, docs/console.md#routing): a staff member counts as online while a console
+# socket of theirs is open; each socket renews its mark in Redis every third of this, and a mark not renewed
+# (a process that died) lapses after it.
+STAFF_PRESENCE_SECONDS = env_float("STAFF_PRESENCE_SECONDS", 60.0, minimum=3.0)
 
 # Logs (support/ops/log_context.py): LOG_FORMAT=json writes one JSON object per line for a log collector, plain
 # is text for a terminal; both carry the request id, conversation, run and task a line was written for.

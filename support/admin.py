@@ -9,6 +9,7 @@ the desk's rules, editing the rows would not.
 """
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 
 from support.desk.policy_import import save_policy
 from support.desk.policy_sources import Source
@@ -31,6 +32,7 @@ from support.models import (
     SellerMessage,
     SlackAccount,
     Step,
+    Team,
     ToolCall,
 )
 from support.models.desk import InboxEvent
@@ -256,3 +258,21 @@ class SlackAccountAdmin(admin.ModelAdmin):
     list_display = ("slack_user_id", "user")
     search_fields = ("slack_user_id", "user__username", "user__email")
     autocomplete_fields = ("user",)
+
+
+# -- routing (docs/console.md#routing): teams, set by whoever manages staff accounts (superusers; no staff group
+# has these permissions). With no team, everyone who may do the work is one team.
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ("name", "takes_handovers", "takes_approvals", "member_count")
+    filter_horizontal = ("members",)
+
+    @admin.display(description="members")
+    def member_count(self, team: Team) -> int:
+        return team.members.count()
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "members":  # only staff accounts can take conversations or decide approvals
+            kwargs["queryset"] = get_user_model().objects.filter(is_staff=True).order_by("username")
+        return super().formfield_for_manytomany(db_field, request, **kwargs)

@@ -147,6 +147,7 @@ def test_it_lists_pending_approvals_oldest_first_and_drops_them_once_decided(sta
         "requested_arguments": REFUND_ARGUMENTS, "executed_arguments": None, "decided_at": None, "reason": "",
         "decided_by": None, "decided_via": None, "large_refund": False, "customer_messages_since": [], "customer_messages_since_count": 0,
         "needs_second_look": False, "not_run_reason": "",
+        "routed_to": None, "routed_at": None,  # nobody online to route it to (tests/test_routing.py)
         # four eyes (tests/test_four_eyes.py): off here, so one person's approval decides it
         "approvals_needed": 1, "approvals": [], "first_arguments": None,
         # its deadline (tests/test_approval_deadlines.py): nobody reminded yet

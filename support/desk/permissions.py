@@ -7,11 +7,14 @@ staff socket. Deciding is narrower:
     `support.approve_large_refund` (rejecting one needs only the first);
   - a refund above SECOND_APPROVAL_ABOVE (0: off) needs two different people, whatever their permissions:
     the agent's, approved by two, or a staff member's own, approved by another (support/desk/gate.py);
-  - exporting the audit of decisions and staff actions needs `support.export_audit`.
+  - exporting the audit of decisions and staff actions needs `support.export_audit`;
+  - seeing the team's queue by person (/console/team/, GET /api/staff/team-queue) needs
+    `support.view_team_queue`.
 Any staff member may read the shop's policies in the console; writing one (a new policy or a new version)
 needs `support.edit_policies` (docs/policies.md).
 Groups (created by migration 0007, and again by ensure_groups()): "Support agents" have decide_approval,
-"Support leads" have all four (edit_policies from migration 0016, export_audit from 0018). Both see the shop
+"Support leads" have all five (edit_policies from migration 0016, export_audit from 0018, view_team_queue
+from 0019). Both see the shop
 and desk records in the admin (view permissions, migration 0008); leads may also edit customers, sellers and
 policy texts there. Superusers have every permission.
 
@@ -42,12 +45,14 @@ DECIDE_APPROVAL = "support.decide_approval"
 APPROVE_LARGE_REFUND = "support.approve_large_refund"
 EDIT_POLICIES = "support.edit_policies"
 EXPORT_AUDIT = "support.export_audit"
+VIEW_TEAM_QUEUE = "support.view_team_queue"
 # codename -> (the model whose content type holds it, its name); migrations 0007, 0016 and 0018 write the same.
 PERMISSIONS = {
     "decide_approval": ("approval", "Can approve or reject the agent's gated actions"),
     "approve_large_refund": ("approval", "Can approve refunds above the large-refund threshold"),
     "edit_policies": ("policydocument", "Can edit the shop's policies in the staff console"),
     "export_audit": ("approval", "Can export the audit of decisions and staff actions"),
+    "view_team_queue": ("team", "Can see the team's queue by person"),
 }
 AGENTS, LEADS = "Support agents", "Support leads"
 # What staff may see in the admin (/admin/): every shop and desk record, read-only; leads may also edit the
@@ -59,7 +64,7 @@ ADMIN_VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel"
 LEAD_EDITABLE = ("customer", "seller", "policydocument")
 _VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
 GROUPS = {AGENTS: ["decide_approval", *_VIEW],
-          LEADS: ["decide_approval", "approve_large_refund", "edit_policies", "export_audit", *_VIEW,
+          LEADS: ["decide_approval", "approve_large_refund", "edit_policies", "export_audit", "view_team_queue", *_VIEW,
                   *(f"change_{m}" for m in LEAD_EDITABLE)]}
 
 REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
@@ -139,7 +144,7 @@ def viewer_json(user) -> dict:
             "can_approve_large_refunds": user.has_perm(APPROVE_LARGE_REFUND),
             "large_refund_threshold": str(large_refund_threshold()),
             "second_approval_above": str(limit) if limit is not None else None,
-            "can_export_audit": user.has_perm(EXPORT_AUDIT)}
+            "can_export_audit": user.has_perm(EXPORT_AUDIT), "can_view_team_queue": user.has_perm(VIEW_TEAM_QUEUE)}
 
 
 def policy_edit_refusal(user) -> str | None:

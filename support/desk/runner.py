@@ -26,7 +26,7 @@ from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
-from support.desk import assistant, journal, known_orders, notices, serializers, services, takeover
+from support.desk import assistant, journal, known_orders, notices, routing, serializers, services, takeover
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics
 from support.tools import mcp, tool_by_name
@@ -545,6 +545,7 @@ def _request_approvals(run: Run, pending: list[agent.PendingCall], turn: int) ->
             tool_call=call, defaults={"run": run, "requested_arguments": p.arguments})
         if created:
             _trace_policy_reason(run, p, turn)
+            routing.approval_route(approval=approval)  # into an online decider's queue, before it is published
             transaction.on_commit(lambda a=approval: serializers.publish_approval(a))
 
 

@@ -77,7 +77,8 @@ def conversation_state(conversation: Conversation) -> dict:
 
 def _approvals():
     return Approval.objects.select_related("tool_call", "run__conversation", "decided_by", "requested_by",
-                                           "first_approved_by", "staff_action__conversation", "staff_action__user")
+                                           "first_approved_by", "routed_to", "staff_action__conversation",
+                                           "staff_action__user")
 
 
 def approvals_list(status: str = "pending") -> list[Approval]:

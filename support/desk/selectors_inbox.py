@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, DateTimeField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Least
 
+from support.desk import routing
 from support.desk.feedback import rating_json
 from support.models import Approval, Conversation, Message, Order, Rating, Run
 from support.models.desk import ConversationRead, InboxEvent
@@ -29,8 +30,10 @@ INBOX_STATUSES = {  # code -> the words staff read ("With a person" is "With Sam
     AGENT_WORKING: "Agent working", WITH_AGENT: "With the agent", WAITING_APPROVAL: "Waiting for approval",
     NEEDS_PERSON: "Needs a person", WITH_PERSON: "With a person", RESOLVED: "Resolved", CLOSED: "Closed",
 }
-# "" is every conversation that is not closed; "all" includes the closed ones.
-FILTERS = ("", "mine", "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, CLOSED, "all")
+# "" is every conversation that is not closed; "all" includes the closed ones. "routed_to_me": in the viewer's
+# queue by routing (support/desk/routing.py), nobody assigned.
+ROUTED_TO_ME = "routed_to_me"
+FILTERS = ("", "mine", ROUTED_TO_ME, "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, CLOSED, "all")
 SORTS = ("updated", "waiting", "expiring")  # expiring: least time left on a pending approval first
 DEFAULT_LIMIT, MAX_LIMIT = 50, 200
 PREVIEW_CHARS = 160
@@ -75,7 +78,7 @@ def _annotated(viewer):
     shown = (Message.objects.filter(conversation=conv, role__in=("user", "assistant"))
              .exclude(content__isnull=True).exclude(content=""))
     return (
-        Conversation.objects.select_related("customer", "assignee", "closed_by", "rating")
+        Conversation.objects.select_related("customer", "assignee", "closed_by", "rating", "routed_to")
         .filter(said_anything(conv))  # a chat opened and never written to is not a conversation yet
         .annotate(
             pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
@@ -115,6 +118,8 @@ def _filtered(queryset, filter_: str, viewer):
         return queryset.filter(assignee=viewer)
     if filter_ == "unassigned":
         return queryset.filter(assignee__isnull=True)
+    if filter_ == ROUTED_TO_ME:
+        return queryset.filter(routing.routed_filter(viewer))
     if filter_ == NEEDS_PERSON:
         return queryset.filter(status=Conversation.NEEDS_ATTENTION)
     if filter_ == WITH_PERSON:
@@ -265,10 +270,18 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
                 "outcome": run.outcome or None} if run is not None else None,
         "assignee": person_json(conversation.assignee) if conversation.assignee_id else None,
         "assigned_at": _ts(conversation.assigned_at) if conversation.assignee_id else None,
+        # Whose queue it is in while it needs a person and nobody has it (support/desk/routing.py).
+        "routed_to": person_json(conversation.routed_to) if _routed(conversation) else None,
+        "routed_at": _ts(conversation.routed_at) if _routed(conversation) else None,
         "closed_at": _ts(conversation.closed_at) if status == CLOSED else None,
         "closed_by": person_json(conversation.closed_by) if status == CLOSED and conversation.closed_by_id else None,
         "rating": _rating(conversation),  # the customer's 1-5 and comment (support/desk/feedback.py)
     }
+
+
+def _routed(conversation: Conversation) -> bool:
+    return bool(conversation.routed_to_id and not conversation.assignee_id
+                and conversation.status == Conversation.NEEDS_ATTENTION)
 
 
 def _rating(conversation: Conversation) -> dict | None:
@@ -284,8 +297,9 @@ def inbox_row(viewer, public_id) -> dict | None:
 
 
 def inbox_counts(viewer) -> dict:
-    """What the console's title, tabs and alerts count, in one query: open conversations needing a person
-    (and those of them nobody has taken), waiting for approval, the viewer's, the unassigned."""
+    """What the console's title, tabs and alerts count, in a few queries: open conversations needing a person
+    (and those of them nobody has taken), waiting for approval, the viewer's, routed to the viewer, the
+    unassigned."""
     open_ = _annotated(viewer).filter(_is_open())
     counts = open_.aggregate(
         needs_person=Count("pk", filter=Q(status=Conversation.NEEDS_ATTENTION)),
@@ -294,6 +308,7 @@ def inbox_counts(viewer) -> dict:
         mine=Count("pk", filter=Q(assignee=viewer)),
         unassigned=Count("pk", filter=Q(assignee__isnull=True)),
     )
+    counts["routed_to_me"] = open_.filter(routing.routed_filter(viewer)).count()  # apart: Exists in a count
     counts["needs_person_unassigned_ids"] = [str(p) for p in open_.filter(
         status=Conversation.NEEDS_ATTENTION, assignee__isnull=True).order_by("-updated_at")
         .values_list("public_id", flat=True)[:MAX_LIMIT]]

@@ -112,6 +112,10 @@ def _decision_json(approval: Approval) -> dict:
         "not_run_reason": approval.not_run_reason,
         # When it expires, when people are reminded and the leads told, and whether they were (deadlines.py).
         "deadline": deadlines.deadline_json(approval),
+        # Whose queue the request is in (support/desk/routing.py); anyone allowed may still decide it.
+        "routed_to": {"username": approval.routed_to.get_username(), "name": staff_name(approval.routed_to)}
+        if approval.routed_to_id else None,
+        "routed_at": _ts(approval.routed_at) if approval.routed_to_id else None,
     }
 
 

@@ -28,7 +28,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from support.customers import cleaning, languages, notify, words
-from support.desk import assistant, notices, queue, serializers
+from support.desk import assistant, notices, queue, routing, serializers
 from support.models import Conversation, Customer, Message, Run
 from support.ops import limits
 
@@ -372,8 +372,12 @@ def conversations_empty_delete(*, now=None) -> int:
 
 
 def conversation_flag(*, conversation_id: int, reason: str) -> None:
+    """Hand the conversation to a person, and into an online team member's queue (routing.py); flagged again
+    while it still waits, it stays in the queue it is in."""
+    was = Conversation.objects.filter(pk=conversation_id).values_list("status", flat=True).first()
     Conversation.objects.filter(pk=conversation_id).update(
         status=Conversation.NEEDS_ATTENTION, attention_reason=reason[:300], updated_at=timezone.now())
+    routing.conversation_route(conversation_id=conversation_id, keep=was == Conversation.NEEDS_ATTENTION)
     transaction.on_commit(lambda: serializers.publish_conversation(Conversation.objects.get(pk=conversation_id)))
 
 

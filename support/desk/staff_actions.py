@@ -33,7 +33,7 @@ from django.utils.translation import gettext_lazy as _
 from support.agent.tools import ToolContext, ToolError
 from support.customers import cleaning, languages
 from support.customers.words import staff_name
-from support.desk import permissions, serializers, services
+from support.desk import permissions, routing, serializers, services
 from support.live import events
 from support.models import Approval, Conversation, Message, Note, SavedReply, StaffAction
 from support.shop import effects, port, shop
@@ -223,6 +223,7 @@ def _ask_second_person(conversation: Conversation, user, arguments: dict, full_k
                                                 arguments=arguments, status=StaffAction.AWAITING_APPROVAL,
                                                 idempotency_key=full_key)
             approval = Approval.objects.create(staff_action=action, requested_by=user, requested_arguments=requested)
+            routing.approval_route(approval=approval)  # another online person's queue (never the asker's)
             _publish_action(conversation, action)
             transaction.on_commit(lambda: serializers.publish_approval(approval))
     except IntegrityError:

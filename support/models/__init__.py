@@ -20,14 +20,14 @@ from .shop import (
     SellerMessage,
     money_field,
 )
-from .staff import Note, SavedReply, StaffAction
+from .staff import Note, SavedReply, StaffAction, Team
 from .staff_alerts import ApprovalEmailOptIn, DecisionLink, SlackAccount, SlackApprovalMessage
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall", "ShopEffect",
     "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "PolicyVersion", "Refund", "Scan",
     "Seller", "SellerMessage", "money_field",
-    "Note", "SavedReply", "StaffAction",
+    "Note", "SavedReply", "StaffAction", "Team",
     "ApprovalEmailOptIn", "DecisionLink", "SlackAccount", "SlackApprovalMessage",
     "FollowUp", "ReplyEmailOptOut",
     "InboundEmail", "OutboundEmail", "UndeliverableAddress",

@@ -44,6 +44,11 @@ class Conversation(models.Model):
     # The customer's language (a code of settings.LANGUAGES, from the widget): the desk's fixed texts to
     # them are written in it, and the model is told it (support/customers/languages.py).
     language = models.CharField(max_length=8, default="en")
+    # Whose queue it is in (support/desk/routing.py): a lighter mark than the assignee, which silences the
+    # agent. Set when the conversation is handed to a person and someone of the team is online.
+    routed_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    routed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -268,6 +273,10 @@ class Approval(models.Model):
     # expiry) and when the leads were told (APPROVAL_ESCALATE_AT); each written once, by a conditional UPDATE.
     reminded_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # Whose queue the request is in (support/desk/routing.py); anyone allowed may still decide it.
+    routed_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    routed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["requested_at"]

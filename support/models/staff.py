@@ -76,3 +76,20 @@ class SavedReply(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class Team(models.Model):
+    """A group of staff that hand-overs and approval requests are routed to (support/desk/routing.py). With no
+    team marked for a kind of work, every staff member who may do it is one team."""
+
+    name = models.CharField(max_length=80, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="support_teams")
+    takes_handovers = models.BooleanField(default=True, help_text="Conversations handed to a person go to this team.")
+    takes_approvals = models.BooleanField(default=True, help_text="Approval requests go to this team.")
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("view_team_queue", "Can see the team's queue by person")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import audit, console, decide, evaluation, policies
+from support.web.views import audit, console, decide, evaluation, policies, team
 
 app_name = "console"
 
@@ -12,6 +12,7 @@ urlpatterns = [
     path("approvals/", console.approvals, name="approvals"),
     # The page an e-mailed approval link opens (support/web/views/decide.py): GET shows, POST decides.
     path("decide/<str:token>/", decide.decide, name="decide"),
+    path("team/", team.page, name="team"),
     path("audit/", audit.page, name="audit"),
     path("audit/export.<str:fmt>", audit.export, name="audit_export"),
     path("evaluation/", evaluation.summary, name="evaluation"),

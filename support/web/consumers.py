@@ -17,8 +17,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 from django.conf import settings
 
 from support.customers import cleaning, identity, notify, words
-from support.desk import permissions, selectors, serializers, services
-from support.live import events
+from support.desk import permissions, routing, selectors, serializers, services
+from support.live import events, presence
 from support.models import Approval, Conversation
 from support.ops import limits, metrics
 from support.web.views.common import body_limit
@@ -300,11 +300,48 @@ class StaffConsumer(ReplayingConsumer):
         await self.join(permissions.staff_user_group(user.pk))
         self.with_pending |= await db(_conversations_with_pending_approvals)()
         self.rechecks = asyncio.ensure_future(self.recheck_while_open())
+        await self.mark_online()  # before the first frame is read: the client's pong means it is online
+        self.presence = asyncio.ensure_future(self.online_while_open())
 
     async def disconnect(self, code):
         if getattr(self, "rechecks", None) is not None:
             self.rechecks.cancel()
+        await self.offline()
         await super().disconnect(code)
+
+    async def online_while_open(self) -> None:
+        """Renew the presence mark every third of its life while the socket is open."""
+        while not self.revoked:
+            await asyncio.sleep(presence.seconds() / 3)
+            await self.mark_online()
+
+    async def mark_online(self) -> None:
+        """Mark the user online (routing's presence, support/live/presence.py); coming online takes in what
+        waits unrouted."""
+        try:
+            # Shielded and kept: a close while a mark is on its way waits for it, then takes it away.
+            self.marking = asyncio.ensure_future(sync_to_async(presence.mark_online, thread_sensitive=False)(
+                self.user_id, self.channel_name))
+            if await asyncio.shield(self.marking):
+                routed = await db(routing.route_waiting)()
+                if routed:
+                    log.info("user id %s came online: %d waiting routed to the team", self.user_id, routed)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # Redis or the database away: offline for routing until the next renewal
+            log.warning("staff presence of user id %s not marked", self.user_id, exc_info=True)
+
+    async def offline(self) -> None:
+        """This socket's presence mark goes (the user stays online while another socket of theirs is open)."""
+        task = getattr(self, "presence", None)
+        if task is None:
+            return
+        self.presence = None
+        task.cancel()
+        marking = getattr(self, "marking", None)
+        if marking is not None and not marking.done():
+            await asyncio.wait([marking])
+        await sync_to_async(presence.mark_offline, thread_sensitive=False)(self.user_id, self.channel_name)
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -325,6 +362,7 @@ class StaffConsumer(ReplayingConsumer):
         self.revoked = True  # first: events that arrive while the close goes out are dropped
         permissions.log_refusal(self.scope.get("user"), permissions.scope_address(self.scope),
                                 f"staff socket closed: {reason}")
+        await self.offline()
         for group in list(self.joined):
             await self.channel_layer.group_discard(group, self.channel_name)
         self.joined.clear()

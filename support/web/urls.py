@@ -3,7 +3,7 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.web.views import attachments, common, customer, desk, feedback, inbox, links, staff
+from support.web.views import attachments, common, customer, desk, feedback, inbox, links, staff, team
 
 app_name = "api"
 
@@ -36,6 +36,7 @@ urlpatterns = [
     path("staff/inbox", inbox.inbox, name="staff-inbox"),
     path("staff/inbox/counts", inbox.counts, name="staff-inbox-counts"),
     path("staff/colleagues", inbox.colleagues, name="staff-colleagues"),
+    path("staff/team-queue", team.team_queue, name="staff-team-queue"),
     path("staff/conversations/<str:public_id>/take", inbox.take, name="staff-take"),
     path("staff/conversations/<str:public_id>/assign", inbox.assign, name="staff-assign"),
     path("staff/conversations/<str:public_id>/unassign", inbox.unassign, name="staff-unassign"),

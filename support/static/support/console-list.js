@@ -9,7 +9,7 @@ import { announce, conversationUrl, fill, h, timeEl, visibleText } from "./conso
 import { expiryText } from "./console-approvals.js";
 import { learnCustomers } from "./console-store.js";
 
-const FILTERS = ["", "mine", "unassigned", "needs_person", "waiting_approval", "closed"];
+const FILTERS = ["", "mine", "routed_to_me", "unassigned", "needs_person", "waiting_approval", "closed"];
 const SORTS = ["updated", "waiting", "expiring"];
 const PAGE = 50;
 const REFRESH_AFTER_MS = 250; // events of one change arrive together: one request for all of them
@@ -36,6 +36,12 @@ export function waitedFor(iso) {
 
 function typing(target) {
   return target instanceof HTMLElement && (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName));
+}
+
+/** Nobody has it: whose queue routing put it in ("Routed to you", "Routed to Sam"), else "Unassigned". */
+function routedWords(routedTo, viewer) {
+  if (!routedTo) return "Unassigned";
+  return viewer && routedTo.username === viewer.username ? "Routed to you" : `Routed to ${routedTo.name}`;
 }
 
 export class ConversationList {
@@ -298,8 +304,9 @@ export class ConversationList {
         d.rating ? h("span", { class: "row-rating", "data-testid": "row-rating", "data-score": String(d.rating.score),
           title: d.rating.comment ? visibleText(d.rating.comment) : "" }, `rated ${d.rating.score}/5 ${"★".repeat(d.rating.score)}`) : null),
       h("div", { class: "row-actions" },
-        h("span", { class: "row-assignee", "data-testid": "row-assignee", "data-assignee": d.assignee ? d.assignee.username : "" },
-          d.assignee ? (me ? "Assigned to you" : `Assigned to ${d.assignee.name}`) : "Unassigned"),
+        h("span", { class: "row-assignee", "data-testid": "row-assignee", "data-assignee": d.assignee ? d.assignee.username : "",
+          "data-routed-to": !d.assignee && d.routed_to ? d.routed_to.username : "" },
+          d.assignee ? (me ? "Assigned to you" : `Assigned to ${d.assignee.name}`) : routedWords(d.routed_to, this.viewer)),
         !d.assignee && d.status !== "closed" ? h("button", { type: "button", class: "btn btn-primary", "data-testid": "take-button",
           "aria-label": `Assign to me: ${d.customer.name || d.customer.email}'s conversation`, onclick: () => this.act(row, "take") }, "Assign to me") : null,
         d.status !== "closed" ? this.assignSelect(row, me) : null,

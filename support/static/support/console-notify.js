@@ -1,7 +1,8 @@
 // Alerts for staff with the console open, on every console page: a hand-over (a conversation newly needs a
 // person and nobody has it) shows an alert with "Assign to me", an approval request one with "Open to decide", and
 // so does a reminder of an approval still waiting, or its escalation to the leads, for the people it names
-// (approval.nudged);
+// (approval.nudged); when routing put it in someone's queue the alert says so ("Routed to you" for that
+// person, else whose);
 // each plays a short sound (can be turned off), and, after an explicit opt-in, raises a desktop notification.
 // The page title and the nav's Inbox badge count what waits for someone. The first person to assign a
 // conversation to themself has it; everyone else's alert says who, live (inbox.changed). An approval's alert (and its desktop notification) goes away
@@ -126,7 +127,7 @@ export class Alerts {
     this.raise({
       kind: "handover", conversation: conversationId, title: `${who} needs a person${orders}`,
       text: row && row.attention_reason ? row.attention_reason : "The agent handed this conversation over.",
-      assignee: row && row.assignee,
+      assignee: row && row.assignee, routedTo: row && row.routed_to,
     });
   }
 
@@ -158,7 +159,7 @@ export class Alerts {
     this.raise({
       kind: "approval", approval: approval.id, conversation: approval.conversation, title: `${what} waits for approval`,
       text: asker ? `${who} · ${asker.by} asked for it; a second person approves` : `${who} · the agent asked for it`,
-      assignee: row && row.assignee,
+      assignee: row && row.assignee, routedTo: approval.routed_to,
     });
   }
 
@@ -182,7 +183,7 @@ export class Alerts {
 
   // -- the alert itself -----------------------------------------------------------------------------------
 
-  raise({ kind, approval = null, conversation, title, text, assignee, nudge = null }) {
+  raise({ kind, approval = null, conversation, title, text, assignee, nudge = null, routedTo = null }) {
     this.alerts.get(conversation)?.remove();
     const status = h("p", { class: "alert-status", "data-testid": "alert-status" });
     // An approval is decided on its card (Open); assigning the conversation would silence the agent and end
@@ -209,7 +210,9 @@ export class Alerts {
       last.remove();
     }
     if (assignee) this.takenBy(conversation, assignee);
-    announce(`${title}. ${text}`);
+    else if (routedTo) this.routed(conversation, routedTo);
+    const mine = !assignee && routedTo && routedTo.username === this.me;
+    announce(`${title}. ${text}${mine ? ". Routed to you." : ""}`);
     this.beep();
     const note = this.notify(title, text, conversation);
     if (approval) this.approvalAlerts.set(approval, { el, note });
@@ -249,6 +252,15 @@ export class Alerts {
     window.setTimeout(() => this.alerts.get(conversation) === el && this.dismiss(conversation), GONE_AFTER_TAKEN_MS);
   }
 
+  /** Routing put it in someone's queue (nobody has it yet): the alert says whose; anyone may still act. */
+  routed(conversation, routedTo) {
+    const el = this.alerts.get(conversation);
+    if (!el) return;
+    const mine = routedTo.username === this.me;
+    el.dataset.routedTo = routedTo.username;
+    this.show(conversation, mine ? "Routed to you." : `Routed to ${routedTo.name}.`, mine ? "is-mine" : "is-routed");
+  }
+
   takenBy(conversation, assignee) {
     const el = this.alerts.get(conversation);
     if (!el || !assignee) return;
@@ -264,7 +276,7 @@ export class Alerts {
     if (!el) return;
     const status = el.querySelector("[data-testid=alert-status]");
     status.textContent = message;
-    el.classList.remove("is-mine", "is-taken");
+    el.classList.remove("is-mine", "is-taken", "is-routed");
     el.classList.add(state);
   }
 
