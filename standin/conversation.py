@@ -22,12 +22,15 @@ INTENTS = (
                  "didn't receive", "did not receive", "haven't received", "have not received",
                  "never received", "never delivered", "not delivered", "wasn't delivered", "lost",
                  "stolen", "can't find", "cannot find", "no parcel", "no package", "nothing is here", "not here",
-                 "nothing came", "didn't come", "hasn't come", "not turned up", "hasn't turned up", "never turned up")),
-    ("damaged", ("damaged", "broken", "cracked", "smashed", "shattered", "dented", "torn", "scratched")),
+                 "nothing came", "didn't come", "hasn't come", "not turned up", "hasn't turned up", "never turned up",
+                 # German
+                 "nie angekommen", "nicht angekommen", "nie gekommen", "nicht erhalten", "verloren")),
+    ("damaged", ("damaged", "broken", "cracked", "smashed", "shattered", "dented", "torn", "scratched", "beschädigt", "kaputt",
+                 "zerbrochen")),
     ("wrong", ("wrong item", "wrong colour", "wrong color", "wrong size", "wrong product", "not what i ordered",
-               "different item", "instead of", "sent me the wrong", "wrong one")),
-    ("refund", ("refund", "money back", "reimburse", "my money", "pay me back", "euros back", "paid back")),
-    ("status", ("where", "late", "delay", "status", "when", "track", "update", "arrive", "shipped")),
+               "different item", "instead of", "sent me the wrong", "wrong one", "falscher artikel", "falsche")),
+    ("refund", ("refund", "money back", "reimburse", "my money", "pay me back", "euros back", "paid back", "erstattung", "geld zurück")),
+    ("status", ("where", "late", "delay", "status", "when", "track", "update", "arrive", "shipped", "wo ist", "wann", "verspät", "sendung")),
 )
 
 
@@ -198,7 +201,8 @@ def find_order_id(texts: list[str]) -> str | None:
 
 THANKS = re.compile(r"\b(thanks|thank you|thx|cheers|great|perfect|brilliant|ok|okay)\b")
 # Words that make a message about an order even when no flow's keyword is in it ("and my other parcel?").
-ABOUT_AN_ORDER = re.compile(r"\b(orders?|parcels?|packages?|deliver(y|ed)|tracking|items?|moved|news|bought)\b")
+ABOUT_AN_ORDER = re.compile(r"\b(orders?|parcels?|packages?|deliver(y|ed)|tracking|items?|moved|news|bought"
+                            r"|bestellung|paket|lieferung)\b")
 
 
 def intent(text: str) -> str:

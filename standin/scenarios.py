@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from decimal import Decimal
 
-from . import customer, facts, services
+from . import customer, facts, german, services
 from .conversation import ORDER_ID, Result, Turn, intent, read_turn, recognised, stated_intent
 from .facts import Order, Scan, ago, fmt, when
 from .reply import Call, Finish, Reply, declined_answer, unreviewed_answer
@@ -20,6 +20,15 @@ from .reply import Call, Finish, Reply, declined_answer, unreviewed_answer
 
 def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
            outcome_style: str = "separate", turn: Turn | None = None) -> Reply:
+    reply = _decide(messages, tools, tool_choice, outcome_style, turn)
+    if reply.content and not customer.is_customer_request(messages):
+        system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") in ("system", "developer"))
+        if german.told(system):  # the desk says the customer writes German: answer in it
+            return replace(reply, content=german.translate(reply.content))
+    return reply
+
+
+def _decide(messages: list[dict], tools: list | None, tool_choice, outcome_style: str, turn: Turn | None) -> Reply:
     offered = {t["function"]["name"] for t in tools or [] if isinstance(t, dict) and t.get("function")}
     if customer.is_customer_request(messages):
         return customer.reply(messages, offered)  # playing the customer's side for an evaluation
