@@ -74,6 +74,7 @@ def test_a_german_customer_reads_their_list_dates_and_times_in_german_and_the_ti
     expect(customer.get_by_test_id("widget-hours")).to_contain_text("Mo–Fr 08:00–20:00")
     ask(customer, "Wo ist meine Bestellung SU-41620?")
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    expect(agent_messages(customer).first).to_contain_text("Ihre Bestellung SU-41620 ist mit")  # told: German
     times = customer.locator(".sw-time").all_inner_texts()
     assert times and all(re.fullmatch(r"[0-2]\d:[0-5]\d", t) for t in times), times  # 24-hour, no AM/PM
 
