@@ -50,7 +50,8 @@ def test_it_saves_the_conversation_and_its_first_message_together_and_starts_a_r
     assert conversation.customer == demo.maya
     assert message.content == "Where is my order SU-41210?" and message.client_id == "first-1"
     assert data["message"] == {"seq": message.seq, "role": "user", "author": "customer",
-                               "content": "Where is my order SU-41210?", "created_at": mock.ANY, "client_id": "first-1"}
+                               "content": "Where is my order SU-41210?", "created_at": mock.ANY, "client_id": "first-1",
+                               "channel": "widget"}
     assert data["run"] == {"id": str(run.public_id), "status": "queued"} and data["created"] is True
     assert identity.conversation_for_token(data["token"], conversation.public_id) == conversation
     assert queued == [run.pk]

@@ -142,4 +142,6 @@ def test_an_english_conversation_tells_the_model_english(desk, queued, monkeypat
     monkeypatch.setattr(model, "complete", lambda t, tools, sink: sent.append(list(t.messages)) or original(t, tools, sink))
     runner.run_execute(queued.pop())
     assert sent[0][1]["content"].startswith("The customer's language is English (en).")
-    assert sent[0][0]["role"] == "system" and sent[0][2]["role"] == "user"
+    # After it, the other lines of the run (the orders the desk knows), then the customer's words.
+    assert sent[0][0]["role"] == "system" and sent[0][-1]["role"] == "user"
+    assert [m["role"] for m in sent[0]].index("user") >= 2

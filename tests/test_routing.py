@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from support.desk import routing, selectors_inbox, services, staff_actions, takeover
 from support.live import presence
-from support.models import Approval, Conversation, Team
+from support.models import Approval, Conversation, Message, Team
 from tests.desk_factories import make_user, pending_refund_approval, start_conversation
 
 
@@ -42,6 +42,9 @@ def online(*users, tab="tab-1"):
 
 def hand_over(customer, reason="the agent handed this over") -> Conversation:
     conversation = start_conversation(customer)
+    # The customer wrote (the inbox lists only conversations someone wrote in).
+    services.message_append(conversation=conversation, author=Message.CUSTOMER,
+                            wire={"role": "user", "content": "Where is SU-41210?"})
     services.conversation_flag(conversation_id=conversation.pk, reason=reason)
     conversation.refresh_from_db()
     return conversation
