@@ -252,3 +252,41 @@ def test_an_imported_policy_is_read_and_gone_for_the_next_scenario(on_standin):
     assert [r.passed for runs in result.runs.values() for r in runs] == [True, True]
     assert PolicyDocument.objects.get(doc_id="POL-HL-LOSS").version == 1  # the demo's words, as seeded
     assert not PolicyVersion.objects.exists()
+
+
+# -- e-mail scenarios: the customer writes through the desk's way in for mail ------------------------------------
+
+def email_scenario(**extra) -> dict:
+    return {"title": "by e-mail", "customer": "maya@example.com", "channel": "email",
+            "turn": [{"say": "Where is my order SU-41210?"}, {"email": "reply", "say": "Thank you!"},
+                     {"email": "auto-reply", "say": "I am out of the office."}], **extra}
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"channel": "fax"}, "channel is one of widget, email, not 'fax'"),
+    ({"turn": [{"email": "reply", "say": "Hi"}]}, "the first e-mail starts the thread: it cannot be a reply"),
+    ({"turn": [{"say": "Hi"}, {"email": "forward", "say": "x"}]}, "email is one of '', 'reply', 'auto-reply'"),
+    ({"channel": "widget"}, 'email = "..." is for turns of a scenario with channel = "email"'),
+    ({"turn": [{"say": "Hi", "attach": ["photo"]}]}, "an e-mail scenario has scripted turns without attachments"),
+])
+def test_a_mistake_in_an_email_scenario_is_named(extra, words):
+    with pytest.raises(ScenarioError) as refused:
+        parse(email_scenario(**extra), "bad")
+    assert words in str(refused.value)
+
+
+def test_an_email_thread_is_received_threaded_stripped_and_the_auto_reply_ignored(on_standin):
+    (attempt,) = run([parse(email_scenario(), "by-mail")]).runs["by-mail"]
+    assert attempt.failed == []
+    passed = {c.name for c in attempt.checks if c.ok}
+    assert {"turn 1: the mail lands in a new conversation", "turn 2: the desk's answer reached the customer by e-mail",
+            "turn 2: the mail lands in its conversation", "turn 2: only the customer's new words are saved",
+            "turn 3: the automatic reply is kept, not answered"} <= passed
+    customer_words = [m["content"] for m in attempt.transcript if m.get("author") == "customer"]
+    assert customer_words == ["Where is my order SU-41210?", "Thank you!"]  # no quote, no out-of-office
+
+
+def test_no_answer_e_mail_fails_the_reply_by_name(on_standin, monkeypatch):
+    monkeypatch.setattr("support.customers.notify.send_reply_emails", lambda now=None: [])
+    (attempt,) = run([parse(email_scenario(), "unanswered")]).runs["unanswered"]
+    assert "turn 2: the desk's answer reached the customer by e-mail" in attempt.failed

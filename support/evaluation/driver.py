@@ -18,19 +18,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
 from io import BytesIO
 from unittest import mock
 
+from django.conf import settings
+from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.db.models import Count, F, Max, Sum
 from django.test.utils import override_settings
+from django.utils import timezone
 from PIL import Image
 
 from agentsite.mcp_settings import parse_servers
 from standin import warranty
 from sundry import POLICIES
-from support.desk import gate, queue, runner, services, uploads
+from support.customers import notify
+from support.desk import gate, inbound_mail, queue, runner, services, uploads
 from support.desk.demo import demo_staff_user, seed_demo
 from support.desk.policy_import import import_policies
 from support.live import events
@@ -38,6 +44,7 @@ from support.models import (
     Approval,
     Conversation,
     Customer,
+    InboundEmail,
     Message,
     Order,
     PolicyDocument,
@@ -57,6 +64,10 @@ from .customer import CustomerModel
 from .scenario import Decision, Expect, Scenario
 
 MAX_RUNS_PER_TURN = 20  # a turn that needs more runs than this is going round in circles
+# While an e-mail scenario plays: the desk's address, and its answer e-mails kept here (django.core.mail.outbox).
+DESK_ADDRESS = "support@sundry.example"
+MAIL_SETTINGS = {"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+                 "INBOUND_EMAIL_ADDRESS": DESK_ADDRESS, "REPLY_EMAILS": True}
 
 
 @dataclass
@@ -152,19 +163,31 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
     t0 = time.monotonic()
     conversation = None
     try:
-        with override_settings(**_settings(scenario.settings)), quiet_desk(), mcp_services(scenario.mcp_servers):
+        mail_settings = MAIL_SETTINGS if scenario.channel == "email" else {}
+        with override_settings(**_settings(scenario.settings), **mail_settings), quiet_desk(), \
+                mcp_services(scenario.mcp_servers):
             _demo_policies_only()
             seed_demo()  # every scenario starts from the contract's shop: earlier refunds and messages are gone
             if _remote_shop is not None:
                 _remote_shop.reset()
             _import_policies(scenario.import_policies)
-            customer = Customer.objects.get(email=scenario.customer)
-            conversation = services.conversation_start(customer=customer)
-            start = _mark(conversation)
             staff = demo_staff_user()
-            for i, turn in enumerate(scenario.turns, 1):
-                _turn(record, conversation, staff, f"turn {i}", turn.say, turn.after_hours, list(turn.decisions),
-                      turn.expect, attach=turn.attach)
+            if scenario.channel == "email":  # the first mail starts the conversation; anyone may write
+                mail.outbox = []
+                start = _mark(None)
+                sender = (Customer.objects.filter(email=scenario.customer).first()
+                          or Customer(name="", email=scenario.customer))  # a stranger: not saved here
+                for i, turn in enumerate(scenario.turns, 1):
+                    conversation = _mail_turn(record, conversation, sender, staff, f"turn {i}", turn)
+                if conversation is None:
+                    raise RuntimeError("the customer's first e-mail started no conversation")
+            else:
+                customer = Customer.objects.get(email=scenario.customer)
+                conversation = services.conversation_start(customer=customer)
+                start = _mark(conversation)
+                for i, turn in enumerate(scenario.turns, 1):
+                    _turn(record, conversation, staff, f"turn {i}", turn.say, turn.after_hours,
+                          list(turn.decisions), turn.expect, attach=turn.attach)
             if scenario.simulated is not None:
                 _simulated(record, conversation, staff, scenario, customer_model)
             record.checks += check(scenario.expect, _observe(conversation, start), "conversation")
@@ -215,6 +238,82 @@ def _turn(record: ScenarioRun, conversation: Conversation, staff, scope: str, sa
     if report_unused:
         _unused(record, scope, decisions)
     record.checks += check(expect, _observe(conversation, before), scope)
+
+
+def _mail_turn(record: ScenarioRun, conversation: Conversation | None, customer: Customer, staff, scope: str,
+               turn) -> Conversation | None:
+    """One e-mail from the customer, through the desk's way in for mail (inbound_mail.receive, as a provider's
+    webhook or the polled mailbox hands it over): a mail of its own, or a reply / an out-of-office answer to the
+    desk's latest answer e-mail, quoting it under the customer's words. Returns the conversation."""
+    if turn.after_hours and conversation is not None:
+        _time_passes(conversation, turn.after_hours)
+    answer = None
+    if turn.email:
+        answer = _desk_answer(conversation, customer)
+        record.checks.append(Check(f"{scope}: the desk's answer reached the customer by e-mail", answer is not None,
+                                   answer.subject if answer is not None else "no answer e-mail to reply to"))
+        if answer is None:
+            return conversation
+    before = _mark(conversation)
+    received = inbound_mail.receive(_customer_mail(customer, turn, answer), source="evaluation")
+    if turn.email == "auto-reply":
+        record.checks.append(Check(f"{scope}: the automatic reply is kept, not answered",
+                                   received.outcome == InboundEmail.AUTO_REPLY and received.message_id is None,
+                                   f"{received.outcome}: {received.detail}"))
+    else:
+        landed = received.message_id is not None and (conversation is None
+                                                      or received.conversation_id == conversation.pk)
+        where = "a new conversation" if conversation is None else "its conversation"
+        record.checks.append(Check(f"{scope}: the mail lands in {where}", landed,
+                                   f"{received.outcome}: {received.detail}"))
+        saved = received.message.content if received.message_id else ""
+        record.checks.append(Check(f"{scope}: only the customer's new words are saved",
+                                   " ".join(saved.split()) == " ".join(turn.say.split()), saved[:300]))
+    if conversation is None:
+        if received.conversation_id is None:
+            return None
+        conversation = received.conversation
+    decisions = list(turn.decisions)
+    log = _work(conversation, staff, decisions, scope)
+    record.decisions += log
+    record.checks += [Check(f"{scope}: decision {e['decision']}", e["as_expected"], e["detail"]) for e in log]
+    _unused(record, scope, decisions)
+    record.checks += check(turn.expect, _observe(conversation, before), scope)
+    return conversation
+
+
+def _desk_answer(conversation: Conversation | None, customer: Customer):
+    """The desk's latest answer e-mail to the customer, once the reply e-mails due have gone out."""
+    if conversation is None:
+        return None
+    notify.send_reply_emails(now=timezone.now() + timedelta(minutes=settings.REPLY_EMAIL_AFTER_MINUTES + 1))
+    sent = [m for m in mail.outbox if customer.email in m.to]
+    return sent[-1] if sent else None
+
+
+def _customer_mail(customer: Customer, turn, answer) -> bytes:
+    """The customer's mail as their mail client writes it: a reply goes to the answer's Reply-To, carries its
+    In-Reply-To and References, and quotes it below the new words."""
+    out = EmailMessage()
+    out["From"] = f"{customer.name} <{customer.email}>"
+    out["Date"] = formatdate()
+    out["Message-ID"] = make_msgid(domain="mail.customer.example")
+    if answer is None:
+        out["To"], out["Subject"] = DESK_ADDRESS, "A question about my order"
+        out.set_content(turn.say)
+        return out.as_bytes()
+    headers = answer.extra_headers
+    out["To"] = headers.get("Reply-To") or DESK_ADDRESS
+    subject = answer.subject if answer.subject.lower().startswith("re:") else f"Re: {answer.subject}"
+    out["Subject"] = f"Out of office: {answer.subject}" if turn.email == "auto-reply" else subject
+    out["In-Reply-To"] = headers["Message-ID"]
+    out["References"] = " ".join(filter(None, [headers.get("References"), headers["Message-ID"]]))
+    if turn.email == "auto-reply":
+        out["Auto-Submitted"] = "auto-replied"
+    quoted = "\n".join(f"> {line}" for line in answer.body.splitlines())
+    out.set_content(f"{turn.say}\n\nOn {headers.get('Date') or formatdate()}, Sundry support <{DESK_ADDRESS}> "
+                    f"wrote:\n{quoted}\n")
+    return out.as_bytes()
 
 
 def _simulated(record: ScenarioRun, conversation: Conversation, staff, scenario: Scenario,
@@ -332,12 +431,14 @@ class _Mark:
     store_credit: int
 
 
-def _mark(conversation: Conversation) -> _Mark:
-    conversation.refresh_from_db(fields=["last_seq"])
+def _mark(conversation: Conversation | None) -> _Mark:
+    """Where things stand before a turn; None: before the conversation exists (an e-mail that will start it)."""
+    if conversation is not None:
+        conversation.refresh_from_db(fields=["last_seq"])
 
     def top(model) -> int:
         return model.objects.aggregate(m=Max("pk"))["m"] or 0
-    return _Mark(conversation.last_seq, top(Step), top(ShopEffect), top(ShopEffect), top(Approval),
+    return _Mark(conversation.last_seq if conversation is not None else 0, top(Step), top(ShopEffect), top(ShopEffect), top(Approval),
                  len(_warranty.credits) if _warranty is not None else 0)
 
 

@@ -16,6 +16,10 @@ SCENARIO_DIR = Path(__file__).resolve().parents[2] / "evaluation" / "scenarios"
 
 ACTIONS = ("approve", "edit", "reject")
 ATTACHABLE = ("photo", "pdf")
+CHANNELS = ("widget", "email")  # how the customer writes: in the widget, or by e-mail to the desk's address
+# An e-mail turn: "" a mail of its own (the first starts the thread), "reply" a reply to the desk's latest answer
+# e-mail (quoting it, threaded by its headers), "auto-reply" an out-of-office answer to it (never a new run).
+EMAIL_KINDS = ("", "reply", "auto-reply")
 REFUSALS = ("needs_second_look", "already_decided", "expired", "invalid_arguments")
 # Desk settings a scenario may change for its own run (anything else is a mistake in the file).
 SETTINGS = ("AUTO_APPROVE_REFUNDS_UP_TO", "ESCALATION_NEEDS_APPROVAL", "AGENT_ASKS_AFTER_REJECTION",
@@ -91,6 +95,7 @@ class Turn:
     say: str
     after_hours: float = 0.0  # time that passes before the customer writes (they come back the next day)
     attach: tuple[str, ...] = ()  # files sent with the message: "photo" (a generated JPEG) or "pdf"
+    email: str = ""  # in an e-mail scenario: EMAIL_KINDS
     decisions: tuple[Decision, ...] = ()
     expect: Expect = Expect()
 
@@ -120,6 +125,7 @@ class Scenario:
     simulated: SimulatedCustomer | None = None
     mcp_servers: tuple[str, ...] = ()  # the demo MCP servers it uses (MCP_SERVERS above)
     import_policies: tuple[str, ...] = ()  # files or folders imported before it starts, as absolute paths
+    channel: str = "widget"  # CHANNELS
 
 
 def load_all(directory: Path = SCENARIO_DIR, pattern: str = "*") -> list[Scenario]:
@@ -164,8 +170,18 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
         turns=turns, expect=_expect(_Reader(r.table("expect"), f"{where} expect")) if "expect" in data else Expect(),
         covers=r.strings("covers"), tags=r.strings("tags"), skip=r.text("skip"), settings=dict(settings),
         simulated=simulated, mcp_servers=_servers(r), import_policies=_policy_paths(r, folder),
+        channel=r.text("channel") or "widget",
     )
     r.done()
+    if scenario.channel not in CHANNELS:
+        raise ScenarioError(f"{where}: channel is one of {', '.join(CHANNELS)}, not {scenario.channel!r}")
+    if scenario.channel == "email":
+        if simulated is not None or any(t.attach for t in turns):
+            raise ScenarioError(f"{where}: an e-mail scenario has scripted turns without attachments")
+        if turns and turns[0].email:
+            raise ScenarioError(f"{where}: the first e-mail starts the thread: it cannot be a {turns[0].email}")
+    elif any(t.email for t in turns):
+        raise ScenarioError(f'{where}: email = "..." is for turns of a scenario with channel = "email"')
     credits = [e for e in (scenario.expect, *(t.expect for t in turns)) if e.store_credits is not None]
     if credits and "warranty" not in scenario.mcp_servers:
         raise ScenarioError(f'{where}: store_credits are counted by the warranty service: add '
@@ -195,7 +211,10 @@ def _turn(r: "_Reader") -> Turn:
     attach = r.strings("attach")
     if any(kind not in ATTACHABLE for kind in attach):
         raise ScenarioError(f"{r.where}: attach takes {', '.join(ATTACHABLE)}, not {', '.join(attach)}")
-    turn = Turn(say=r.text("say", required=True), after_hours=r.number("after_hours", 0.0), attach=attach,
+    email = r.text("email")
+    if email not in EMAIL_KINDS:
+        raise ScenarioError(f"{r.where}: email is one of {', '.join(repr(k) for k in EMAIL_KINDS)}, not {email!r}")
+    turn = Turn(say=r.text("say", required=True), after_hours=r.number("after_hours", 0.0), attach=attach, email=email,
                 decisions=tuple(_decision(_Reader(d, f"{r.where} decision {i}"))
                                 for i, d in enumerate(r.tables("decision"), 1)),
                 expect=_expect(_Reader(r.table("expect"), f"{r.where} expect")) if "expect" in r.data else Expect())
