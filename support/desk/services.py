@@ -298,8 +298,10 @@ def run_enqueue(run: Run) -> None:
             log.warning("run %s (conversation id %s): status event not published", run.public_id,
                         run.conversation_id, exc_info=True)
 
-    transaction.on_commit(send)
+    # "queued" is handed to the publisher before the task to the broker, so it is on its way before the
+    # worker can send "running" (the UIs also ignore a late "queued" for a run they saw stopped).
     transaction.on_commit(publish)
+    transaction.on_commit(send)
 
 
 # -- rate limits ------------------------------------------------------------------------------------

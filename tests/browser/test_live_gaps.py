@@ -9,7 +9,7 @@ import json
 
 from playwright.sync_api import expect
 
-from support.models import Conversation, Message
+from support.models import Conversation, Message, Run
 from tests.browser.conftest import agent_messages, api_conversation, ask, open_widget, shot, widget_conversation
 from tests.browser.test_reconnect import assert_console_matches_database, assert_widget_matches_database
 
@@ -170,3 +170,45 @@ def test_the_console_finds_a_lost_message_of_the_conversation_it_watches(site, c
     assert Conversation.objects.get(public_id=conversation).last_seq == answer.seq
     assert_console_matches_database(staff, conversation)
     shot(staff, "live-gaps-console-lost-answer-found")
+
+
+def late_queued(conversation: str) -> dict:
+    """What the web process's "queued" looks like when it reaches a page after the worker's "stopped" (two
+    processes publish a run's statuses, so their events can cross)."""
+    run = Run.objects.filter(conversation__public_id=conversation).latest("created_at")
+    assert run.status == Run.STOPPED
+    last = Conversation.objects.get(public_id=conversation).last_seq
+    return {"type": "run.status", "conversation": conversation, "seq": last, "run": str(run.public_id),
+            "status": "queued", "stop_reason": None, "outcome": None,
+            "detail": {"id": str(run.public_id), "status": "queued", "stop_reason": "", "outcome": ""}}
+
+
+def test_a_late_queued_does_not_start_a_stopped_run_again_in_the_console(site, customer_page, staff_page):
+    customer = customer_page()
+    conversation = api_conversation(customer)["id"]
+    open_widget(customer)
+    taps = []
+    staff = staff_page(f"/console/conversations/{conversation}/",
+                       before=lambda p: taps.append(Tap(p, "**/ws/staff/")))
+    ask(customer, "Where is my order SU-41620?")
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    status = staff.get_by_test_id("run-status")
+    expect(status).to_have_attribute("data-status", "stopped", timeout=15000)
+    taps[0].inject(late_queued(conversation))
+    staff.wait_for_timeout(1000)  # the injected frame is handled by then
+    assert status.get_attribute("data-status") == "stopped"
+    assert "About to start" not in status.inner_text()
+
+
+def test_a_late_queued_does_not_show_the_widget_typing_again(site, customer_page):
+    taps = []
+    page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**")))
+    open_widget(page)
+    ask(page, "Where is my order SU-41620?")
+    expect(agent_messages(page)).to_have_count(1, timeout=20000)
+    conversation = widget_conversation(page)["id"]
+    typing = page.get_by_test_id("widget-typing")
+    expect(typing).to_be_hidden()
+    taps[-1].inject(late_queued(conversation))
+    page.wait_for_timeout(1000)  # the injected frame is handled by then
+    assert not typing.is_visible()

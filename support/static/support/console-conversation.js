@@ -241,6 +241,9 @@ export class ConversationPage {
 
   runStatus(e) {
     const run = e.detail || { id: e.run, status: e.status, stop_reason: e.stop_reason, outcome: e.outcome };
+    // A run never leaves "stopped". Its "queued" is sent by the web process and the rest by the worker, so
+    // a late "queued" can arrive after the worker's "stopped": old news, not a run starting again.
+    if (this.trace.runStatus(run.id) === "stopped" && run.status !== "stopped") return;
     this.trace.upsertRun(run);
     if (e.status === "stopped") this.handover.load();
     if (e.status !== "running") this.transcript.endStream();

@@ -101,6 +101,7 @@ export class ConversationList {
     this.sortSelect.value = this.sort;
     this.sortSelect.addEventListener("change", () => {
       this.sort = this.sortSelect.value;
+      this.place(); // the rows shown move at once; the server's answer may add or drop some
       this.changed();
     });
     this.more.addEventListener("click", () => {
@@ -172,6 +173,7 @@ export class ConversationList {
       return;
     }
     this.loading = true;
+    this.list.setAttribute("aria-busy", "true"); // assistive tech (and tests) wait for the answer
     const asked = this.query();
     try {
       const { conversations, count, viewer } = await inboxApi.list(asked);
@@ -195,6 +197,7 @@ export class ConversationList {
       this.showError(error.message);
     } finally {
       this.loading = false;
+      this.list.setAttribute("aria-busy", "false");
       this.updateCount();
       if (this.loadAgain) {
         this.loadAgain = false;

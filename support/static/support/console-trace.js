@@ -87,6 +87,11 @@ export class Trace {
     return latest ? latest.run : null;
   }
 
+  /** The status shown for run `id`, or undefined. */
+  runStatus(id) {
+    return this.runs.get(id)?.run.status;
+  }
+
   /** Everything from GET /api/staff/conversations/<id>: replaces what is shown. */
   load(runs) {
     for (const entry of this.runs.values()) entry.tbody.remove();

@@ -770,6 +770,7 @@
   // a site's event can arrive after the worker's answer to it. Each carries the conversation's seq when it
   // was sent; one older than the agent's latest answer describes a state the conversation has left.
   var lastAnswerSeq = 0;
+  var stoppedRuns = {}; // run id -> true once its "stopped" came
   function stale(ev) { return typeof ev.seq === "number" && ev.seq < lastAnswerSeq; }
 
   function handle(ev) {
@@ -812,6 +813,9 @@
       case "step.finished": clearTimeout(labelTimer); labelTimer = setTimeout(function () { setLabel(null); }, 250); return;
       case "run.status":
         if (stale(ev) && ev.status !== "stopped") return; // the run has answered since: old news
+        // A run never leaves "stopped"; a "queued" sent by the web process may arrive after the worker's end.
+        if (ev.run && stoppedRuns[ev.run] && ev.status !== "stopped") return;
+        if (ev.run && ev.status === "stopped") stoppedRuns[ev.run] = true;
         stateEpoch++; return setRun(ev.status);
       case "approval.requested": stateEpoch++; state.awaiting = true; state.decided = null; return renderState();
       case "approval.decided":
