@@ -88,6 +88,7 @@ class ScenarioRun:
     transcript: list[dict] = field(default_factory=list)
     trace: list[dict] = field(default_factory=list)
     decisions: list[dict] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)  # each run of the conversation: status, stop_reason, outcome
     error: str = ""
 
     @property
@@ -105,7 +106,8 @@ class ScenarioRun:
             "model_calls": self.model_calls, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6),
             "seconds": round(self.seconds, 2), "customer_calls": self.customer_calls,
-            "transcript": self.transcript, "trace": self.trace, "decisions": self.decisions, "error": self.error,
+            "transcript": self.transcript, "trace": self.trace, "decisions": self.decisions, "runs": self.runs,
+            "error": self.error,
         }
 
 
@@ -527,7 +529,10 @@ def _time_passes(conversation: Conversation, hours: float) -> None:
 
 
 def _evidence(record: ScenarioRun, conversation: Conversation) -> None:
-    runs = {r.pk: i for i, r in enumerate(Run.objects.filter(conversation=conversation).order_by("pk"), 1)}
+    ordered = list(Run.objects.filter(conversation=conversation).order_by("pk"))
+    runs = {r.pk: i for i, r in enumerate(ordered, 1)}
+    record.runs = [{"run": i, "status": r.status, "stop_reason": r.stop_reason, "outcome": r.outcome}
+                   for i, r in enumerate(ordered, 1)]
     record.transcript = [{
         "seq": m.seq, "role": m.role, "author": m.author, "content": m.content or "",
         "tool_calls": [{"name": (c.get("function") or {}).get("name", ""),
