@@ -33,6 +33,11 @@ OUTCOMES = ("resolved", "waiting_on_customer", "not_resolved", "handed_to_person
 UNSTATED = "unstated"
 HANDED_TO_PERSON = "handed_to_person"
 
+# The `name` of an assistant message a person wrote or caused (a staff reply, a notice of what staff did),
+# OpenAI's field for telling participants of one role apart: the model reads who said it, and compaction
+# never summarises it away (what staff promised the customer stands word for word).
+STAFF_NAME = "staff"
+
 
 def encode(message: dict) -> bytes:
     """One message as the JSON bytes that go over the wire; computed once per message (see Transcript)."""
