@@ -4,14 +4,16 @@ word, calls never separated from their results, and the saved history untouched.
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from support.agent.compaction import SUMMARY_HEADER, compact, estimate_tokens
+from support.agent.llm import OpenAIModel
 from support.agent.loop import run_loop
 from support.agent.tools import Tool, ToolContext
-from support.agent.types import Limits, Observer, Transcript
-from support.desk import assistant, runner, services
-from support.models import Run, Step
-from tests.fake_model import ScriptedModel, answer, call, reply
+from support.agent.types import STAFF_NAME, Limits, Observer, Transcript
+from support.desk import runner, services, takeover
+from support.models import Message, Run, Step
+from tests.fake_model import ScriptedModel, answer, call
 
 SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
 
@@ -137,3 +139,42 @@ def test_forty_turns_through_the_runner_stay_under_the_budget_and_answer_like_th
     assert last(compacted) == last(full)
     assert [r.outcome for r in Run.objects.filter(conversation=compacted).order_by("pk")] == \
         [r.outcome for r in Run.objects.filter(conversation=full).order_by("pk")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_staff_wrote_or_did_reaches_the_model_as_staffs_and_survives_compaction(desk, queued, settings, standin,
+                                                                                   monkeypatch):
+    """A staff reply and the notices of a take-over carry OpenAI's participant name; the stand-in (OpenAI's
+    rules) takes them; and under a tight budget the promise is sent word for word, not summarised."""
+    sam = get_user_model().objects.create_user("sam", password="pw", first_name="Sam", is_staff=True)
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    assert runner.run_execute(queued.pop()) == "answered"
+    takeover.conversation_take_over(conversation=conversation, user=sam)
+    promise = "I have asked the seller for a replacement; it will reach you by Friday."
+    takeover.conversation_staff_reply(conversation=conversation, user=sam, text=promise)
+    takeover.conversation_hand_back(conversation=conversation, user=sam)
+    settings.CONVERSATION_MAX_STEPS_PER_DAY = settings.CONVERSATION_MAX_TOKENS_PER_DAY = 0
+    settings.MESSAGES_PER_MINUTE = settings.CUSTOMER_MESSAGES_PER_MINUTE = 10_000
+    for n in range(6):
+        services.conversation_post_message(conversation=conversation, text=f"Where is SU-41207? ({n})")
+        assert runner.run_execute(queued.pop()) == "answered"
+
+    history, _ = runner.history_for_model(list(conversation.messages.order_by("seq")))
+    by_name = {m["content"]: m.get("name") for m in history if m["role"] == "assistant" and m.get("content")}
+    assert by_name[promise] == STAFF_NAME
+    staff_rows = conversation.messages.filter(author__in=(Message.STAFF, Message.SYSTEM), author_user=sam)
+    assert staff_rows.count() == 3 and all(by_name[r.content] == STAFF_NAME for r in staff_rows)  # joined, reply, back
+    assert not [m for m in history if m.get("name") and m["content"] not in {r.content for r in staff_rows}]
+
+    sent = []
+    original = OpenAIModel.complete
+    monkeypatch.setattr(OpenAIModel, "complete",
+                        lambda self, transcript, *rest: sent.append(transcript.messages) or original(self, transcript, *rest))
+    settings.MODEL_CONTEXT_WINDOWS = {settings.MODEL_NAME: 3000}
+    settings.COMPACT_AT_SHARE = 0.5
+    services.conversation_post_message(conversation=conversation, text="And the replacement, still Friday?")
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert Step.objects.filter(run__conversation=conversation, kind="compact").exists()
+    assert any(SUMMARY_HEADER in json.dumps(m) for m in sent[0])
+    assert {"role": "assistant", "content": promise, "name": STAFF_NAME} in sent[0]
