@@ -233,3 +233,27 @@ def test_the_compacted_request_is_one_openai_accepts(standin, photo):
     assert reply.finish_reason in ("stop", "tool_calls")
     logged = standin.requests()[-1]
     assert (logged["status"], logged["n_messages"], logged["images"]) == (200, len(messages), 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_customers_photo_sent_to_a_model_that_reads_images_does_not_set_off_compaction(desk, queued, settings):
+    """Through the desk's own upload path and runner, at the default share of the stand-in's window."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from support.desk import runner, services, uploads
+    from support.models import Step
+
+    settings.STORAGES = {**settings.STORAGES, "attachments": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    settings.MODEL_ACCEPTS_IMAGES = True
+    budget = int(settings.MODEL_CONTEXT_WINDOWS[settings.MODEL_NAME] * settings.COMPACT_AT_SHARE)
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    assert runner.run_execute(queued.pop()) == "answered"  # a turn before the photo, for compaction to summarise
+    raw = base64.b64decode(jpeg_url().split(",", 1)[1])
+    uploads.conversation_post_files(conversation=conversation, text="My speakers from SU-41402 arrived cracked.",
+                                    uploads=[SimpleUploadedFile("cracked.jpg", raw, "image/jpeg")])
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"  # the photo read, a refund asked for
+    history, _ = runner.history_for_model(list(conversation.messages.order_by("seq")), images=True)
+    assert any(isinstance(m["content"], list) for m in history)  # the photo went as an image part
+    assert as_base64_text(history) > budget > estimate_tokens(history)  # before, every call was compacted
+    assert not Step.objects.filter(run__conversation=conversation, kind="compact").exists()
