@@ -257,3 +257,12 @@ def test_a_customers_photo_sent_to_a_model_that_reads_images_does_not_set_off_co
     assert any(isinstance(m["content"], list) for m in history)  # the photo went as an image part
     assert as_base64_text(history) > budget > estimate_tokens(history)  # before, every call was compacted
     assert not Step.objects.filter(run__conversation=conversation, kind="compact").exists()
+
+
+def test_an_endpoint_that_reports_no_usage_counts_a_photo_by_the_rule_too(standin, photo):
+    standin.configure(dialect="ollama")  # no usage in its streams: the desk estimates the tokens itself
+    messages = [{"role": "system", "content": "You are Sundry's agent."}, photo_message(photo)]
+    client = OpenAIModel(base_url=standin.base_url, api_key="x", model="sundry-standin-1", max_retries=0)
+    reply = client.complete(Transcript(messages), [t.spec() for t in TOOLS], Observer())
+    assert estimate_tokens(messages) < reply.prompt_tokens < estimate_tokens(messages) + 500  # the tools on top
+    assert as_base64_text(messages) > 50_000  # what the request's length would have said
