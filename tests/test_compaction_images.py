@@ -22,7 +22,7 @@ from support.agent.image_tokens import (
 from support.agent.llm import OpenAIModel
 from support.agent.loop import run_loop
 from support.agent.tools import Tool, ToolContext
-from support.agent.types import STAFF_NAME, Decision, Limits, Observer, Transcript, encode
+from support.agent.types import AUTHOR, STAFF, Decision, Limits, Observer, Transcript, encode
 from standin.rules import validate_request
 from tests.fake_model import ScriptedModel, answer, call
 
@@ -164,7 +164,7 @@ def paused_on_a_refund(photo):
     history = [{"role": "system", "content": "You are Sundry's agent."},
                {"role": "system", "content": "The customer's time zone is Europe/Berlin."},
                {"role": "user", "content": "My lamp from SU-40998 is broken."},
-               {"role": "assistant", "name": STAFF_NAME, "content": PROMISE},
+               {"role": "assistant", "content": PROMISE, AUTHOR: STAFF},
                *turns(12),
                {"role": "user", "content": f"Where is SU-40999? {HOSTILE}"},
                {"role": "assistant", "content": "SU-40999 is on its way."},
@@ -184,7 +184,7 @@ def test_under_a_tight_budget_the_last_message_a_decided_refund_and_a_staff_prom
     sent = model.sent[0]
     assert estimate_tokens(sent) < estimate_tokens(transcript.messages[:-2])  # what was saved up to that call
     assert sent[-1] == later[-1]  # the customer's last message
-    assert PROMISE in [m["content"] for m in sent if m.get("name") == STAFF_NAME]  # word for word, as staff's
+    assert {"role": "assistant", "content": PROMISE, AUTHOR: STAFF} in sent  # word for word
     at = next(i for i, m in enumerate(sent) if m.get("tool_calls") == [ask])  # the decided call ...
     assert sent[at + 1]["tool_call_id"] == ask["id"] and "RF-7K2M9" in sent[at + 1]["content"]  # ... its result
     assert sent[at - 1]["role"] == "user" and "refund it please" in json.dumps(sent[at - 1])  # ... and the request
@@ -227,7 +227,8 @@ def test_the_compacted_request_is_one_openai_accepts(standin, photo):
     for m in later:
         transcript.append(m)
     messages, done = compact(transcript.messages, 2500, pinned_calls={ask["id"]})
-    assert done.startswith("summarised") and any(m.get("name") == STAFF_NAME for m in messages)
+    assert done.startswith("summarised") and any(m.get(AUTHOR) == STAFF for m in messages)
+    assert b"_author" not in b"".join(Transcript(messages).encoded)  # the desk's note is not sent
     client = OpenAIModel(base_url=standin.base_url, api_key="x", model="sundry-standin-1", max_retries=0)
     reply = client.complete(Transcript(messages), [t.spec() for t in TOOLS], Observer())
     assert reply.finish_reason in ("stop", "tool_calls")

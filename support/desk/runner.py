@@ -46,8 +46,8 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
 
     A customer's photos and PDFs are saved beside their message, not in it: here each message with files
     gets a note per file and, with images=True (the run's model call: MODEL_ACCEPTS_IMAGES), its photos as
-    image parts. Summaries and hand-over reasons read the notes only. What staff wrote or did carries
-    OpenAI's participant name (agent.STAFF_NAME), so the model knows a person said it and compaction keeps it.
+    image parts. Summaries and hand-over reasons read the notes only. What staff wrote or did is marked
+    (agent.AUTHOR = agent.STAFF, a note of the desk's that is never sent) so that compaction keeps it.
     """
     out, held, open_ids = [], [], set()
     with_files = attachments.model_wires(messages, images=images)
@@ -56,7 +56,7 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
             continue  # an empty reply saved by an older version: servers refuse it in every later request
         wire = with_files.get(m.pk) or m.wire()
         if _by_staff(m):
-            wire = {**wire, "name": agent.STAFF_NAME}
+            wire = {**wire, agent.AUTHOR: agent.STAFF}
         if m.role == "tool":
             if wire["tool_call_id"] in open_ids:
                 out.append(wire)
@@ -75,8 +75,8 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
 
 
 def _by_staff(message: Message) -> bool:
-    """A message a person wrote or caused (a reply; a notice of a refund, a take-over or a closing): named
-    as staff's for the model, and kept word for word when a long history is compacted."""
+    """A message a person wrote or caused (a reply; a notice of a refund, a take-over or a closing): kept
+    word for word when a long history is compacted."""
     return message.role == "assistant" and (message.author == Message.STAFF or (
         message.author == Message.SYSTEM and message.author_user_id is not None))
 
