@@ -218,6 +218,7 @@ def test_the_summary_is_a_message_of_its_own_marked_as_data_and_the_system_messa
         assert [m for m in sent if HOSTILE in json.dumps(m)] == [summary]
         assert f"“Where is SU-40999? {HOSTILE}”" in summary["content"]
         assert sum(1 for m in sent if SUMMARY_HEADER in json.dumps(m)) == 1
+    assert model.sent[0][:3] == model.sent[1][:3]  # the same cut within the run: the same prefix on every call
 
 
 def test_the_compacted_request_is_one_openai_accepts(standin, photo):
