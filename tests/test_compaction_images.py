@@ -160,7 +160,7 @@ def test_a_photo_in_the_history_no_longer_sets_off_compaction(photo):
 def paused_on_a_refund(photo):
     """A long conversation: a staff promise early on, then the customer's photo and a refund waiting for a
     person; the customer wrote twice more while it waited (held until the call is answered)."""
-    ask = call("issue_refund", {"order_id": "SU-41402"})
+    ask, look = call("issue_refund", {"order_id": "SU-41402"}), call("get_order", {"order_id": "SU-41402"})
     history = [{"role": "system", "content": "You are Sundry's agent."},
                {"role": "system", "content": "The customer's time zone is Europe/Berlin."},
                {"role": "user", "content": "My lamp from SU-40998 is broken."},
@@ -169,6 +169,8 @@ def paused_on_a_refund(photo):
                {"role": "user", "content": f"Where is SU-40999? {HOSTILE}"},
                {"role": "assistant", "content": "SU-40999 is on its way."},
                photo_message(photo, text="SU-41402 arrived cracked, refund it please."),
+               {"role": "assistant", "content": "", "tool_calls": [look]},
+               {"role": "tool", "tool_call_id": look["id"], "content": json.dumps(order(None, "SU-41402"))},
                {"role": "assistant", "content": "", "tool_calls": [ask]}]
     later = [{"role": "user", "content": "Any news on the refund?"},
              {"role": "user", "content": "And is the replacement still coming on Friday?"}]
@@ -187,7 +189,9 @@ def test_under_a_tight_budget_the_last_message_a_decided_refund_and_a_staff_prom
     assert {"role": "assistant", "content": PROMISE, AUTHOR: STAFF} in sent  # word for word
     at = next(i for i, m in enumerate(sent) if m.get("tool_calls") == [ask])  # the decided call ...
     assert sent[at + 1]["tool_call_id"] == ask["id"] and "RF-7K2M9" in sent[at + 1]["content"]  # ... its result
-    assert sent[at - 1]["role"] == "user" and "refund it please" in json.dumps(sent[at - 1])  # ... and the request
+    asked = max(i for i, m in enumerate(sent[:at]) if m["role"] == "user")  # ... and the request, with the look-up
+    assert "refund it please" in json.dumps(sent[asked]) and sent[asked + 1]["tool_calls"][0]["function"]["name"] \
+        == "get_order"
     assert paired(sent) and validate_request({"model": "m", "messages": sent}) is None
     compaction = next(s for s in rec.steps if s.kind == "compact")
     assert "summarised" in compaction.result and "kept 1 staff message" in compaction.result
@@ -198,7 +202,7 @@ def test_a_call_still_waiting_for_a_person_is_sent_with_the_request_that_led_to_
     transcript, ask, _ = paused_on_a_refund(photo)
     messages, done = compact(transcript.messages, 1500)
     assert done.startswith("summarised") and messages[-1]["tool_calls"] == [ask]
-    assert "refund it please" in json.dumps(messages[-2])
+    assert "refund it please" in json.dumps(messages[-4])
     assert PROMISE in [m["content"] for m in messages]
 
 

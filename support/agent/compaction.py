@@ -74,7 +74,7 @@ def compact(messages: list[dict], budget: int, *, pinned_calls=frozenset()) -> t
             continue
         out = head + [summary_message(left)] + [rest[i] for i in sorted(kept)] + rest[start:]
         if estimate_tokens(out) <= budget or keep == 1:
-            return out, _what_was_left_out(left, rest, kept)
+            return out, _what_was_left_out(left, rest, kept, set(pinned_calls))
     return messages, ""
 
 
@@ -115,11 +115,13 @@ def _never_summarised(rest: list[dict], start: int, pinned: set[str]) -> set[int
     return kept
 
 
-def _what_was_left_out(left: list[dict], rest: list[dict], kept: set[int]) -> str:
+def _what_was_left_out(left: list[dict], rest: list[dict], kept: set[int], pinned: set[str]) -> str:
     """The trace's line: how many messages the summary stands for, and what was kept among them."""
     photos = sum(1 for m in left if isinstance(m.get("content"), list) for p in m["content"] if _is_image(p))
     staff = sum(1 for i in kept if is_staff(rest[i]))
-    calls = sum(1 for i in kept if rest[i].get("tool_calls"))
+    answered = {m.get("tool_call_id") for m in rest if m.get("role") == "tool"}
+    calls = sum(1 for i in kept for c in rest[i].get("tool_calls") or []
+                if c.get("id") in pinned or c.get("id") not in answered)
     said = [f"summarised {len(left)} earlier messages into one message marked as data"
             + (f" ({photos} photo{'s' if photos > 1 else ''} left out)" if photos else "")]
     if staff:
