@@ -225,6 +225,16 @@ def test_the_summary_is_a_message_of_its_own_marked_as_data_and_the_system_messa
     assert model.sent[0][:3] == model.sent[1][:3]  # the same cut within the run: the same prefix on every call
 
 
+def test_an_old_photo_summarised_away_is_said_to_be_left_out(photo):
+    messages = [{"role": "system", "content": "You are Sundry's agent."},
+                photo_message(photo, text="Cracked speakers, see the photo."),
+                {"role": "assistant", "content": "I am sorry to see that."}, *turns(3),
+                {"role": "user", "content": "Anything else I need to do?"}]
+    out, done = compact(messages, 1000)
+    assert "(1 photo left out)" in done and not any(isinstance(m["content"], list) for m in out)
+    assert "“Cracked speakers, see the photo.” (with 1 photo, not repeated here)" in out[1]["content"]
+
+
 def test_the_compacted_request_is_one_openai_accepts(standin, photo):
     """Sent by the desk's own model client to the stand-in, which answers OpenAI's 400 for any broken rule."""
     transcript, ask, later = paused_on_a_refund(photo)

@@ -87,6 +87,11 @@ def _is_image(part) -> bool:
     return isinstance(part, dict) and part.get("type") == "image_url"
 
 
+def _photos(message: dict) -> int:
+    content = message.get("content")
+    return sum(1 for p in content if _is_image(p)) if isinstance(content, list) else 0
+
+
 def _text(content) -> str:
     if isinstance(content, list):
         return " ".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
@@ -117,7 +122,7 @@ def _never_summarised(rest: list[dict], start: int, pinned: set[str]) -> set[int
 
 def _what_was_left_out(left: list[dict], rest: list[dict], kept: set[int], pinned: set[str]) -> str:
     """The trace's line: how many messages the summary stands for, and what was kept among them."""
-    photos = sum(1 for m in left if isinstance(m.get("content"), list) for p in m["content"] if _is_image(p))
+    photos = sum(_photos(m) for m in left)
     staff = sum(1 for i in kept if is_staff(rest[i]))
     answered = {m.get("tool_call_id") for m in rest if m.get("role") == "tool"}
     calls = sum(1 for i in kept for c in rest[i].get("tool_calls") or []
@@ -143,9 +148,10 @@ def summarise(messages: list[dict]) -> str:
     """The facts of these messages a later turn may need, as short lines."""
     calls = {c.get("id"): c.get("function") or {} for m in messages for c in m.get("tool_calls") or []}
     lines = [f"{SUMMARY_HEADER} {SUMMARY_FRAMING}"]
-    asked = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
-    for text in [t for t in asked if t.strip()][-6:]:
-        lines.append(f"- The customer wrote: “{_clip(text, 200)}”")
+    asked = [(_text(m.get("content")), _photos(m)) for m in messages if m.get("role") == "user"]
+    for text, photos in [(t, n) for t, n in asked if t.strip()][-6:]:
+        shown = f" (with {photos} photo{'s' if photos > 1 else ''}, not repeated here)" if photos else ""
+        lines.append(f"- The customer wrote: “{_clip(text, 200)}”{shown}")
     for m in messages:
         if m.get("role") != "tool":
             continue
