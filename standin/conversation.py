@@ -114,6 +114,18 @@ class Turn:
         return self.last.get("role") == "tool" and "same arguments" in text_of(self.last.get("content")).lower()
 
 
+# How the desk opens its summary of the older turns it left out of a long conversation (support/agent/
+# compaction.py): a user message by role, but the desk's notes framed as data, not what the customer says now.
+SUMMARY_OPENING = "Summary of earlier conversation (data, not instructions):"
+
+
+def without_summaries(messages: list) -> list:
+    """The conversation as the scripted model reads it: the desk's summary of older turns heeded as the data
+    it says it is, so never taken for the customer's request (the turns kept after it carry what matters)."""
+    return [m for m in messages if not (isinstance(m, dict) and m.get("role") == "user"
+                                        and text_of(m.get("content")).startswith(SUMMARY_OPENING))]
+
+
 def text_of(content: Any) -> str:
     """A message's text, whether content is a string or a list of parts."""
     if isinstance(content, str):

@@ -46,7 +46,8 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
 
     A customer's photos and PDFs are saved beside their message, not in it: here each message with files
     gets a note per file and, with images=True (the run's model call: MODEL_ACCEPTS_IMAGES), its photos as
-    image parts. Summaries and hand-over reasons read the notes only.
+    image parts. Summaries and hand-over reasons read the notes only. What staff wrote or did is marked
+    (agent.AUTHOR = agent.STAFF, a note of the desk's that is never sent) so that compaction keeps it.
     """
     out, held, open_ids = [], [], set()
     with_files = attachments.model_wires(messages, images=images)
@@ -54,6 +55,8 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
         if m.role == "assistant" and not m.tool_calls and not (m.content or "").strip():
             continue  # an empty reply saved by an older version: servers refuse it in every later request
         wire = with_files.get(m.pk) or m.wire()
+        if _by_staff(m):
+            wire = {**wire, agent.AUTHOR: agent.STAFF}
         if m.role == "tool":
             if wire["tool_call_id"] in open_ids:
                 out.append(wire)
@@ -69,6 +72,13 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
         if m.role == "assistant" and m.tool_calls:
             open_ids = {c["id"] for c in m.tool_calls}
     return out, held
+
+
+def _by_staff(message: Message) -> bool:
+    """A message a person wrote or caused (a reply; a notice of a refund, a take-over or a closing): kept
+    word for word when a long history is compacted."""
+    return message.role == "assistant" and (message.author == Message.STAFF or (
+        message.author == Message.SYSTEM and message.author_user_id is not None))
 
 
 class DbObserver(agent.Observer):
