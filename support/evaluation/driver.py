@@ -59,9 +59,11 @@ from support.models import (
 )
 from support.tools import mcp
 
-from .criteria import Check, Observed, check
+from . import endstate
+from .criteria import Check, Observed, check, check_end_state
 from .customer import CustomerModel
 from .scenario import Decision, Expect, Scenario
+from .triage import model_judge, triage
 
 MAX_RUNS_PER_TURN = 20  # a turn that needs more runs than this is going round in circles
 # While an e-mail scenario plays: the desk's address, and its answer e-mails kept here (django.core.mail.outbox).
@@ -89,6 +91,11 @@ class ScenarioRun:
     trace: list[dict] = field(default_factory=list)
     decisions: list[dict] = field(default_factory=list)
     error: str = ""
+    # How the simulated customer ended the chat: "stop", "transfer", "out-of-scope" (its tokens), "never" (it ran
+    # out of turns), "error" (its model failed); "" with no simulated customer.
+    customer_end: str = ""
+    stop_reasons: list[str] = field(default_factory=list)  # each run's, oldest first
+    triage: dict | None = None  # a failed attempt's {"label", "why"} (triage.py)
 
     @property
     def passed(self) -> bool:
@@ -106,6 +113,7 @@ class ScenarioRun:
             "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6),
             "seconds": round(self.seconds, 2), "customer_calls": self.customer_calls,
             "transcript": self.transcript, "trace": self.trace, "decisions": self.decisions, "error": self.error,
+            "customer_end": self.customer_end, "stop_reasons": self.stop_reasons, "triage": self.triage,
         }
 
 
@@ -170,6 +178,7 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
             seed_demo()  # every scenario starts from the contract's shop: earlier refunds and messages are gone
             if _remote_shop is not None:
                 _remote_shop.reset()
+            shop_before = endstate.baseline(_remote_shop)
             _import_policies(scenario.import_policies)
             staff = demo_staff_user()
             if scenario.channel == "email":  # the first mail starts the conversation; anyone may write
@@ -191,11 +200,17 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
             if scenario.simulated is not None:
                 _simulated(record, conversation, staff, scenario, customer_model)
             record.checks += check(scenario.expect, _observe(conversation, start), "conversation")
+            if scenario.end_state is not None:
+                record.checks += check_end_state(scenario.end_state,
+                                                 endstate.observe(conversation, shop_before, _remote_shop))
     except Exception as e:  # a crash is a failed criterion with its cause, never the end of the evaluation
         record.error = "".join(traceback.format_exception_only(type(e), e)).strip()
         record.checks.append(Check("runs to the end without an error", False, record.error))
     if conversation is not None:
         _evidence(record, conversation)
+    if not record.passed:
+        judge = settings.EVALUATION_TRIAGE_MODEL
+        record.triage = triage(record, model_judge(judge) if judge else None)
     record.seconds = time.monotonic() - t0
     return record
 
@@ -323,23 +338,31 @@ def _simulated(record: ScenarioRun, conversation: Conversation, staff, scenario:
         record.checks.append(Check("simulated customer", False, "no customer model was given"))
         return
     decisions = list(sim.decisions)
+    record.customer_end = "never"
     for k in range(1, sim.max_turns + 1):
         said = customer_model.next_message(sim, _seen_by_customer(conversation))
         record.customer_calls += 1
         if said.error:
-            record.checks.append(Check(f"simulated turn {k}: the customer model answers", False, said.error))
+            record.customer_end = "error"
+            record.checks.append(Check(f"simulated turn {k}: the customer model answers", False, said.error,
+                                       "customer_fault"))
             return
         if said.text is None:
+            record.customer_end = said.end or "stop"
             break
         _turn(record, conversation, staff, f"simulated turn {k}", said.text, 0, decisions, Expect(),
               report_unused=False)
     _unused(record, "simulated turns", decisions)
+    if sim.expect_end:
+        record.checks.append(Check(f"the simulated customer ends with {sim.expect_end}",
+                                   record.customer_end == sim.expect_end, f"it ended with {record.customer_end}",
+                                   "customer_fault" if record.customer_end in ("never", "error") else ""))
 
 
 def _unused(record: ScenarioRun, scope: str, decisions: list[Decision]) -> None:
     for d in decisions:  # scripted, but the agent never asked for that gated call
         record.checks.append(Check(f"{scope}: decision {d.describe()}", False,
-                                   "never used: the agent did not ask for this gated call"))
+                                   "never used: the agent did not ask for this gated call", "missing_approval_request"))
 
 
 def _customer_says(conversation: Conversation, text: str) -> None:
@@ -541,6 +564,8 @@ def _evidence(record: ScenarioRun, conversation: Conversation) -> None:
         "finish_reason": s.finish_reason, "prompt_tokens": s.prompt_tokens,
         "completion_tokens": s.completion_tokens, "cost_usd": float(s.cost_usd), "ms": round(s.duration_ms),
     } for s in steps]
+    record.stop_reasons = [r.stop_reason for r in Run.objects.filter(conversation=conversation).order_by("pk")
+                           if r.stop_reason]
     models = [s for s in steps if s.kind == "model"]
     record.model_calls = len(models)
     record.prompt_tokens = sum(s.prompt_tokens for s in models)
