@@ -187,7 +187,7 @@ def check_end_state(end: EndState, seen: EndSeen) -> list[Check]:
         out = [Check(c.name, c.ok, c.detail, "missing_approval_request") if not c.ok and c.name.startswith(
             "end state: approval ") and c.name.split()[3] in missing_request else c for c in out]
     compare("hand-over", list(end.escalations), [(e,) for e in seen.escalations],
-            lambda w, g: _norm(w) in _norm(g[0]), lambda w: f"({w!r})" if w else "")
+            lambda w, g: _norm(w) in _norm(g[0]), lambda w: f"({w!r})" if w else "(any)")
     if end.conversation_status is not None:
         out.append(Check(f"end state: conversation is {end.conversation_status}",
                          seen.conversation_status == end.conversation_status, f"was {seen.conversation_status or '-'}",
