@@ -39,7 +39,7 @@ from support.customers import notify
 from support.desk import gate, inbound_mail, queue, runner, services, uploads
 from support.desk.demo import demo_staff_user, seed_demo
 from support.desk.policy_import import import_policies
-from support.live import events
+from support.live import events, presence
 from support.models import (
     Approval,
     Conversation,
@@ -157,9 +157,11 @@ def mcp_services(names: tuple[str, ...]):
 
 @contextmanager
 def quiet_desk():
-    """Runs are worked here, not by Celery; events have no one to reach."""
+    """Runs are worked here, not by Celery; events have no one to reach; no staff member is online (routing
+    leaves work unassigned, as it does when nobody is, without asking Redis)."""
     with mock.patch.object(queue, "run_agent", lambda run_id: None), \
-            mock.patch.object(events.publisher, "send", lambda groups, event: None):
+            mock.patch.object(events.publisher, "send", lambda groups, event: None), \
+            mock.patch.object(presence, "online_user_ids", lambda: set()):
         yield
 
 
