@@ -128,7 +128,7 @@ def test_an_expected_call_never_made_is_the_wrong_tool_and_a_failing_model_the_e
      EndSeen(seller_messages=[("SU-1", "S-HL", "please send a photo")]), []),
     (EndState(seller_messages=(SellerNote("SU-1", seller="S-BE"),)),
      EndSeen(seller_messages=[("SU-1", "S-HL", "x")]),
-     ["end state: seller message SU-1 to S-BE", "end state: unexpected seller message SU-1 S-HL x"]),
+     ["end state: seller message SU-1 to S-BE", "end state: unexpected seller message SU-1 S-HL x"]),  # the wrong seller
     (EndState(escalations=("",)), EndSeen(), ["end state: hand-over (any)"]),
     (EndState(), EndSeen(escalations=["Refund above the limit"]),
      ["end state: unexpected hand-over Refund above the limit"]),
@@ -137,6 +137,21 @@ def test_an_expected_call_never_made_is_the_wrong_tool_and_a_failing_model_the_e
 ])
 def test_end_state_comparison_is_exact(end, seen, failed):
     assert [c.name for c in check_end_state(end, seen) if not c.ok] == failed
+
+
+def test_each_end_state_failure_says_what_kind_it_is():
+    def tags(end, seen):
+        return {c.name: c.tag for c in check_end_state(end, seen) if not c.ok}
+    assert tags(EndState(seller_messages=(SellerNote("SU-1", seller="S-BE"),)),
+                EndSeen(seller_messages=[("SU-1", "S-HL", "x")])) == {
+        "end state: seller message SU-1 to S-BE": "partial_goal",
+        "end state: unexpected seller message SU-1 S-HL x": "wrong_arguments"}  # the right order, the wrong seller
+    assert tags(EndState(), EndSeen(seller_messages=[("SU-2", "S-HL", "x")], refunds=[("SU-2", "1.00")])) == {
+        "end state: unexpected seller message SU-2 S-HL x": "unintended_write",
+        "end state: unexpected refund SU-2 1.00": "unintended_write"}
+    assert tags(EndState(approvals=(("issue_refund", "approved"),)), EndSeen(approvals=[("issue_refund", "rejected")])) \
+        == {"end state: approval issue_refund approved": "partial_goal",  # asked for, decided otherwise
+            "end state: unexpected approval issue_refund rejected": ""}
 
 
 @pytest.mark.parametrize("fact, text, found", [
@@ -329,6 +344,12 @@ def test_a_judge_is_asked_only_when_the_rules_say_no_more_than_partial_goal():
     assert "says x: not in: hello" in asked[0]
     nonsense = triage(failed_run(Check("says x", False)), lambda s, u: '{"label": "bad luck"}')
     assert nonsense == {"label": "partial_goal", "why": "says x"}
+
+
+def test_with_a_judge_model_set_a_judge_that_answers_no_label_leaves_the_rules_label(on_standin, settings):
+    settings.EVALUATION_TRIAGE_MODEL = "sundry-standin-1"  # the stand-in answers it, but with no label in JSON
+    attempt = play({"turn": [{"say": "Has SU-41210 arrived?"}], "end_state": {"must_tell": ["SU-41311"]}})
+    assert attempt.triage == {"label": "partial_goal", "why": "end state: the customer was told 'SU-41311'"}
 
 
 def test_the_html_report_shows_why_a_trial_failed_escaped(on_standin, tmp_path):

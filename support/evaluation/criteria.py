@@ -151,7 +151,8 @@ def check_end_state(end: EndState, seen: EndSeen) -> list[Check]:
     """Every write expected is there, and nothing else: each missing and each unexpected one fails by name."""
     out: list[Check] = []
 
-    def compare(kind: str, want: list, got: list, fits, show, extra_tag: str = "unintended_write") -> None:
+    def compare(kind: str, want: list, got: list, fits, show, extra_tag: str = "unintended_write",
+                missing_tag=lambda w: "partial_goal") -> None:
         left = list(got)
         missing = []
         for w in want:
@@ -163,11 +164,11 @@ def check_end_state(end: EndState, seen: EndSeen) -> list[Check]:
                 out.append(Check(f"end state: {kind} {show(w)}", True))
         for w in missing:
             out.append(Check(f"end state: {kind} {show(w)}", False,
-                             f"not there; there: {', '.join(_show_any(g) for g in got) or 'none'}", "partial_goal"))
-        missed_orders = {w[0] for w in missing if isinstance(w, tuple)}
-        for g in left:
-            tag = "wrong_arguments" if isinstance(g, tuple) and g[0] in missed_orders and kind != "approval" \
-                else extra_tag
+                             f"not there; there: {', '.join(_show_any(g) for g in got) or 'none'}", missing_tag(w)))
+        missed_orders = {w[0] if isinstance(w, tuple) else getattr(w, "order", None) for w in missing} \
+            if extra_tag == "unintended_write" else set()
+        for g in left:  # a write on an order that had another one coming is that write with the wrong arguments
+            tag = "wrong_arguments" if isinstance(g, tuple) and g[0] in missed_orders else extra_tag
             out.append(Check(f"end state: unexpected {kind} {_show_any(g)}", False, "not in the expected end state",
                              tag))
         if not left:
@@ -179,13 +180,9 @@ def check_end_state(end: EndState, seen: EndSeen) -> list[Check]:
             and _norm(w.contains) in _norm(g[2]),
             lambda w: f"{w.order}" + (f" to {w.seller}" if w.seller else "") + (f" ({w.contains!r})" if w.contains
                                                                                 else ""))
-    asked = {t for t, _ in seen.approvals}
-    missing_request = [t for t, _ in end.approvals if t not in asked]
+    asked = {t for t, _ in seen.approvals}  # a gated call expected but never put to staff is its own failure
     compare("approval", list(end.approvals), seen.approvals, lambda w, g: w == g, lambda w: f"{w[0]} {w[1]}",
-            extra_tag="")
-    if missing_request:  # a gated call the scenario expected was never put to staff
-        out = [Check(c.name, c.ok, c.detail, "missing_approval_request") if not c.ok and c.name.startswith(
-            "end state: approval ") and c.name.split()[3] in missing_request else c for c in out]
+            extra_tag="", missing_tag=lambda w: "partial_goal" if w[0] in asked else "missing_approval_request")
     compare("hand-over", list(end.escalations), [(e,) for e in seen.escalations],
             lambda w, g: _norm(w) in _norm(g[0]), lambda w: f"({w!r})" if w else "(any)")
     if end.conversation_status is not None:

@@ -57,7 +57,7 @@ class CustomerTurn:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str = ""
-    end: str = ""  # "stop" | "transfer" | "out-of-scope" when the customer ended the chat
+    end: str = ""  # "stop" | "transfer" | "out-of-scope" when the customer ended the chat; "waiting": no answer yet
 
 
 def prompt(sim: SimulatedCustomer) -> str:
@@ -96,7 +96,7 @@ class CustomerModel:
             else:
                 messages.append({"role": role, "content": text})
         if messages[-1]["role"] == "assistant":
-            return CustomerTurn(None, end="stop")  # the desk said nothing since: nothing to answer
+            return CustomerTurn(None, end="waiting")  # the desk said nothing since (a refund awaits staff)
         try:
             reply = self._complete(messages)
         except ModelError as e:

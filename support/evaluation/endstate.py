@@ -1,13 +1,14 @@
 """The end state of a scenario, read from where it lives: the refunds and seller messages the shop holds (the
 demo's tables, or the reference shop over HTTP), the approvals, hand-overs and status the desk holds, and what
 the customer was shown. The shop's own writes from before the scenario (its catalogue's refunds) are left out.
+Also the evidence the reports show of an attempt: its transcript, its trace and what it cost.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from support.models import Approval, Conversation, Order, Refund, SellerMessage, ToolCall
+from support.models import Approval, Conversation, Order, Refund, Run, SellerMessage, Step, ToolCall
 
 from .criteria import EndSeen
 
@@ -65,3 +66,27 @@ def _shop(remote) -> tuple[list, list]:
     messages = [(m["id"], m["order_number"], sellers.get(m["order_number"], ""), m["body"])
                 for m in remote.seller_messages()]
     return refunds, messages
+
+
+def evidence(record, conversation: Conversation) -> None:
+    runs = {r.pk: i for i, r in enumerate(Run.objects.filter(conversation=conversation).order_by("pk"), 1)}
+    record.transcript = [{
+        "seq": m.seq, "role": m.role, "author": m.author, "content": m.content or "",
+        "tool_calls": [{"name": (c.get("function") or {}).get("name", ""),
+                        "arguments": (c.get("function") or {}).get("arguments", "")} for c in m.tool_calls or []],
+        "run": runs.get(m.run_id),
+    } for m in conversation.messages.order_by("seq")]
+    steps = Step.objects.filter(run__conversation=conversation).order_by("pk")
+    record.trace = [{
+        "run": runs.get(s.run_id), "turn": s.turn, "kind": s.kind, "label": s.label, "tool": s.tool,
+        "arguments": s.arguments[:300], "result": s.result[:300], "error": s.error[:300],
+        "finish_reason": s.finish_reason, "prompt_tokens": s.prompt_tokens,
+        "completion_tokens": s.completion_tokens, "cost_usd": float(s.cost_usd), "ms": round(s.duration_ms),
+    } for s in steps]
+    record.stop_reasons = [r.stop_reason for r in Run.objects.filter(conversation=conversation).order_by("pk")
+                           if r.stop_reason]
+    models = [s for s in steps if s.kind == "model"]
+    record.model_calls = len(models)
+    record.prompt_tokens = sum(s.prompt_tokens for s in models)
+    record.completion_tokens = sum(s.completion_tokens for s in models)
+    record.cost_usd = float(sum(s.cost_usd for s in models))
