@@ -154,6 +154,23 @@ def test_each_end_state_failure_says_what_kind_it_is():
             "end state: unexpected approval issue_refund rejected": ""}
 
 
+def test_the_per_turn_criteria_say_what_kind_of_failure_they_show():
+    from support.evaluation.criteria import Observed, check
+    from support.evaluation.scenario import CallRule, Expect
+
+    def tags(expect, seen):
+        return {c.name: c.tag for c in check(expect, seen, "turn 1") if not c.ok}
+    seen = Observed(calls=[("get_order", {"order_id": "SU-1"}), ("issue_refund", {"order_id": "SU-1", "amount": "9"})],
+                    refunds=[("SU-1", "9.00")], seller_messages=[("SU-1", "hello")])
+    assert tags(Expect(calls=(CallRule("issue_refund", {"amount": "5"}), CallRule("track_parcel")),
+                       no_calls=(CallRule("get_order"),), refunds=(("SU-1", "5.00"),), seller_messages=()), seen) == {
+        "turn 1: calls issue_refund(amount=5)": "wrong_arguments", "turn 1: calls track_parcel()": "wrong_tool",
+        "turn 1: never calls get_order()": "wrong_tool", "turn 1: refunds issued: SU-1 5.00": "wrong_arguments",
+        "turn 1: seller messages: none": "unintended_write"}
+    assert tags(Expect(refunds=(), seller_messages=(("SU-1", "bye"), ("SU-2", ""))), seen) == {
+        "turn 1: refunds issued: none": "unintended_write", "turn 1: seller messages: SU-1 ('bye'), SU-2": ""}
+
+
 @pytest.mark.parametrize("fact, text, found", [
     ("30.00", "We refunded €30 today.", True), ("30.00", "30,00 EUR back", True), ("€30", "a refund of 30.00.", True),
     ("30.00", "EUR 30", True), ("30.00", "30 euros", True),

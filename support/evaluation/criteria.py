@@ -85,7 +85,7 @@ def check(expect: Expect, seen: Observed, scope: str) -> list[Check]:
         wanted = ", ".join(f"{o} ({p!r})" if p else o for o, p in expect.seller_messages) or "none"
         add(f"seller messages: {wanted}", ok,
             f"sent: {', '.join(f'{o}: {_clip(m, 80)}' for o, m in seen.seller_messages) or 'none'}",
-            "unintended_write" if len(seen.seller_messages) > len(expect.seller_messages) else "wrong_arguments")
+            _count_tag(len(expect.seller_messages), len(seen.seller_messages)))
     if expect.approvals is not None:
         ok = len(seen.approvals) == len(expect.approvals) and all(
             (t, d) in seen.approvals or (not d and any(s == t for s, _ in seen.approvals))
@@ -121,6 +121,11 @@ def _write_tag(want: list[tuple[str, str]], seen: list[tuple[str, str]]) -> str:
     if any(o in {m for m, _ in missing} for o, _ in extra):
         return "wrong_arguments"
     return "unintended_write" if extra else ""
+
+
+def _count_tag(wanted: int, sent: int) -> str:
+    """More sent than wanted: unintended; as many but not the ones wanted: wrong arguments; fewer: missing."""
+    return "unintended_write" if sent > wanted else ("wrong_arguments" if sent == wanted else "")
 
 
 def _difference(want: list, seen: list) -> list:
