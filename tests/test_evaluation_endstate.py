@@ -190,6 +190,7 @@ def test_must_tell_amounts_match_however_they_are_written_and_nothing_else(fact,
     ({"must_tell": ["48 hours", " "]}, "must_tell has an empty fact"),
     ({"must_tell": "48 hours"}, "must_tell must be a list of texts"),
     ({"refund": []}, "end_state: unknown key(s) refund"),
+    ({"conversation_status": "closed"}, "conversation_status is one of open, needs_attention, taken_over, not 'closed'"),
 ])
 def test_a_mistake_in_an_end_state_is_named(end_state, words):
     with pytest.raises(ScenarioError) as refused:
@@ -379,3 +380,10 @@ def test_the_html_report_shows_why_a_trial_failed_escaped(on_standin, tmp_path):
     run["triage"]["why"] = "<script>alert(1)</script>"
     page = report.as_html(data)
     assert "Why it failed: unintended_write" in page and "&lt;script&gt;alert(1)" in page and "<script>" not in page
+
+
+def test_the_statuses_an_end_state_may_name_are_the_conversations():
+    from support.evaluation.scenario import CONVERSATION_STATUSES
+    from support.models import Conversation
+
+    assert set(CONVERSATION_STATUSES) == {status for status, _ in Conversation.STATUSES}

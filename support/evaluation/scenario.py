@@ -104,6 +104,7 @@ class Turn:
 ENDINGS = ("stop", "transfer", "out-of-scope")
 # Approval decisions an end state may name: "edited" is an approval with changed arguments.
 END_DECISIONS = ("approved", "edited", "rejected", "expired", "pending")
+CONVERSATION_STATUSES = ("open", "needs_attention", "taken_over")  # support.models.Conversation.STATUSES
 
 
 @dataclass(frozen=True)
@@ -267,9 +268,12 @@ def _end_state(r: "_Reader") -> EndState:
     must_tell = r.strings("must_tell")
     if any(not fact.strip() for fact in must_tell):
         raise ScenarioError(f"{r.where}: must_tell has an empty fact")
+    status = r.text("conversation_status") or None
+    if status is not None and status not in CONVERSATION_STATUSES:
+        raise ScenarioError(f"{r.where}: conversation_status is one of {', '.join(CONVERSATION_STATUSES)}, "
+                            f"not {status!r}")
     end = EndState(refunds=tuple(refunds), seller_messages=tuple(notes), approvals=tuple(approvals),
-                   escalations=tuple(escalations), conversation_status=r.text("conversation_status") or None,
-                   must_tell=must_tell)
+                   escalations=tuple(escalations), conversation_status=status, must_tell=must_tell)
     r.done()
     return end
 
