@@ -28,7 +28,7 @@ from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
 from support.desk import assistant, journal, known_orders, notices, routing, serializers, services, takeover
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
-from support.ops import metrics
+from support.ops import metrics, tracing
 from support.tools import mcp, tool_by_name
 
 log = logging.getLogger(__name__)
@@ -192,6 +192,7 @@ class DbObserver(agent.Observer):
     # the trace
     def step_started(self, step: agent.Step) -> None:
         metrics.step_started(self, step)
+        tracing.step_started(self, step)
         if step.kind == "tool":
             if not step.read_only:
                 _tool_call_started(self.run, self.lease, step)  # counted before an effect runs, crash or not
@@ -216,8 +217,10 @@ class DbObserver(agent.Observer):
                 unit.cost_usd += Decimal(str(step.cost_usd))
             elif step.kind == "tool" and step.call_id:
                 unit.tool_calls.append(self._tool_call(step))
-        known = step.kind == "tool" and tool_by_name(step.tool) is not None
-        metrics.step_recorded(step, self.run, known_tool=known, server=mcp.server_of(step.tool) or "desk")
+        tool = tool_by_name(step.tool) if step.kind == "tool" else None
+        server = mcp.server_of(step.tool) or "desk"
+        metrics.step_recorded(step, self.run, known_tool=tool is not None, server=server)
+        tracing.step_recorded(self, step, gated=bool(tool and tool.gated), server=server)
 
     def _tool_call(self, step: agent.Step) -> ToolCall:
         """The call's record: inserted (a read-only tool, or a call answered without running: unknown tool,
@@ -250,6 +253,7 @@ class DbObserver(agent.Observer):
 
     def token(self, delta: str) -> None:
         metrics.token_streamed(self)
+        tracing.token(self)
         serializers.publish_token(self.conversation, self.run, self.last_seq, delta)
         self.heartbeat()
 
@@ -349,6 +353,11 @@ def run_execute(run_id: int) -> str:
             status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
     run = Run.objects.select_related("conversation__customer").get(pk=run_id)
+    with tracing.run_span(run):
+        return _execute(run, lease)
+
+
+def _execute(run: Run, lease: str) -> str:
     try:
         return _work(run, lease)
     except TakenOver:
