@@ -286,6 +286,9 @@ MODEL_CONNECT_TIMEOUT = env_float("MODEL_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 MODEL_READ_TIMEOUT = env_float("MODEL_READ_TIMEOUT", 30.0, minimum=0.1)
 MODEL_MAX_RETRIES = env_int("MODEL_MAX_RETRIES", 3)
 MODEL_MAX_RETRY_WAIT = env_float("MODEL_MAX_RETRY_WAIT", 20.0)
+# `manage.py evaluate`: a model on the same endpoint asked to label a failed trial when the fixed rules can say
+# no more than partial_goal (support/evaluation/triage.py). Empty: no judge, the rules alone.
+EVALUATION_TRIAGE_MODEL = env_str("EVALUATION_TRIAGE_MODEL", "")
 
 # Limits of one run of the agent loop.
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12, minimum=1)

@@ -247,13 +247,26 @@ def _scenario_html(s: dict) -> str:
             f'<details{" open" if not r["passed"] else ""}><summary>{mark} trial {r["attempt"]}: '
             f'{r.get("turns", 0)} customer turns, {r["model_calls"]} model calls, '
             f'{r["prompt_tokens"] + r["completion_tokens"]} tokens, ${r["cost_usd"]:.5f}, {r["seconds"]:.1f} s</summary>'
-            f'<h3>Criteria</h3><ul class="checks">{checks}</ul>'
+            + _triage_html(r)
+            + f'<h3>Criteria</h3><ul class="checks">{checks}</ul>'
             + (f'<h3>Staff decisions</h3><ul>{decisions}</ul>' if decisions else "")
             + f'<h3>Transcript</h3>{transcript}'
             f'<h3>Trace</h3><table><thead><tr><th>run</th><th>turn</th><th>tool</th><th>arguments</th>'
             f'<th>result</th><th>tokens</th><th>cost $</th><th>ms</th><th>finish</th></tr></thead>'
             f'<tbody>{trace}</tbody></table></details>')
     return "".join(parts)
+
+
+def _triage_html(r: dict) -> str:
+    """A failed attempt's triage label and why (support/evaluation/triage.py), and how a simulated customer ended."""
+    e = _e
+    out = ""
+    if r.get("triage"):
+        t = r["triage"]
+        out += f'<p><strong>Why it failed: {e(t.get("label"))}</strong> — {e(t.get("why"))}</p>'
+    if r.get("customer_end"):
+        out += f'<p>The simulated customer ended with: {e(r["customer_end"])}</p>'
+    return out
 
 
 def _message_html(m: dict) -> str:
