@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import json
 
+from support.agent.types import Observer, Transcript
+from support.desk import assistant
+
 LABELS = ("environment", "customer_fault", "unintended_write", "missing_approval_request", "wrong_arguments",
           "wrong_tool", "partial_goal")
 # Run stop reasons that say the model endpoint, the shop or our own code failed, not the agent's judgement.
@@ -88,9 +91,6 @@ def _ask(judge, record, rule_label: str) -> dict | None:
 
 def model_judge(model_name: str):
     """A judge on the configured endpoint (support.desk.assistant.model), asked once per failed trial."""
-    from support.agent.types import Observer, Transcript
-    from support.desk import assistant
-
     client = assistant.model(model=model_name)
 
     def judge(system: str, user: str) -> str:
