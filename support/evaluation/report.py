@@ -218,7 +218,8 @@ def as_html(report: dict) -> str:
             f"<tr><th>started</th><td>{e(report['started_at'])}</td><th>desk version</th>"
             f"<td>{e(desk.get('version'))}</td></tr><tr><th>simulated customer</th>"
             f"<td>{e(customer.get('model') or model.get('customer_model'))}</td><th>its temperature and prompt</th>"
-            f"<td>{e(customer.get('temperature'))} · {e(customer.get('prompt_version'))}</td></tr>"
+            f"<td>temperature {e(customer.get('temperature'))} · prompt v{e(customer.get('prompt_version'))} "
+            f"({e(customer.get('prompt_fingerprint'))})</td></tr>"
             f"<tr><th>trials</th><td>{trials}</td><th>pass^k</th><td>{e(hat_text(report.get('pass_hat_k') or {}))}"
             f"</td></tr><tr><th>flaky scenarios</th><td colspan=\"3\">{e(', '.join(report.get('flaky') or []) or 'none')}"
             f"</td></tr></table>")
