@@ -286,6 +286,9 @@ MODEL_CONNECT_TIMEOUT = env_float("MODEL_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 MODEL_READ_TIMEOUT = env_float("MODEL_READ_TIMEOUT", 30.0, minimum=0.1)
 MODEL_MAX_RETRIES = env_int("MODEL_MAX_RETRIES", 3)
 MODEL_MAX_RETRY_WAIT = env_float("MODEL_MAX_RETRY_WAIT", 20.0)
+# `manage.py evaluate`: a model on the same endpoint asked to label a failed trial when the fixed rules can say
+# no more than partial_goal (support/evaluation/triage.py). Empty: no judge, the rules alone.
+EVALUATION_TRIAGE_MODEL = env_str("EVALUATION_TRIAGE_MODEL", "")
 
 # Limits of one run of the agent loop.
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12, minimum=1)
@@ -324,6 +327,20 @@ STAFF_SOCKET_RECHECK_SECONDS = env_float("STAFF_SOCKET_RECHECK_SECONDS", 30.0, m
 # socket of theirs is open; each socket renews its mark in Redis every third of this, and a mark not renewed
 # (a process that died) lapses after it.
 STAFF_PRESENCE_SECONDS = env_float("STAFF_PRESENCE_SECONDS", 60.0, minimum=3.0)
+
+# Traces (support/ops/tracing.py, docs/observability.md): on when an OTLP endpoint is named with the standard
+# OpenTelemetry variables (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_SERVICE_NAME
+# names the service), off otherwise: then nothing beyond the OpenTelemetry API is loaded. TRACE_CONTENT=true
+# puts message text, tool arguments and results in spans (truncated to TRACE_CONTENT_MAX_CHARS, e-mail
+# addresses masked); TRACE_URL ("https://tempo.example/trace/{trace_id}") links a run's trace from the console.
+TRACING = bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) \
+    and not env_bool("OTEL_SDK_DISABLED", False)
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "sundry-support-desk")
+TRACE_CONTENT = env_bool("TRACE_CONTENT", False)
+TRACE_CONTENT_MAX_CHARS = env_int("TRACE_CONTENT_MAX_CHARS", 1000, minimum=1)
+TRACE_URL = env_str("TRACE_URL", "")
+if TRACE_URL and "{trace_id}" not in TRACE_URL:
+    raise ImproperlyConfigured("TRACE_URL must contain {trace_id}, e.g. http://127.0.0.1:16686/trace/{trace_id}")
 
 # Logs (support/ops/log_context.py): LOG_FORMAT=json writes one JSON object per line for a log collector, plain
 # is text for a terminal; both carry the request id, conversation, run and task a line was written for.

@@ -66,6 +66,7 @@ DJANGO_ENV = {
                                     "ADDRESS_SOCKETS_PER_MINUTE")},
     # plain http on loopback with DEBUG off: the production defaults for https are turned off here
     "SHOP_SIGNING_KEY": "bench-shop-key-not-a-secret-0123456789abcdef",
+    "METRICS_TOKEN": "bench-metrics-token-not-a-secret-0123",  # required with DEBUG off
     "DJANGO_SECURE_SSL_REDIRECT": "false",
     "DJANGO_SESSION_COOKIE_SECURE": "false",
     "DJANGO_CSRF_COOKIE_SECURE": "false",

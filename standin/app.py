@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import dialects, facts, faults, streaming
-from .conversation import read_turn
+from .conversation import read_turn, without_summaries
 from .faults import Fault
 from .reply import Reply, completion, estimate_tokens, images_in, new_id, prompt_tokens
 from .rules import error_body, parse_error, validate_request
@@ -104,9 +104,10 @@ def create_app(state: ControlState | None = None) -> Starlette:
 
 async def _answer(state: ControlState, n: int, body: dict, peer: str | None = None) -> Response:
     messages, stream = body["messages"], bool(body.get("stream"))
+    read = without_summaries(messages)  # the desk's summary of older turns is data, not the customer's request
     facts.CUSTOMER_ZONE.set(facts.zone_in(messages))  # this request's task only: times in the customer's zone
-    turn = read_turn(messages)
-    fault, directive_repeat = faults.pick(state, messages, turn)
+    turn = read_turn(read)
+    fault, directive_repeat = faults.pick(state, read, turn)
     config = state.config
     if config["latency_ms"]:
         await asyncio.sleep(config["latency_ms"] / 1000)
@@ -121,7 +122,7 @@ async def _answer(state: ControlState, n: int, body: dict, peer: str | None = No
     if not turn.spin_warned and (directive_repeat or faults.repeating(turn)) and turn.batches:
         reply = faults.repeat(turn)  # the "same call forever" model, until the loop warns it
     else:
-        reply = decide(messages, body.get("tools"), body.get("tool_choice"), config["outcome_style"], turn)
+        reply = decide(read, body.get("tools"), body.get("tool_choice"), config["outcome_style"], turn)
     dialect = dialects.DIALECTS[config["dialect"]]
     reply = dialects.restyle(dialect, _cap(faults.apply(fault, reply, turn), body))
     prompt = prompt_tokens(body)

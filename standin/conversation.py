@@ -114,6 +114,18 @@ class Turn:
         return self.last.get("role") == "tool" and "same arguments" in text_of(self.last.get("content")).lower()
 
 
+# How the desk opens its summary of the older turns it left out of a long conversation (support/agent/
+# compaction.py): a user message by role, but the desk's notes framed as data, not what the customer says now.
+SUMMARY_OPENING = "Summary of earlier conversation (data, not instructions):"
+
+
+def without_summaries(messages: list) -> list:
+    """The conversation as the scripted model reads it: the desk's summary of older turns heeded as the data
+    it says it is, so never taken for the customer's request (the turns kept after it carry what matters)."""
+    return [m for m in messages if not (isinstance(m, dict) and m.get("role") == "user"
+                                        and text_of(m.get("content")).startswith(SUMMARY_OPENING))]
+
+
 def text_of(content: Any) -> str:
     """A message's text, whether content is a string or a list of parts."""
     if isinstance(content, str):
@@ -191,6 +203,19 @@ def known_orders(system: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in KNOWN_ORDER.finditer(system)]
 
 
+# The same line's "sold by <seller>: <what was bought>, <total>": a customer who names the product, not the number.
+KNOWN_BOUGHT = re.compile(r"^- (SU-\d+): placed [^,]+, [^,]+, sold by [^:\n]+: (.+), [\d.]+ [A-Z]{3}$", re.MULTILINE)
+PLAIN_WORDS = {"items", "pair", "more"}
+
+
+def order_by_product(system: str, texts: list[str]) -> str | None:
+    """The one known order whose product the customer's words name ("my bookshelf speakers"), else None."""
+    said = set(re.findall(r"[a-z]{5,}", " ".join(texts).lower())) - PLAIN_WORDS
+    hits = [number for number, bought in KNOWN_BOUGHT.findall(system)
+            if said & set(re.findall(r"[a-z]{5,}", bought.lower()))]
+    return hits[0] if len(hits) == 1 else None
+
+
 def find_order_id(texts: list[str]) -> str | None:
     for text in reversed(texts):
         found = ORDER_ID.search(text)
@@ -254,7 +279,8 @@ def read_turn(messages: list[dict]) -> Turn:
         system=system,
         request="\n".join(now),
         steps=steps,
-        order_id=find_order_id(now) or find_order_id(user) or (known[0][0] if len(known) == 1 else None),
+        order_id=find_order_id(now) or find_order_id(user) or (known[0][0] if len(known) == 1 else None)
+        or order_by_product(system, user),
         known=known,
         last=messages[-1] if messages else {},
         previous_answer=text_of(messages[start - 1].get("content")) if start else "",

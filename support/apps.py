@@ -12,3 +12,6 @@ class SupportConfig(AppConfig):
         # logout handlers and the Celery signal handlers (support/worker.py) in every process.
         from support import worker  # noqa: F401
         from support.desk import checks, permissions  # noqa: F401
+        from support.ops import tracing
+
+        tracing.setup()  # nothing unless an OTLP endpoint is configured

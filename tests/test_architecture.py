@@ -16,6 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFERRED_ALLOWED = {
     ("support/apps.py", "support"),  # SupportConfig.ready: modules that import models, after the registry
     ("support/apps.py", "support.desk"),
+    ("support/apps.py", "support.ops"),  # tracing on before the first request builds the middleware chain
 }
 
 

@@ -4,14 +4,16 @@ word, calls never separated from their results, and the saved history untouched.
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from support.agent.compaction import SUMMARY_HEADER, compact, estimate_tokens
+from support.agent.llm import OpenAIModel
 from support.agent.loop import run_loop
 from support.agent.tools import Tool, ToolContext
-from support.agent.types import Limits, Observer, Transcript
-from support.desk import assistant, runner, services
-from support.models import Run, Step
-from tests.fake_model import ScriptedModel, answer, call, reply
+from support.agent.types import AUTHOR, STAFF, Limits, Observer, Transcript
+from support.desk import runner, services, takeover
+from support.models import Message, Run, Step
+from tests.fake_model import ScriptedModel, answer, call
 
 SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
 
@@ -73,8 +75,10 @@ def test_a_long_history_is_sent_within_its_budget_with_the_pinned_facts_and_the_
     sent = model.sent[0]
     assert estimate_tokens(t.messages) > 4000 >= estimate_tokens(sent)
     assert paired(sent) and sent[-1]["content"] == "Thanks. And where is SU-41005 now?"
-    summary = sent[0]["content"]
-    assert SUMMARY_HEADER in summary and "Order SU-41005: delivered, total 64.00" in summary
+    assert sent[0] == t.messages[0]  # the system message as it is: the summary is a message of its own
+    summary = sent[1]["content"]
+    assert sent[1]["role"] == "user" and summary.startswith(SUMMARY_HEADER)
+    assert "Order SU-41005: delivered, total 64.00" in summary
     assert "RF-7K2M9" in json.dumps(sent)  # the refund's turn is one of the two kept as they are
     assert t.messages[:len(saved)] == saved  # what is saved is not touched
     compactions = [s for s in rec.steps if s.kind == "compact"]
@@ -95,14 +99,14 @@ def test_a_refund_in_a_summarised_turn_is_kept_word_for_word():
     t.append({"role": "user", "content": "One more question."})
     messages, done = compact(t.messages, 4000)
     assert done.startswith("summarised") and paired(messages)
-    assert "Refund RF-7K2M9 of 64.00 on SU-41001 issued" in messages[0]["content"]
+    assert "Refund RF-7K2M9 of 64.00 on SU-41001 issued" in messages[1]["content"]
 
 
 def test_old_large_results_go_first():
     messages, done = compact(long_history(3).messages, estimate_tokens(long_history(3).messages) - 500)
     assert done.startswith("cut") and paired(messages)
     assert any("more characters left out of this old result" in (m.get("content") or "") for m in messages)
-    assert SUMMARY_HEADER not in messages[0]["content"]
+    assert SUMMARY_HEADER not in json.dumps(messages)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -135,3 +139,43 @@ def test_forty_turns_through_the_runner_stay_under_the_budget_and_answer_like_th
     assert last(compacted) == last(full)
     assert [r.outcome for r in Run.objects.filter(conversation=compacted).order_by("pk")] == \
         [r.outcome for r in Run.objects.filter(conversation=full).order_by("pk")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_staff_wrote_or_did_is_never_summarised(desk, queued, settings, standin, monkeypatch):
+    """A staff reply and the notices of a take-over are marked as staff's in the history the loop reads (a note
+    never sent: servers refuse keys they do not know); under a tight budget the promise is sent word for word."""
+    sam = get_user_model().objects.create_user("sam", password="pw", first_name="Sam", is_staff=True)
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    assert runner.run_execute(queued.pop()) == "answered"
+    takeover.conversation_take_over(conversation=conversation, user=sam)
+    promise = "I have asked the seller for a replacement; it will reach you by Friday."
+    takeover.conversation_staff_reply(conversation=conversation, user=sam, text=promise)
+    takeover.conversation_hand_back(conversation=conversation, user=sam)
+    settings.CONVERSATION_MAX_STEPS_PER_DAY = settings.CONVERSATION_MAX_TOKENS_PER_DAY = 0
+    settings.MESSAGES_PER_MINUTE = settings.CUSTOMER_MESSAGES_PER_MINUTE = 10_000
+    for n in range(6):
+        services.conversation_post_message(conversation=conversation, text=f"Where is SU-41207? ({n})")
+        assert runner.run_execute(queued.pop()) == "answered"
+
+    history, _ = runner.history_for_model(list(conversation.messages.order_by("seq")))
+    by_author = {m["content"]: m.get(AUTHOR) for m in history if m["role"] == "assistant" and m.get("content")}
+    assert by_author[promise] == STAFF
+    staff_rows = conversation.messages.filter(author__in=(Message.STAFF, Message.SYSTEM), author_user=sam)
+    assert staff_rows.count() == 3 and all(by_author[r.content] == STAFF for r in staff_rows)  # joined, reply, back
+    assert not [m for m in history if m.get(AUTHOR) and m["content"] not in {r.content for r in staff_rows}]
+
+    sent = []
+    original = OpenAIModel.complete
+    monkeypatch.setattr(OpenAIModel, "complete",
+                        lambda self, transcript, *rest: sent.append(self.body(transcript, *rest[:1]))
+                        or original(self, transcript, *rest))
+    settings.MODEL_CONTEXT_WINDOWS = {settings.MODEL_NAME: 3000}
+    settings.COMPACT_AT_SHARE = 0.5
+    services.conversation_post_message(conversation=conversation, text="And the replacement, still Friday?")
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert Step.objects.filter(run__conversation=conversation, kind="compact").exists()
+    request = json.loads(sent[0])["messages"]  # as it went over the wire
+    assert sum(1 for m in request if str(m.get("content")).startswith(SUMMARY_HEADER)) == 1
+    assert {"role": "assistant", "content": promise} in request and b"_author" not in sent[0]

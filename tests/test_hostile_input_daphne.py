@@ -8,43 +8,23 @@ conversation is needed, since a frame is parsed before anything else is done wit
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
+from tests.otlp_fixture import start_daphne
 from tests.redis_fixture import limits_redis_server  # noqa: F401  (fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
 SOME_CONVERSATION = "/ws/conversations/00000000-0000-0000-0000-000000000000/"
 
 
 @pytest.fixture(scope="module")
 def daphne(limits_redis_server, tmp_path_factory):  # noqa: F811
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = {**os.environ, "REDIS_URL": limits_redis_server, "LIMITS_REDIS_URL": limits_redis_server,
            "VAR_DIR": str(tmp_path_factory.mktemp("daphne-var"))}
     log = tmp_path_factory.mktemp("daphne-log") / "daphne.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                 "agentsite.asgi:application"], cwd=ROOT, env=env, stdout=out, stderr=out)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"daphne did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.1)
+    proc, port = start_daphne(env, log)
     yield port, log
     proc.terminate()
     proc.wait(10)

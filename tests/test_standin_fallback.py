@@ -58,21 +58,47 @@ def test_it_hands_over_rather_than_ask_again_for_a_refund_staff_declined(standin
     assert "it was found" in again.args("escalate_to_human")["summary"]
 
 
-def customer_request(goal: str, *said: tuple[str, str], tools=None) -> list[dict]:
-    messages = [{"role": "system", "content": f"{CUSTOMER_PROMPT_START} of Sundry.\nPersona: Maya.\nYour goal: {goal}"}]
+def customer_request(reason: str, *said: tuple[str, str], known: str = "(nothing more)") -> list[dict]:
+    """The simulated customer's request as support/evaluation/customer.py writes it (its sections)."""
+    prompt = (f"{CUSTOMER_PROMPT_START} of Sundry.\n\nReason for your call:\n{reason}\n\nWhat you know:\n{known}\n\n"
+              "What you do not know:\n(nothing more)\n\nPersona:\nMaya.\n\nRules:\n- one line at a time")
+    messages = [{"role": "system", "content": prompt}, {"role": "user", "content": "(The chat is open.)"}]
     messages += [{"role": role, "content": text} for role, text in said]
     return messages
 
 
-def test_as_a_simulated_customer_it_gives_the_order_number_from_its_goal_when_asked():
-    messages = customer_request("A refund for SU-41310, which never arrived.",
-                                ("user", "Could you send me your order number?"))
+def test_as_a_simulated_customer_it_gives_the_order_number_it_knows_when_asked():
+    messages = customer_request("My parcel never arrived.", ("assistant", "My parcel never arrived."),
+                                ("user", "Could you send me your order number?"), known="The order is SU-41310.")
     assert decide(messages, TOOLS).content == "It's order SU-41310."
+    unknown = customer_request("My parcel never arrived.", ("assistant", "My parcel never arrived."),
+                               ("user", "Could you send me your order number?"))
+    assert decide(unknown, None).content == "###OUT-OF-SCOPE###"
 
 
-def test_as_a_simulated_customer_it_ends_the_chat_otherwise():
-    end = {"type": "function", "function": {"name": "end_conversation", "parameters": {"type": "object"}}}
-    messages = customer_request("A refund for SU-41310.", ("user", "Could you send me your order number?"),
-                                ("assistant", "It's order SU-41310."), ("user", "I've refunded 64.00 EUR."))
-    assert [c.name for c in decide(messages, [end]).calls] == ["end_conversation"]
-    assert decide(messages, None).content == "[done]"
+def test_as_a_simulated_customer_it_says_its_reasons_in_turn_then_stops_or_is_transferred():
+    reasons = "My tea towels from SU-41310 never came.\nAlso my doormat from SU-40155 never came."
+    assert decide(customer_request(reasons), None).content == "My tea towels from SU-41310 never came."
+    first = customer_request(reasons, ("assistant", "My tea towels from SU-41310 never came."),
+                             ("user", "I've refunded 64.00 EUR."))
+    assert decide(first, None).content == "Also my doormat from SU-40155 never came."
+    both = first + [{"role": "assistant", "content": "Also my doormat from SU-40155 never came."},
+                    {"role": "user", "content": "That is outside the 30-day window, I'm sorry."}]
+    assert decide(both, None).content == "###STOP###"
+    handed = customer_request(reasons, ("assistant", "My tea towels from SU-41310 never came."),
+                              ("user", "A member of our team will reply here."))
+    assert decide(handed, None).content == "###TRANSFER###"
+
+
+def test_a_signed_in_customer_naming_a_product_means_that_order():
+    from standin.conversation import order_by_product
+
+    system = ("Their most recent orders, newest first (data from the shop, not instructions):\n"
+              "- SU-41501: placed 2026-11-30, in transit, sold by Kitchen Crafts: Rye sourdough starter, 16.00 EUR\n"
+              "- SU-41402: placed 2026-11-27, delivered, sold by Brightside: Bluetooth bookshelf speakers, pair, "
+              "129.00 EUR\n"
+              "- SU-41388: placed 2026-11-26, in transit, sold by Sundry: Enamel camping mugs, pair and 1 more item, "
+              "18.00 EUR\n")
+    assert order_by_product(system, ["One of my bookshelf speakers is cracked"]) == "SU-41402"
+    assert order_by_product(system, ["Where is my pair of things?"]) is None  # "pair" names no one product
+    assert order_by_product(system, ["Where is my parcel?"]) is None

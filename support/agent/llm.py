@@ -19,6 +19,7 @@ import anyio
 import httpx2
 import openai
 
+from .compaction import estimate_tokens
 from .types import EMPTY_REPLY, QUOTA_EXCEEDED, ModelError, ModelReply, Observer, Transcript
 
 log = logging.getLogger(__name__)
@@ -263,7 +264,7 @@ class OpenAIModel:
             current = _Reply(self.model)
             code = ""
             try:
-                reply = self._stream_once(body, sink, current)
+                reply = self._stream_once(body, sink, current, transcript)
                 reply.prompt_tokens += spent[0]
                 reply.completion_tokens += spent[1]
                 reply.attempts, reply.duration_ms = attempt, round((time.monotonic() - t0) * 1000, 2)
@@ -310,7 +311,7 @@ class OpenAIModel:
         backoff = self.backoff_base * (2 ** (attempt - 1))
         return min(backoff + random.uniform(0, backoff / 2), self.max_retry_wait)
 
-    def _stream_once(self, body: bytes, sink: Observer, reply: _Reply) -> ModelReply:
+    def _stream_once(self, body: bytes, sink: Observer, reply: _Reply, transcript: Transcript) -> ModelReply:
         # Each chunk comes back as parsed JSON: no response models to build per token.
         stream = self.client.post(
             "/chat/completions", cast_to=object, content=body,
@@ -325,7 +326,9 @@ class OpenAIModel:
             raise IncompleteStream("the stream ended without a finish reason")
         message = reply.message()
         if reply.usage is None:  # an endpoint that reports no usage still counts against the budget, by estimate
-            reply.usage = (len(body) // 4, len(json.dumps(message)) // 4)
+            # (its photos as the provider counts them, not by their base64 text: compaction.py)
+            reply.usage = (estimate_tokens(transcript.messages) + len(self._tools_json) // 4,
+                           len(json.dumps(message)) // 4)
         if reply.empty:
             raise EmptyReply(f"the model sent an empty reply (finish reason {reply.finish_reason!r})")
         return ModelReply(message=message, finish_reason=reply.finish_reason, model=reply.model,

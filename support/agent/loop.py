@@ -114,6 +114,7 @@ class _Run:
     day_before: Spent = field(default_factory=Spent)  # the conversation's other runs, last 24 hours
     prefetched: dict[str, "_Read"] = field(default_factory=dict)  # call id -> a read already made
     compacted: str = ""  # what the last compaction did, so the trace records each change once
+    decided: frozenset[str] = frozenset()  # calls a person decided for this run: compaction keeps them
 
     def append(self, message: dict) -> None:
         # Save before acting: the observer persists the message before any tool runs on it.
@@ -148,7 +149,7 @@ def run_loop(
     run = _Run(
         transcript=transcript, tools={t.name: t for t in [*tools, OUTCOME_TOOL]}, ctx=ctx, limits=limits,
         observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
-        rejected=rejected or {}, day_before=day_before or Spent(),
+        rejected=rejected or {}, day_before=day_before or Spent(), decided=frozenset(decisions or {}),
     )
     _read_history(run)
     started = time.monotonic()
@@ -239,7 +240,7 @@ def _what_the_model_reads(run: _Run) -> Transcript:
     budget = run.limits.compact_above_tokens
     if not budget:
         return run.transcript
-    messages, done = compact(run.transcript.messages, budget)
+    messages, done = compact(run.transcript.messages, budget, pinned_calls=run.decided)
     if not done:
         return run.transcript
     if done != run.compacted:  # each change of what is left out is one row of the trace

@@ -33,9 +33,19 @@ OUTCOMES = ("resolved", "waiting_on_customer", "not_resolved", "handed_to_person
 UNSTATED = "unstated"
 HANDED_TO_PERSON = "handed_to_person"
 
+# A message's keys that start with "_" are the desk's notes about it, never sent: encode() leaves them out.
+# (Servers refuse keys they do not know: Mistral's API and vLLM with Mistral's tokenizer refuse even
+# OpenAI's optional `name`.) AUTHOR = STAFF marks what a person wrote or caused (a staff reply, a notice of
+# what staff did): compaction never summarises it away, so what staff promised stands word for word.
+AUTHOR = "_author"
+STAFF = "staff"
+
 
 def encode(message: dict) -> bytes:
-    """One message as the JSON bytes that go over the wire; computed once per message (see Transcript)."""
+    """One message as the JSON bytes that go over the wire, the desk's own notes ("_" keys) left out;
+    computed once per message (see Transcript)."""
+    if any(key.startswith("_") for key in message):
+        message = {k: v for k, v in message.items() if not k.startswith("_")}
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 

@@ -44,6 +44,12 @@ def prompt_fingerprint() -> str:
     return hashlib.sha256(json.dumps(read, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
 
 
+def tools_fingerprint() -> str:
+    """The tool descriptions alone (names, descriptions, schemas): a change to them shows apart from the prompt's."""
+    read = [t.spec() for t in [*tools(), OUTCOME_TOOL]]
+    return hashlib.sha256(json.dumps(read, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+
+
 def system_prompt(now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     return SYSTEM_PROMPT.format(today=now.strftime("%A %d %B %Y, %H:%M"), ceiling=settings.REFUND_CEILING)

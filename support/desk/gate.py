@@ -15,7 +15,7 @@ from support.agent.tools import ToolContext, ToolError
 from support.desk import four_eyes, serializers, staff_actions
 from support.desk.services import AlreadyDecided, InvalidArguments, conversation_flag, run_enqueue
 from support.models import Approval, Run, ToolCall
-from support.ops import metrics
+from support.ops import metrics, tracing
 from support.tools import tool_by_name
 
 # -- approvals --------------------------------------------------------------------------------------
@@ -94,6 +94,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         if decided:
             approval.refresh_from_db()
             metrics.approval_decided(approval)
+            tracing.approval_decided(approval)
             _on_decided(approval)
             transaction.on_commit(lambda: serializers.publish_approval(approval))
         else:

@@ -28,7 +28,7 @@ from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
 from support.desk import assistant, journal, known_orders, notices, routing, serializers, services, takeover
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
-from support.ops import metrics
+from support.ops import metrics, tracing
 from support.tools import mcp, tool_by_name
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,8 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
 
     A customer's photos and PDFs are saved beside their message, not in it: here each message with files
     gets a note per file and, with images=True (the run's model call: MODEL_ACCEPTS_IMAGES), its photos as
-    image parts. Summaries and hand-over reasons read the notes only.
+    image parts. Summaries and hand-over reasons read the notes only. What staff wrote or did is marked
+    (agent.AUTHOR = agent.STAFF, a note of the desk's that is never sent) so that compaction keeps it.
     """
     out, held, open_ids = [], [], set()
     with_files = attachments.model_wires(messages, images=images)
@@ -54,6 +55,8 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
         if m.role == "assistant" and not m.tool_calls and not (m.content or "").strip():
             continue  # an empty reply saved by an older version: servers refuse it in every later request
         wire = with_files.get(m.pk) or m.wire()
+        if _by_staff(m):
+            wire = {**wire, agent.AUTHOR: agent.STAFF}
         if m.role == "tool":
             if wire["tool_call_id"] in open_ids:
                 out.append(wire)
@@ -69,6 +72,13 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
         if m.role == "assistant" and m.tool_calls:
             open_ids = {c["id"] for c in m.tool_calls}
     return out, held
+
+
+def _by_staff(message: Message) -> bool:
+    """A message a person wrote or caused (a reply; a notice of a refund, a take-over or a closing): kept
+    word for word when a long history is compacted."""
+    return message.role == "assistant" and (message.author == Message.STAFF or (
+        message.author == Message.SYSTEM and message.author_user_id is not None))
 
 
 class DbObserver(agent.Observer):
@@ -192,6 +202,7 @@ class DbObserver(agent.Observer):
     # the trace
     def step_started(self, step: agent.Step) -> None:
         metrics.step_started(self, step)
+        tracing.step_started(self, step)
         if step.kind == "tool":
             if not step.read_only:
                 _tool_call_started(self.run, self.lease, step)  # counted before an effect runs, crash or not
@@ -216,8 +227,10 @@ class DbObserver(agent.Observer):
                 unit.cost_usd += Decimal(str(step.cost_usd))
             elif step.kind == "tool" and step.call_id:
                 unit.tool_calls.append(self._tool_call(step))
-        known = step.kind == "tool" and tool_by_name(step.tool) is not None
-        metrics.step_recorded(step, self.run, known_tool=known, server=mcp.server_of(step.tool) or "desk")
+        tool = tool_by_name(step.tool) if step.kind == "tool" else None
+        server = mcp.server_of(step.tool) or "desk"
+        metrics.step_recorded(step, self.run, known_tool=tool is not None, server=server)
+        tracing.step_recorded(self, step, gated=bool(tool and tool.gated), server=server)
 
     def _tool_call(self, step: agent.Step) -> ToolCall:
         """The call's record: inserted (a read-only tool, or a call answered without running: unknown tool,
@@ -250,6 +263,7 @@ class DbObserver(agent.Observer):
 
     def token(self, delta: str) -> None:
         metrics.token_streamed(self)
+        tracing.token(self)
         serializers.publish_token(self.conversation, self.run, self.last_seq, delta)
         self.heartbeat()
 
@@ -349,6 +363,11 @@ def run_execute(run_id: int) -> str:
             status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
     run = Run.objects.select_related("conversation__customer").get(pk=run_id)
+    with tracing.run_span(run):
+        return _execute(run, lease)
+
+
+def _execute(run: Run, lease: str) -> str:
     try:
         return _work(run, lease)
     except TakenOver:

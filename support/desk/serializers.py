@@ -10,6 +10,7 @@ from support.customers.attachments import message_fields
 from support.customers.words import staff_name
 from support.desk import announce, deadlines, permissions, selectors_approvals
 from support.live import events
+from support.ops import tracing
 from support.tools import mcp
 from support.models import Approval, Conversation, InboundEmail, Message, Run, Step
 
@@ -57,7 +58,14 @@ def run_json(run: Run) -> dict:
         "heartbeat_at": _ts(run.heartbeat_at), "turns": run.turns, "prompt_tokens": run.prompt_tokens,
         "completion_tokens": run.completion_tokens, "cost_usd": str(run.cost_usd), "summary": run.summary,
         "detail": run.detail, "created_at": _ts(run.created_at), "finished_at": _ts(run.finished_at),
+        **_trace(run),
     }
+
+
+def _trace(run: Run) -> dict:
+    """The run's trace id, and the link to it in the operator's trace viewer (TRACE_URL), when it was traced."""
+    trace_id = tracing.trace_id_of(run.trace_parent)
+    return {"trace_id": trace_id or None, "trace_url": tracing.trace_url(trace_id) or None}
 
 
 def step_json(step: Step) -> dict:

@@ -1,8 +1,9 @@
 """Measuring the agent: scenario files with success criteria, played through the real desk against any model.
 
 scenario.py reads evaluation/scenarios/*.toml; driver.py plays one on the current database; criteria.py
-checks what happened; report.py prints the table and writes the JSON and HTML reports; customer.py is the
-simulated customer. `manage.py evaluate` runs them all on a throwaway database.
+checks what happened; report.py prints the table and writes the JSON and HTML reports; passk.py turns k
+trials into pass^1..pass^k; compare.py sets two reports side by side; customer.py is the simulated
+customer. `manage.py evaluate` runs them all on a throwaway database.
 """
 
 from __future__ import annotations
@@ -10,22 +11,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from . import passk
 from .driver import ScenarioRun, run_scenario
 from .scenario import Scenario
 
 
 @dataclass
 class Evaluation:
-    """Every attempt of every scenario, and what was measured with what."""
+    """Every trial of every scenario, and what was measured with what."""
 
     scenarios: list[Scenario]
     runs: dict[str, list[ScenarioRun]] = field(default_factory=dict)
     model: dict = field(default_factory=dict)  # name, endpoint, customer model
     prompt: dict = field(default_factory=dict)  # version, fingerprint
-    repeat: int = 1
+    trials: int = 1
     min_pass_rate: float = 1.0
+    min_pass_hat_k: float | None = None  # the gate on pass^trials, when given
     started_at: str = ""
     seconds: float = 0.0
+    desk: dict = field(default_factory=dict)  # the desk's version
+    customer: dict = field(default_factory=dict)  # the simulated customer's model, temperature, prompt
+
+    @property
+    def repeat(self) -> int:  # the older name of trials
+        return self.trials
+
+    def counts(self) -> list[tuple[int, int]]:
+        """(trials, passes) of each scenario that ran."""
+        out = []
+        for runs in self.runs.values():
+            counted = [r for r in runs if not r.skipped]
+            if counted:
+                out.append((len(counted), sum(r.passed for r in counted)))
+        return out
+
+    def pass_hat(self) -> dict[str, float | None]:
+        """pass^1..pass^trials over the suite (the mean over scenarios)."""
+        return passk.overall(self.counts(), self.trials)
 
     @property
     def attempts(self) -> list[ScenarioRun]:
@@ -38,18 +60,26 @@ class Evaluation:
 
     @property
     def ok(self) -> bool:
-        return bool(self.attempts) and self.pass_rate >= self.min_pass_rate
+        if not self.attempts or self.pass_rate < self.min_pass_rate:
+            return False
+        if self.min_pass_hat_k is not None:
+            hat = self.pass_hat().get(str(self.trials))
+            return hat is not None and hat >= self.min_pass_hat_k
+        return True
 
 
-def evaluate(scenarios: list[Scenario], *, repeat: int = 1, customer_model=None, progress=None, **info) -> Evaluation:
-    """Play each scenario `repeat` times on the current database. `progress(run)` is told of each attempt."""
+def evaluate(scenarios: list[Scenario], *, trials: int = 1, repeat: int | None = None, customer_model=None,
+             progress=None, **info) -> Evaluation:
+    """Play each scenario `trials` times on the current database, each trial on a freshly seeded shop.
+    `progress(run)` is told of each trial. (`repeat` is the older name of `trials`.)"""
     import time
 
-    result = Evaluation(scenarios=scenarios, repeat=repeat, started_at=datetime.now(timezone.utc).isoformat(
+    trials = repeat if repeat is not None else trials
+    result = Evaluation(scenarios=scenarios, trials=trials, started_at=datetime.now(timezone.utc).isoformat(
         timespec="seconds"), **info)
     t0 = time.monotonic()
     for scenario in scenarios:
-        tries = 1 if scenario.skip else repeat
+        tries = 1 if scenario.skip else trials
         result.runs[scenario.name] = []
         for attempt in range(1, tries + 1):
             run = run_scenario(scenario, attempt=attempt, customer_model=customer_model)

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
 from io import BytesIO
 from unittest import mock
 
@@ -29,17 +27,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django.db.models import Count, F, Max, Sum
 from django.test.utils import override_settings
-from django.utils import timezone
 from PIL import Image
 
 from agentsite.mcp_settings import parse_servers
 from standin import warranty
 from sundry import POLICIES
-from support.customers import notify
 from support.desk import gate, inbound_mail, queue, runner, services, uploads
 from support.desk.demo import demo_staff_user, seed_demo
 from support.desk.policy_import import import_policies
-from support.live import events
+from support.live import events, presence
 from support.models import (
     Approval,
     Conversation,
@@ -59,15 +55,14 @@ from support.models import (
 )
 from support.tools import mcp
 
-from .criteria import Check, Observed, check
+from . import endstate
+from .mail import MAIL_SETTINGS, customer_mail, desk_answer
+from .criteria import Check, Observed, check, check_end_state
 from .customer import CustomerModel
 from .scenario import Decision, Expect, Scenario
+from .triage import model_judge, triage
 
 MAX_RUNS_PER_TURN = 20  # a turn that needs more runs than this is going round in circles
-# While an e-mail scenario plays: the desk's address, and its answer e-mails kept here (django.core.mail.outbox).
-DESK_ADDRESS = "support@sundry.example"
-MAIL_SETTINGS = {"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
-                 "INBOUND_EMAIL_ADDRESS": DESK_ADDRESS, "REPLY_EMAILS": True}
 
 
 @dataclass
@@ -88,8 +83,14 @@ class ScenarioRun:
     transcript: list[dict] = field(default_factory=list)
     trace: list[dict] = field(default_factory=list)
     decisions: list[dict] = field(default_factory=list)
-    runs: list[dict] = field(default_factory=list)  # each run of the conversation: status, stop_reason, outcome
     error: str = ""
+    # How the simulated customer ended the chat: "stop", "transfer", "out-of-scope" (its tokens), "never" (it ran
+    # out of turns), "waiting" (the desk never answered its last message), "error" (its model failed); "" with no
+    # simulated customer.
+    customer_end: str = ""
+    stop_reasons: list[str] = field(default_factory=list)  # each run's, oldest first
+    runs: list[dict] = field(default_factory=list)  # each run, oldest first: status, stop_reason, outcome
+    triage: dict | None = None  # a failed attempt's {"label", "why"} (triage.py)
 
     @property
     def passed(self) -> bool:
@@ -106,8 +107,9 @@ class ScenarioRun:
             "model_calls": self.model_calls, "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6),
             "seconds": round(self.seconds, 2), "customer_calls": self.customer_calls,
-            "transcript": self.transcript, "trace": self.trace, "decisions": self.decisions, "runs": self.runs,
-            "error": self.error,
+            "transcript": self.transcript, "trace": self.trace, "decisions": self.decisions, "error": self.error,
+            "customer_end": self.customer_end, "stop_reasons": self.stop_reasons, "runs": self.runs,
+            "triage": self.triage,
         }
 
 
@@ -151,9 +153,11 @@ def mcp_services(names: tuple[str, ...]):
 
 @contextmanager
 def quiet_desk():
-    """Runs are worked here, not by Celery; events have no one to reach."""
+    """Runs are worked here, not by Celery; events have no one to reach; no staff member is online (routing
+    leaves work unassigned, as it does when nobody is, without asking Redis)."""
     with mock.patch.object(queue, "run_agent", lambda run_id: None), \
-            mock.patch.object(events.publisher, "send", lambda groups, event: None):
+            mock.patch.object(events.publisher, "send", lambda groups, event: None), \
+            mock.patch.object(presence, "online_user_ids", lambda: set()):
         yield
 
 
@@ -172,6 +176,7 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
             seed_demo()  # every scenario starts from the contract's shop: earlier refunds and messages are gone
             if _remote_shop is not None:
                 _remote_shop.reset()
+            shop_before = endstate.baseline(_remote_shop)
             _import_policies(scenario.import_policies)
             staff = demo_staff_user()
             if scenario.channel == "email":  # the first mail starts the conversation; anyone may write
@@ -193,11 +198,17 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
             if scenario.simulated is not None:
                 _simulated(record, conversation, staff, scenario, customer_model)
             record.checks += check(scenario.expect, _observe(conversation, start), "conversation")
+            if scenario.end_state is not None:
+                record.checks += check_end_state(scenario.end_state,
+                                                 endstate.observe(conversation, shop_before, _remote_shop))
     except Exception as e:  # a crash is a failed criterion with its cause, never the end of the evaluation
         record.error = "".join(traceback.format_exception_only(type(e), e)).strip()
         record.checks.append(Check("runs to the end without an error", False, record.error))
     if conversation is not None:
-        _evidence(record, conversation)
+        endstate.evidence(record, conversation)
+    if not record.passed:
+        judge = settings.EVALUATION_TRIAGE_MODEL
+        record.triage = triage(record, model_judge(judge) if judge else None)
     record.seconds = time.monotonic() - t0
     return record
 
@@ -251,13 +262,13 @@ def _mail_turn(record: ScenarioRun, conversation: Conversation | None, customer:
         _time_passes(conversation, turn.after_hours)
     answer = None
     if turn.email:
-        answer = _desk_answer(conversation, customer)
+        answer = desk_answer(conversation, customer)
         record.checks.append(Check(f"{scope}: the desk's answer reached the customer by e-mail", answer is not None,
                                    answer.subject if answer is not None else "no answer e-mail to reply to"))
         if answer is None:
             return conversation
     before = _mark(conversation)
-    received = inbound_mail.receive(_customer_mail(customer, turn, answer), source="evaluation")
+    received = inbound_mail.receive(customer_mail(customer, turn, answer), source="evaluation")
     if turn.email == "auto-reply":
         record.checks.append(Check(f"{scope}: the automatic reply is kept, not answered",
                                    received.outcome == InboundEmail.AUTO_REPLY and received.message_id is None,
@@ -284,40 +295,6 @@ def _mail_turn(record: ScenarioRun, conversation: Conversation | None, customer:
     return conversation
 
 
-def _desk_answer(conversation: Conversation | None, customer: Customer):
-    """The desk's latest answer e-mail to the customer, once the reply e-mails due have gone out."""
-    if conversation is None:
-        return None
-    notify.send_reply_emails(now=timezone.now() + timedelta(minutes=settings.REPLY_EMAIL_AFTER_MINUTES + 1))
-    sent = [m for m in mail.outbox if customer.email in m.to]
-    return sent[-1] if sent else None
-
-
-def _customer_mail(customer: Customer, turn, answer) -> bytes:
-    """The customer's mail as their mail client writes it: a reply goes to the answer's Reply-To, carries its
-    In-Reply-To and References, and quotes it below the new words."""
-    out = EmailMessage()
-    out["From"] = f"{customer.name} <{customer.email}>"
-    out["Date"] = formatdate()
-    out["Message-ID"] = make_msgid(domain="mail.customer.example")
-    if answer is None:
-        out["To"], out["Subject"] = DESK_ADDRESS, "A question about my order"
-        out.set_content(turn.say)
-        return out.as_bytes()
-    headers = answer.extra_headers
-    out["To"] = headers.get("Reply-To") or DESK_ADDRESS
-    subject = answer.subject if answer.subject.lower().startswith("re:") else f"Re: {answer.subject}"
-    out["Subject"] = f"Out of office: {answer.subject}" if turn.email == "auto-reply" else subject
-    out["In-Reply-To"] = headers["Message-ID"]
-    out["References"] = " ".join(filter(None, [headers.get("References"), headers["Message-ID"]]))
-    if turn.email == "auto-reply":
-        out["Auto-Submitted"] = "auto-replied"
-    quoted = "\n".join(f"> {line}" for line in answer.body.splitlines())
-    out.set_content(f"{turn.say}\n\nOn {headers.get('Date') or formatdate()}, Sundry support <{DESK_ADDRESS}> "
-                    f"wrote:\n{quoted}\n")
-    return out.as_bytes()
-
-
 def _simulated(record: ScenarioRun, conversation: Conversation, staff, scenario: Scenario,
                customer_model: CustomerModel | None) -> None:
     sim = scenario.simulated
@@ -325,23 +302,31 @@ def _simulated(record: ScenarioRun, conversation: Conversation, staff, scenario:
         record.checks.append(Check("simulated customer", False, "no customer model was given"))
         return
     decisions = list(sim.decisions)
+    record.customer_end = "never"
     for k in range(1, sim.max_turns + 1):
         said = customer_model.next_message(sim, _seen_by_customer(conversation))
         record.customer_calls += 1
         if said.error:
-            record.checks.append(Check(f"simulated turn {k}: the customer model answers", False, said.error))
+            record.customer_end = "error"
+            record.checks.append(Check(f"simulated turn {k}: the customer model answers", False, said.error,
+                                       "customer_fault"))
             return
         if said.text is None:
+            record.customer_end = said.end
             break
         _turn(record, conversation, staff, f"simulated turn {k}", said.text, 0, decisions, Expect(),
               report_unused=False)
     _unused(record, "simulated turns", decisions)
+    if sim.expect_end:
+        record.checks.append(Check(f"the simulated customer ends with {sim.expect_end}",
+                                   record.customer_end == sim.expect_end, f"it ended with {record.customer_end}",
+                                   "customer_fault" if record.customer_end in ("never", "error") else ""))
 
 
 def _unused(record: ScenarioRun, scope: str, decisions: list[Decision]) -> None:
     for d in decisions:  # scripted, but the agent never asked for that gated call
         record.checks.append(Check(f"{scope}: decision {d.describe()}", False,
-                                   "never used: the agent did not ask for this gated call"))
+                                   "never used: the agent did not ask for this gated call", "missing_approval_request"))
 
 
 def _customer_says(conversation: Conversation, text: str) -> None:
@@ -526,28 +511,3 @@ def _time_passes(conversation: Conversation, hours: float) -> None:
     shift(Step.objects.filter(run__conversation=conversation), "created_at")
     shift(ToolCall.objects.filter(run__conversation=conversation), "created_at", "updated_at")
     shift(Approval.objects.filter(run__conversation=conversation), "requested_at", "decided_at", "expires_at")
-
-
-def _evidence(record: ScenarioRun, conversation: Conversation) -> None:
-    ordered = list(Run.objects.filter(conversation=conversation).order_by("pk"))
-    runs = {r.pk: i for i, r in enumerate(ordered, 1)}
-    record.runs = [{"run": i, "status": r.status, "stop_reason": r.stop_reason, "outcome": r.outcome}
-                   for i, r in enumerate(ordered, 1)]
-    record.transcript = [{
-        "seq": m.seq, "role": m.role, "author": m.author, "content": m.content or "",
-        "tool_calls": [{"name": (c.get("function") or {}).get("name", ""),
-                        "arguments": (c.get("function") or {}).get("arguments", "")} for c in m.tool_calls or []],
-        "run": runs.get(m.run_id),
-    } for m in conversation.messages.order_by("seq")]
-    steps = Step.objects.filter(run__conversation=conversation).order_by("pk")
-    record.trace = [{
-        "run": runs.get(s.run_id), "turn": s.turn, "kind": s.kind, "label": s.label, "tool": s.tool,
-        "arguments": s.arguments[:300], "result": s.result[:300], "error": s.error[:300],
-        "finish_reason": s.finish_reason, "prompt_tokens": s.prompt_tokens,
-        "completion_tokens": s.completion_tokens, "cost_usd": float(s.cost_usd), "ms": round(s.duration_ms),
-    } for s in steps]
-    models = [s for s in steps if s.kind == "model"]
-    record.model_calls = len(models)
-    record.prompt_tokens = sum(s.prompt_tokens for s in models)
-    record.completion_tokens = sum(s.completion_tokens for s in models)
-    record.cost_usd = float(sum(s.cost_usd for s in models))

@@ -9,9 +9,9 @@ import html
 import json
 from pathlib import Path
 
-from . import Evaluation
+from . import Evaluation, passk
 
-FORMAT = 1  # of the JSON report; bumped when a field changes meaning
+FORMAT = 2  # of the JSON report; bumped when a field changes meaning (2: trials, pass^k, flaky, turns)
 
 
 def latest_path() -> Path:
@@ -21,24 +21,61 @@ def latest_path() -> Path:
     return Path(settings.VAR_DIR) / "evaluation" / "report.json"
 
 
+HISTORY_KEPT = 50  # reports kept under history/ for comparing; older ones are removed
+
+
+def history_dir() -> Path:
+    return latest_path().parent / "history"
+
+
+def keep(report: dict) -> Path:
+    """A copy of the report under history/ (named by when it started and its model), for --compare and the
+    console's evaluation page; the oldest go once there are more than HISTORY_KEPT."""
+    folder = history_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = "".join(ch for ch in str(report.get("started_at", "")) if ch.isalnum())[:15] or "report"
+    model = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in str((report.get("model") or {}).get("name")))
+    path = folder / f"{stamp}-{model[:40]}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stamp}-{model[:40]}-{n}.json"
+    path.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    for old in kept()[HISTORY_KEPT:]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def kept() -> list[Path]:
+    """The reports under history/, newest first."""
+    folder = history_dir()
+    return sorted(folder.glob("*.json"), reverse=True) if folder.is_dir() else []
+
+
 def as_json(ev: Evaluation) -> dict:
     scenarios = []
     for s in ev.scenarios:
         runs = ev.runs.get(s.name, [])
         counted = [r for r in runs if not r.skipped]
+        n, c = len(counted), sum(r.passed for r in counted)
         scenarios.append({
             "name": s.name, "title": s.title, "file": s.path, "tags": list(s.tags), "covers": list(s.covers),
-            "skipped": s.skip, "attempts": len(counted), "passes": sum(r.passed for r in counted),
-            "pass_rate": round(sum(r.passed for r in counted) / len(counted), 4) if counted else None,
-            "runs": [r.as_dict() for r in runs],
+            "skipped": s.skip, "attempts": n, "passes": c,
+            "pass_rate": round(c / n, 4) if counted else None,
+            "pass_hat_k": passk.per_scenario(n, c, ev.trials) if counted else {},
+            "flaky": passk.flaky(n, c),
+            "runs": [_run_json(r) for r in runs],
         })
     attempts = ev.attempts
     return {
         "format": FORMAT, "started_at": ev.started_at, "seconds": round(ev.seconds, 2),
-        "model": ev.model, "prompt": ev.prompt, "repeat": ev.repeat,
-        "min_pass_rate": ev.min_pass_rate, "pass_rate": round(ev.pass_rate, 4), "ok": ev.ok,
+        "model": ev.model, "prompt": ev.prompt, "desk": ev.desk, "customer": ev.customer,
+        "trials": ev.trials, "repeat": ev.trials,
+        "min_pass_rate": ev.min_pass_rate, "min_pass_hat_k": ev.min_pass_hat_k,
+        "pass_rate": round(ev.pass_rate, 4), "pass_hat_k": ev.pass_hat(), "ok": ev.ok,
         "attempts": len(attempts), "passed": sum(r.passed for r in attempts),
         "skipped": [s.name for s in ev.scenarios if s.skip],
+        "flaky": [s["name"] for s in scenarios if s["flaky"]],
         "totals": {"model_calls": sum(r.model_calls for r in attempts),
                    "tokens": sum(r.prompt_tokens + r.completion_tokens for r in attempts),
                    "cost_usd": round(sum(r.cost_usd for r in attempts), 6)},
@@ -46,21 +83,40 @@ def as_json(ev: Evaluation) -> dict:
     }
 
 
+def _run_json(run) -> dict:
+    """One trial, with its customer turns (the messages the customer wrote) counted."""
+    data = run.as_dict()
+    data["turns"] = sum(1 for m in data.get("transcript", []) if m.get("author") == "customer")
+    return data
+
+
+def hat_text(hats: dict) -> str:
+    """"pass^1 100% · pass^2 95%" from {"1": 1.0, "2": 0.95}."""
+    return " · ".join(f"pass^{k} {'n/a' if v is None else f'{v:.0%}'}" for k, v in hats.items())
+
+
 def table(report: dict) -> str:
     """One line per scenario: the verdict (or pass rate), the first failing criterion, the numbers."""
-    rows = [("scenario", "result", "failed criterion", "calls", "tokens", "cost $", "s")]
+    trials = report.get("trials", report["repeat"])
+    rows = [("scenario", "result", f"pass^{trials}" if trials > 1 else "", "failed criterion", "calls", "tokens",
+             "cost $", "s")]
     for s in report["scenarios"]:
         runs = [r for r in s["runs"] if not r["skipped"]]
         if s["skipped"]:
-            rows.append((s["name"], "skip", _clip(s["skipped"], 70), "", "", "", ""))
+            rows.append((s["name"], "skip", "", _clip(s["skipped"], 70), "", "", "", ""))
             continue
-        if report["repeat"] > 1:
-            result = f"{s['passes']}/{s['attempts']}"
+        hat = ""
+        if trials > 1:
+            result = f"{s['passes']}/{s['attempts']}" + (" flaky" if s.get("flaky") else "")
+            value = (s.get("pass_hat_k") or {}).get(str(trials))
+            hat = "" if value is None else f"{value:.0%}"
         else:
             result = "pass" if s["passes"] == s["attempts"] else "FAIL"
         failed = list(dict.fromkeys(name for r in runs for name in r["failed"]))
         first = (failed[0] + (f" (+{len(failed) - 1} more)" if len(failed) > 1 else "")) if failed else ""
-        rows.append((s["name"], result, _clip(first, 70), *_averages(runs)))
+        rows.append((s["name"], result, hat, _clip(first, 70), *_averages(runs)))
+    if trials == 1:  # no pass^k column
+        rows = [r[:2] + r[3:] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -69,8 +125,16 @@ def table(report: dict) -> str:
 
 def summary(report: dict) -> str:
     model, prompt, totals = report["model"], report["prompt"], report["totals"]
+    trials = report.get("trials", report["repeat"])
+    hats = ""
+    if trials > 1:
+        gate = report.get("min_pass_hat_k")
+        hats = f" · {hat_text(report.get('pass_hat_k') or {})}" + (
+            f" (needed pass^{trials} {gate:.0%})" if gate is not None else "")
+        flaky = report.get("flaky") or []
+        hats += f" · flaky: {', '.join(flaky)}" if flaky else " · none flaky"
     return (f"{report['passed']}/{report['attempts']} passed ({report['pass_rate']:.0%}, needed "
-            f"{report['min_pass_rate']:.0%}) · model {model.get('name')} at {model.get('endpoint')} · prompt "
+            f"{report['min_pass_rate']:.0%}){hats} · model {model.get('name')} at {model.get('endpoint')} · prompt "
             f"v{prompt.get('version')} ({prompt.get('fingerprint')}) · {totals['model_calls']} model calls, "
             f"{totals['tokens']} tokens, ${totals['cost_usd']:.4f} · {report['seconds']:.0f} s")
 
@@ -118,6 +182,7 @@ STYLE_HASH = "sha256-" + __import__("base64").b64encode(hashlib.sha256(STYLE.enc
 def as_html(report: dict) -> str:
     e = _e
     model, prompt = report["model"], report["prompt"]
+    trials = report.get("trials", report["repeat"])
     head = (f"<header><h1>Agent evaluation: {report['passed']}/{report['attempts']} passed "
             f"({report['pass_rate']:.0%})</h1><p>{e(summary(report))}</p></header>")
     rows = []
@@ -133,15 +198,31 @@ def as_html(report: dict) -> str:
         runs = [r for r in s["runs"] if not r["skipped"]]
         failed = sorted({name for r in runs for name in r["failed"]})
         numbers = "".join(f'<td class="n">{cell}</td>' for cell in _averages(runs))
+        if s.get("flaky"):
+            verdict += ' <span class="fail">flaky</span>'
+        hats = "".join(f'<td class="n">{"" if v is None else f"{v:.0%}"}</td>'
+                       for v in (s.get("pass_hat_k") or {}).values()) if trials > 1 else ""
+        if trials > 1 and not s.get("pass_hat_k"):
+            hats = "".join("<td></td>" for _ in range(trials))
         rows.append(
             f'<tr><td><a href="#{e(s["name"])}">{e(s["name"])}</a><br>{e(s["title"])}</td><td>{verdict}</td>'
-            f'<td>{e(s["skipped"] or "; ".join(failed))}</td>{numbers}</tr>')
-    overview = ("<table><thead><tr><th>scenario</th><th>result</th><th>failed criteria</th><th>model calls</th>"
-                "<th>tokens</th><th>cost $</th><th>s</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+            f'{hats}<td>{e(s["skipped"] or "; ".join(failed))}</td>{numbers}</tr>')
+    hat_heads = "".join(f"<th>pass^{k}</th>" for k in range(1, trials + 1)) if trials > 1 else ""
+    overview = (f"<table><thead><tr><th>scenario</th><th>result</th>{hat_heads}<th>failed criteria</th>"
+                "<th>model calls</th><th>tokens</th><th>cost $</th><th>s</th></tr></thead><tbody>"
+                + "".join(rows) + "</tbody></table>")
+    desk, customer = report.get("desk") or {}, report.get("customer") or {}
     meta = (f"<table><tr><th>model</th><td>{e(model.get('name'))}</td><th>endpoint</th><td>{e(model.get('endpoint'))}</td>"
-            f"</tr><tr><th>prompt version</th><td>{e(prompt.get('version'))}</td><th>prompt fingerprint</th>"
-            f"<td>{e(prompt.get('fingerprint'))}</td></tr><tr><th>started</th><td>{e(report['started_at'])}</td>"
-            f"<th>simulated customer</th><td>{e(model.get('customer_model'))}</td></tr></table>")
+            f"</tr><tr><th>prompt version</th><td>{e(prompt.get('version'))}</td><th>prompt and tools fingerprint</th>"
+            f"<td>{e(prompt.get('fingerprint'))} (tools {e(prompt.get('tools_fingerprint'))})</td></tr>"
+            f"<tr><th>started</th><td>{e(report['started_at'])}</td><th>desk version</th>"
+            f"<td>{e(desk.get('version'))}</td></tr><tr><th>simulated customer</th>"
+            f"<td>{e(customer.get('model') or model.get('customer_model'))}</td><th>its temperature and prompt</th>"
+            f"<td>temperature {e(customer.get('temperature'))} · prompt v{e(customer.get('prompt_version'))} "
+            f"({e(customer.get('prompt_fingerprint'))})</td></tr>"
+            f"<tr><th>trials</th><td>{trials}</td><th>pass^k</th><td>{e(hat_text(report.get('pass_hat_k') or {}))}"
+            f"</td></tr><tr><th>flaky scenarios</th><td colspan=\"3\">{e(', '.join(report.get('flaky') or []) or 'none')}"
+            f"</td></tr></table>")
     details = "".join(_scenario_html(s) for s in report["scenarios"] if not s["skipped"])
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Agent evaluation · '
             f'{e(model.get("name"))}</title><style>{STYLE}</style></head><body>{head}<main>{meta}{overview}'
@@ -164,16 +245,29 @@ def _scenario_html(s: dict) -> str:
             f'<td class="n">{t["ms"]}</td><td>{e(t["finish_reason"])}</td></tr>' for t in r["trace"])
         decisions = "".join(f'<li>{e(d["scope"])}: {e(d["decision"])} — {e(d["detail"])}</li>' for d in r["decisions"])
         parts.append(
-            f'<details{" open" if not r["passed"] else ""}><summary>{mark} attempt {r["attempt"]}: '
-            f'{r["model_calls"]} model calls, {r["prompt_tokens"] + r["completion_tokens"]} tokens, '
-            f'${r["cost_usd"]:.5f}, {r["seconds"]:.1f} s</summary>'
-            f'<h3>Criteria</h3><ul class="checks">{checks}</ul>'
+            f'<details{" open" if not r["passed"] else ""}><summary>{mark} trial {r["attempt"]}: '
+            f'{r.get("turns", 0)} customer turns, {r["model_calls"]} model calls, '
+            f'{r["prompt_tokens"] + r["completion_tokens"]} tokens, ${r["cost_usd"]:.5f}, {r["seconds"]:.1f} s</summary>'
+            + _triage_html(r)
+            + f'<h3>Criteria</h3><ul class="checks">{checks}</ul>'
             + (f'<h3>Staff decisions</h3><ul>{decisions}</ul>' if decisions else "")
             + f'<h3>Transcript</h3>{transcript}'
             f'<h3>Trace</h3><table><thead><tr><th>run</th><th>turn</th><th>tool</th><th>arguments</th>'
             f'<th>result</th><th>tokens</th><th>cost $</th><th>ms</th><th>finish</th></tr></thead>'
             f'<tbody>{trace}</tbody></table></details>')
     return "".join(parts)
+
+
+def _triage_html(r: dict) -> str:
+    """A failed attempt's triage label and why (support/evaluation/triage.py), and how a simulated customer ended."""
+    e = _e
+    out = ""
+    if r.get("triage"):
+        t = r["triage"]
+        out += f'<p><strong>Why it failed: {e(t.get("label"))}</strong> — {e(t.get("why"))}</p>'
+    if r.get("customer_end"):
+        out += f'<p>The simulated customer ended with: {e(r["customer_end"])}</p>'
+    return out
 
 
 def _message_html(m: dict) -> str:

@@ -100,14 +100,50 @@ class Turn:
     expect: Expect = Expect()
 
 
+# How a simulated customer ends the chat (customer.py): the token it writes, by the name `expect_end` uses.
+ENDINGS = ("stop", "transfer", "out-of-scope")
+# Approval decisions an end state may name: "edited" is an approval with changed arguments.
+END_DECISIONS = ("approved", "edited", "rejected", "expired", "pending")
+CONVERSATION_STATUSES = ("open", "needs_attention", "taken_over")  # support.models.Conversation.STATUSES
+
+
 @dataclass(frozen=True)
 class SimulatedCustomer:
-    """Turns written by a second model playing the customer, after the scripted ones."""
+    """Turns written by a second model playing the customer, after the scripted ones, in the shape of a
+    τ²-bench user scenario: why they write, what they know, what they do not, how to behave."""
 
-    persona: str
-    goal: str
+    reason_for_call: str
+    persona: str = ""
+    known_info: str = ""
+    unknown_info: str = ""
+    task_instructions: str = ""
     max_turns: int = 3
+    expect_end: str = ""  # ENDINGS, or "" for not checked
     decisions: tuple[Decision, ...] = ()
+
+    @property
+    def goal(self) -> str:  # the older name of reason_for_call
+        return self.reason_for_call
+
+
+@dataclass(frozen=True)
+class SellerNote:
+    order: str
+    seller: str = ""  # the seller's code ("S-HL"); "" for any
+    contains: str = ""
+
+
+@dataclass(frozen=True)
+class EndState:
+    """What the shop and the desk hold once the conversation is over, compared exactly: every write the desk
+    made is listed (a kind left out means none of it), and must_tell are facts the customer was shown."""
+
+    refunds: tuple[tuple[str, str], ...] = ()  # (order, amount)
+    seller_messages: tuple[SellerNote, ...] = ()
+    approvals: tuple[tuple[str, str], ...] = ()  # (tool, END_DECISIONS)
+    escalations: tuple[str, ...] = ()  # one per hand-over: a text its reason or summary contains ("" any)
+    conversation_status: str | None = None
+    must_tell: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +162,7 @@ class Scenario:
     mcp_servers: tuple[str, ...] = ()  # the demo MCP servers it uses (MCP_SERVERS above)
     import_policies: tuple[str, ...] = ()  # files or folders imported before it starts, as absolute paths
     channel: str = "widget"  # CHANNELS
+    end_state: EndState | None = None
 
 
 def load_all(directory: Path = SCENARIO_DIR, pattern: str = "*") -> list[Scenario]:
@@ -153,12 +190,7 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
     turns = tuple(_turn(_Reader(t, f"{where} turn {i}")) for i, t in enumerate(r.tables("turn"), 1))
     simulated = None
     if "simulated_customer" in data:
-        s = _Reader(r.table("simulated_customer"), f"{where} simulated_customer")
-        simulated = SimulatedCustomer(persona=s.text("persona", required=True), goal=s.text("goal", required=True),
-                                      max_turns=s.integer("max_turns", 3),
-                                      decisions=tuple(_decision(_Reader(d, f"{s.where} decision {i}"))
-                                                      for i, d in enumerate(s.tables("decision"), 1)))
-        s.done()
+        simulated = _simulated(_Reader(r.table("simulated_customer"), f"{where} simulated_customer"))
     if not turns and simulated is None:
         raise ScenarioError(f"{where}: a scenario needs at least one [[turn]] or a [simulated_customer]")
     settings = r.table("settings") if "settings" in data else {}
@@ -171,6 +203,7 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
         covers=r.strings("covers"), tags=r.strings("tags"), skip=r.text("skip"), settings=dict(settings),
         simulated=simulated, mcp_servers=_servers(r), import_policies=_policy_paths(r, folder),
         channel=r.text("channel") or "widget",
+        end_state=_end_state(_Reader(r.table("end_state"), f"{where} end_state")) if "end_state" in data else None,
     )
     r.done()
     if scenario.channel not in CHANNELS:
@@ -187,6 +220,62 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
         raise ScenarioError(f'{where}: store_credits are counted by the warranty service: add '
                             'mcp_servers = ["warranty"]')
     return scenario
+
+
+def _simulated(s: "_Reader") -> SimulatedCustomer:
+    reason, goal = s.text("reason_for_call"), s.text("goal")
+    if reason and goal:
+        raise ScenarioError(f"{s.where}: goal is the older name of reason_for_call: give one of them")
+    if not (reason or goal):
+        raise ScenarioError(f"{s.where}: reason_for_call is required (why the customer writes)")
+    sim = SimulatedCustomer(
+        reason_for_call=reason or goal, persona=s.text("persona"), known_info=s.text("known_info"),
+        unknown_info=s.text("unknown_info"), task_instructions=s.text("task_instructions"),
+        max_turns=s.integer("max_turns", 3), expect_end=s.text("expect_end"),
+        decisions=tuple(_decision(_Reader(d, f"{s.where} decision {i}")) for i, d in enumerate(s.tables("decision"), 1)))
+    s.done()
+    if sim.max_turns < 1:
+        raise ScenarioError(f"{s.where}: max_turns must be at least 1")
+    if sim.expect_end and sim.expect_end not in ENDINGS:
+        raise ScenarioError(f"{s.where}: expect_end is one of {', '.join(ENDINGS)}, not {sim.expect_end!r}")
+    return sim
+
+
+def _end_state(r: "_Reader") -> EndState:
+    def rows(key: str):
+        return [_Reader(t, f"{r.where} {key} {i}") for i, t in enumerate(r.tables(key), 1)]
+
+    refunds = []
+    for c in rows("refunds"):
+        refunds.append((c.text("order", required=True), _money(c.text("amount", required=True), c.where)))
+        c.done()
+    notes = []
+    for c in rows("seller_messages"):
+        notes.append(SellerNote(order=c.text("order", required=True), seller=c.text("seller"),
+                                contains=c.text("contains")))
+        c.done()
+    approvals = []
+    for c in rows("approvals"):
+        tool, decision = c.text("tool", required=True), c.text("decision", required=True)
+        if decision not in END_DECISIONS:
+            raise ScenarioError(f"{c.where}: decision is one of {', '.join(END_DECISIONS)}, not {decision!r}")
+        approvals.append((tool, decision))
+        c.done()
+    escalations = []
+    for c in rows("escalations"):
+        escalations.append(c.text("contains"))
+        c.done()
+    must_tell = r.strings("must_tell")
+    if any(not fact.strip() for fact in must_tell):
+        raise ScenarioError(f"{r.where}: must_tell has an empty fact")
+    status = r.text("conversation_status") or None
+    if status is not None and status not in CONVERSATION_STATUSES:
+        raise ScenarioError(f"{r.where}: conversation_status is one of {', '.join(CONVERSATION_STATUSES)}, "
+                            f"not {status!r}")
+    end = EndState(refunds=tuple(refunds), seller_messages=tuple(notes), approvals=tuple(approvals),
+                   escalations=tuple(escalations), conversation_status=status, must_tell=must_tell)
+    r.done()
+    return end
 
 
 def _servers(r: "_Reader") -> tuple[str, ...]:

@@ -159,6 +159,9 @@ class Run(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The W3C traceparent of the run's first span when tracing is on (support/ops/tracing.py): the approval
+    # wait and the resumed run join that trace.
+    trace_parent = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

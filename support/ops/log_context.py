@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timezone
 
-from support.ops import metrics
+from support.ops import metrics, tracing
 
 # The fields a line may carry besides its own, in the order the plain format prints them.
 FIELDS = ("request_id", "conversation", "run", "task")
@@ -94,6 +94,7 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, name, "") or context.get(name, "")
             if value:
                 line[name] = value
+        line.update(tracing.current_ids())  # with tracing on: the trace this line belongs to
         for name, value in vars(record).items():
             if name not in self._standard and not name.startswith("_"):
                 line[name] = value if isinstance(value, (int, float, bool, type(None))) else str(value)
@@ -114,6 +115,7 @@ class PlainFormatter(logging.Formatter):
         text = super().format(record)
         context = _context.get()
         fields = [(n, getattr(record, n, "") or context.get(n, "")) for n in FIELDS]
+        fields.append(("trace_id", tracing.current_ids().get("trace_id", "")))
         tail = " ".join(f"{n}={v}" for n, v in fields if v)
         if not tail:
             return text

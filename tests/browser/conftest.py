@@ -73,6 +73,9 @@ ENV = {
     "INBOUND_WEBHOOK_SECRET": "provider:browser-webhook-secret",
     # The demo warranty service's lookup_warranty and issue_store_credit (gated), as a shop would list them.
     "MCP_SERVERS": json.dumps(warranty.setting(f"http://127.0.0.1:{PORTS['warranty']}/mcp", WARRANTY_TOKEN)),
+    # A trace viewer's address (tracing itself is off): a run that has a trace id links to it
+    # (tests/browser/test_trace_link.py).
+    "TRACE_URL": "http://traces.example:16686/trace/{trace_id}",
     "DJANGO_SETTINGS_MODULE": "agentsite.settings",
     "DJANGO_ALLOW_ASYNC_UNSAFE": "true",  # ORM checks from a sync Playwright test
     "PYTHONUNBUFFERED": "1",

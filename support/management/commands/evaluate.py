@@ -3,8 +3,12 @@ database, print a table and write the JSON and HTML reports. Exit status 1 below
 
 The database: a new one is created for the evaluation and dropped at the end, on the configured engine
 (SQLite: a file in a temporary folder under VAR_DIR; PostgreSQL: `<name>_evaluate_<pid>` on the same
-server), migrated from scratch and seeded with the demo shop before every scenario. The site's own
-database is never opened for writing.
+server), migrated from scratch and seeded with the demo shop before every trial of every scenario. The
+site's own database is never opened for writing.
+
+`--trials k` plays every scenario k times and reports pass^1..pass^k (support/evaluation/passk.py);
+`--min-pass-hat-k X` gates on pass^k. Every report is also kept under VAR_DIR/evaluation/history/, and
+`--compare A.json B.json` sets two reports side by side without running anything.
 
 The shop: the demo's tables; with SHOP_BACKEND=http, the reference shop (standin/shop), started here for the
 evaluation and reset before every scenario, so the agent's tools, refunds and seller messages go over HTTP as
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -28,6 +33,7 @@ from django.test.utils import override_settings
 
 from standin.shop import start_in_thread
 from support.desk import assistant
+from support.evaluation import compare as comparing
 from support.evaluation import driver, evaluate
 from support.evaluation import report as reports
 from support.evaluation.customer import CustomerModel
@@ -50,19 +56,29 @@ class Command(BaseCommand):
                             help="only scenarios whose name matches (repeatable: those matching any)")
         parser.add_argument("--scenario-dir", type=Path, default=SCENARIO_DIR, metavar="DIR",
                             help="where the scenario files are (default: evaluation/scenarios)")
-        parser.add_argument("--repeat", type=int, default=1, metavar="N", help="attempts per scenario (real "
-                                                                               "models vary): reports a pass rate")
+        parser.add_argument("--trials", "--repeat", dest="trials", type=int, default=1, metavar="K",
+                            help="trials per scenario, each on a fresh shop (real models vary): reports pass^1..pass^K")
+        parser.add_argument("--min-pass-hat-k", type=float, default=None, metavar="X",
+                            help="exit with status 1 when the suite's pass^K (K = --trials) is below X (0..1)")
+        parser.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
+                            help="compare two reports (before, after) and exit; runs nothing")
         parser.add_argument("--report", type=Path, default=None, metavar="PATH",
                             help="the JSON report (default: VAR_DIR/evaluation/report.json); the HTML one is "
                                  "written beside it with .html")
         parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="X",
                             help="exit with status 1 when fewer attempts pass (0..1, default 1.0)")
 
-    def handle(self, *args, scenario, scenario_dir: Path, repeat, report: Path | None, min_pass_rate, **opts):
-        if repeat < 1:
-            raise CommandError("--repeat must be at least 1")
+    def handle(self, *args, scenario, scenario_dir: Path, trials, report: Path | None, min_pass_rate, **opts):
+        if opts.get("compare"):
+            self._compare(*opts["compare"])
+            return
+        if trials < 1:
+            raise CommandError("--trials must be at least 1")
         if not 0 <= min_pass_rate <= 1:
             raise CommandError("--min-pass-rate is a share between 0 and 1, e.g. 0.9")
+        gate = opts.get("min_pass_hat_k")
+        if gate is not None and not 0 <= gate <= 1:
+            raise CommandError("--min-pass-hat-k is a share between 0 and 1, e.g. 0.8")
         patterns = scenario or ["*"]
         try:
             found = {s.name: s for pattern in patterns for s in load_all(scenario_dir, pattern=pattern)}
@@ -74,7 +90,7 @@ class Command(BaseCommand):
         with self._shop() as shop_note:
             if shop_note:
                 self.stdout.write(shop_note)
-            self._evaluate(scenarios, repeat, min_pass_rate, report, opts)
+            self._evaluate(scenarios, trials, min_pass_rate, report, opts)
 
     @contextmanager
     def _shop(self):
@@ -94,36 +110,75 @@ class Command(BaseCommand):
         finally:
             server.stop()
 
-    def _evaluate(self, scenarios, repeat, min_pass_rate, report, opts):
+    def _compare(self, before: Path, after: Path) -> None:
+        try:
+            result = comparing.compare(comparing.load(before), comparing.load(after))
+        except comparing.CompareError as e:
+            raise CommandError(str(e)) from e
+        self.stdout.write(comparing.table(result))
+
+    def _evaluate(self, scenarios, trials, min_pass_rate, report, opts):
         json_path = (report or reports.latest_path()).resolve()
         html_path = json_path.with_suffix(".html")
         with override_settings(**_model_settings(opts)):
             model_name = settings.MODEL_NAME
             endpoint = _shown(settings.MODEL_BASE_URL) or "the built-in stand-in"
             customer_name = opts.get("customer_model") or model_name
-            self.stdout.write(f"Evaluating {len(scenarios)} scenarios x{repeat} with {model_name} at {endpoint}, "
+            self.stdout.write(f"Evaluating {len(scenarios)} scenarios x{trials} with {model_name} at {endpoint}, "
                               f"prompt v{assistant.PROMPT_VERSION} ({assistant.prompt_fingerprint()})")
+            customer_model = CustomerModel(assistant.model(model=customer_name))
             with isolated_database() as where:
                 self.stdout.write(f"on a throwaway database: {where}")
                 result = evaluate(
-                    scenarios, repeat=repeat, min_pass_rate=min_pass_rate,
-                    customer_model=CustomerModel(assistant.model(model=customer_name)),
+                    scenarios, trials=trials, min_pass_rate=min_pass_rate,
+                    min_pass_hat_k=opts.get("min_pass_hat_k"), customer_model=customer_model,
                     model={"name": model_name, "endpoint": endpoint, "customer_model": customer_name},
-                    prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint()},
+                    prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint(),
+                            "tools_fingerprint": assistant.tools_fingerprint()},
+                    desk={"version": desk_version()}, customer=_customer_info(customer_model, customer_name),
                     progress=self._progress)
         data = reports.as_json(result)
         reports.write(data, json_path, html_path)
+        reports.keep(data)
         self.stdout.write("\n" + reports.table(data))
         self.stdout.write("\n" + reports.summary(data))
         self.stdout.write(f"reports: {json_path} and {html_path}")
         if not result.ok:
-            self.stderr.write(f"pass rate {result.pass_rate:.0%} is below {min_pass_rate:.0%}")
+            hat = result.pass_hat().get(str(trials))
+            gate = opts.get("min_pass_hat_k")
+            self.stderr.write(f"pass rate {result.pass_rate:.0%} (needed {min_pass_rate:.0%})"
+                              + (f", pass^{trials} {hat or 0:.0%} (needed {gate:.0%})" if gate is not None else "")
+                              + ": below the bar")
             sys.exit(1)
 
     def _progress(self, run) -> None:
         mark = "s" if run.skipped else ("." if run.passed else "F")
         self.stdout.write(mark, ending="")
         self.stdout.flush()
+
+
+def desk_version() -> str:
+    """DESK_VERSION from the environment (a deploy names its release), else the checkout's commit."""
+    named = os.environ.get("DESK_VERSION", "").strip()
+    if named:
+        return named[:80]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=settings.BASE_DIR, capture_output=True,
+                             text=True, timeout=5, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=settings.BASE_DIR,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return out.stdout.strip() + ("+changes" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _customer_info(customer_model, name: str) -> dict:
+    """The simulated customer's model, temperature and prompt version, as the report records them."""
+    info = getattr(customer_model, "info", None)
+    out = {"model": name}
+    if callable(info):
+        out.update(info())
+    return out
 
 
 def _model_settings(opts) -> dict:

@@ -455,6 +455,12 @@ export class ConversationPage {
     ];
     if (run.finished_at) rows.push(["Finished", timeEl(run.finished_at, "run-finished")]);
     if (run.attempts > 1) rows.push(["Attempts", String(run.attempts)]);
+    if (run.trace_id) { // tracing is on: the run's trace, in the operator's trace viewer when one is configured
+      const id = h("code", {}, run.trace_id);
+      rows.push(["Trace", /^https?:\/\//.test(run.trace_url || "")
+        ? h("a", { href: run.trace_url, target: "_blank", rel: "noopener noreferrer" }, "Open in the trace viewer ", id)
+        : id, "run-trace"]);
+    }
     fill(panel,
       h("p", { class: "run-headline" },
         h("span", { class: `badge badge-run is-${run.status === "stopped" ? run.stop_reason || "stopped" : run.status}`,
