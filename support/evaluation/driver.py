@@ -89,6 +89,7 @@ class ScenarioRun:
     # simulated customer.
     customer_end: str = ""
     stop_reasons: list[str] = field(default_factory=list)  # each run's, oldest first
+    runs: list[dict] = field(default_factory=list)  # each run, oldest first: status, stop_reason, outcome
     triage: dict | None = None  # a failed attempt's {"label", "why"} (triage.py)
 
     @property
@@ -107,7 +108,8 @@ class ScenarioRun:
             "completion_tokens": self.completion_tokens, "cost_usd": round(self.cost_usd, 6),
             "seconds": round(self.seconds, 2), "customer_calls": self.customer_calls,
             "transcript": self.transcript, "trace": self.trace, "decisions": self.decisions, "error": self.error,
-            "customer_end": self.customer_end, "stop_reasons": self.stop_reasons, "triage": self.triage,
+            "customer_end": self.customer_end, "stop_reasons": self.stop_reasons, "runs": self.runs,
+            "triage": self.triage,
         }
 
 

@@ -69,7 +69,10 @@ def _shop(remote) -> tuple[list, list]:
 
 
 def evidence(record, conversation: Conversation) -> None:
-    runs = {r.pk: i for i, r in enumerate(Run.objects.filter(conversation=conversation).order_by("pk"), 1)}
+    ordered = list(Run.objects.filter(conversation=conversation).order_by("pk"))
+    runs = {r.pk: i for i, r in enumerate(ordered, 1)}
+    record.runs = [{"run": i, "status": r.status, "stop_reason": r.stop_reason, "outcome": r.outcome}
+                   for i, r in enumerate(ordered, 1)]  # how each ended, waiting ones too (the real-model smoke)
     record.transcript = [{
         "seq": m.seq, "role": m.role, "author": m.author, "content": m.content or "",
         "tool_calls": [{"name": (c.get("function") or {}).get("name", ""),

@@ -52,7 +52,8 @@ class Command(BaseCommand):
         parser.add_argument("--price", metavar="IN,OUT", help="USD per 1M input and output tokens for a model "
                                                               "missing from MODEL_PRICES, e.g. 0.15,0.60")
         parser.add_argument("--customer-model", help="the model playing simulated customers (default: --model)")
-        parser.add_argument("--scenario", default="*", metavar="GLOB", help="only scenarios whose name matches")
+        parser.add_argument("--scenario", action="append", metavar="GLOB",
+                            help="only scenarios whose name matches (repeatable: those matching any)")
         parser.add_argument("--scenario-dir", type=Path, default=SCENARIO_DIR, metavar="DIR",
                             help="where the scenario files are (default: evaluation/scenarios)")
         parser.add_argument("--trials", "--repeat", dest="trials", type=int, default=1, metavar="K",
@@ -78,12 +79,14 @@ class Command(BaseCommand):
         gate = opts.get("min_pass_hat_k")
         if gate is not None and not 0 <= gate <= 1:
             raise CommandError("--min-pass-hat-k is a share between 0 and 1, e.g. 0.8")
+        patterns = scenario or ["*"]
         try:
-            scenarios = load_all(scenario_dir, pattern=scenario)
+            found = {s.name: s for pattern in patterns for s in load_all(scenario_dir, pattern=pattern)}
         except ScenarioError as e:
             raise CommandError(f"bad scenario file: {e}") from e
-        if not scenarios:
-            raise CommandError(f"no scenario matches {scenario!r}")
+        if not found:
+            raise CommandError(f"no scenario matches {' or '.join(map(repr, patterns))}")
+        scenarios = [found[name] for name in sorted(found)]
         with self._shop() as shop_note:
             if shop_note:
                 self.stdout.write(shop_note)
