@@ -220,8 +220,10 @@ WSGI_APPLICATION = "agentsite.wsgi.application"
 ASGI_APPLICATION = "agentsite.asgi.application"
 
 # Database: DATABASE_URL, e.g. postgres://app:app@127.0.0.1:5432/app; SQLite file by default.
-# Connections are kept (CONN_MAX_AGE seconds, checked before reuse) rather than opened per request, per
-# websocket call and per task: opening one costs PostgreSQL a process and several round trips.
+# Connections are reused rather than opened per request, per websocket call and per task: opening one costs
+# PostgreSQL a process, several round trips and a cold catalog cache. On PostgreSQL each process keeps a pool
+# (DB_POOL, below); without it, a connection is kept CONN_MAX_AGE seconds by the thread that opened it, which
+# daphne's per-request threads and Celery's per-task close never reuse.
 DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
@@ -244,6 +246,22 @@ if DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis")):
         f"-c lock_timeout={DB_LOCK_TIMEOUT_MS}", f"-c statement_timeout={DB_STATEMENT_TIMEOUT_MS}"]))
     if DB_CONNECT_TIMEOUT:
         _pg_options.setdefault("connect_timeout", DB_CONNECT_TIMEOUT)
+# PostgreSQL connection pool, one per process (psycopg's pool through Django): a request, a socket's
+# database call or a run's step borrows a connection and gives it back when done, so any thread reuses any
+# connection. A run gives its connection back before each model call: it holds one only while it reads or
+# writes, and a process with hundreds of runs waiting on the model needs a few. Checked before each loan.
+# A loan waits up to DB_POOL_TIMEOUT seconds when all DB_POOL_MAX_SIZE are out, then fails as the database
+# being unavailable (the API's 503, a run's retry). DB_POOL=false: per-thread connections (CONN_MAX_AGE).
+DB_POOL = env_bool("DB_POOL", True)
+DB_POOL_MIN_SIZE = env_int("DB_POOL_MIN_SIZE", 2, minimum=0)
+DB_POOL_MAX_SIZE = max(env_int("DB_POOL_MAX_SIZE", 20, minimum=1), DB_POOL_MIN_SIZE)
+DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", 10.0, minimum=0.1)
+DB_POOLED = DB_POOL and DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis"))
+if DB_POOLED:
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": DB_POOL_MIN_SIZE, "max_size": DB_POOL_MAX_SIZE, "timeout": DB_POOL_TIMEOUT,
+        "max_idle": 300, "name": "default"}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them; Django refuses both
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Runs and the web process write concurrently: wait for the lock rather than fail at once. Still
     # locked after `timeout` seconds ("database is locked"), the API answers a retryable 503. Longer than

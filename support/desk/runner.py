@@ -203,6 +203,8 @@ class DbObserver(agent.Observer):
     def step_started(self, step: agent.Step) -> None:
         metrics.step_started(self, step)
         tracing.step_started(self, step)
+        if step.kind == "model":
+            _give_back_connection()  # the model call takes ~all of a run's time and needs no database
         if step.kind == "tool":
             if not step.read_only:
                 _tool_call_started(self.run, self.lease, step)  # counted before an effect runs, crash or not
@@ -260,6 +262,7 @@ class DbObserver(agent.Observer):
         if time.monotonic() - self._beat >= settings.RUN_HEARTBEAT_SECONDS:
             services.lease_check(self.run, self.lease)
             self._beat = time.monotonic()
+            _give_back_connection()  # mid-stream: the rest of the reply needs no database
 
     def token(self, delta: str) -> None:
         metrics.token_streamed(self)
@@ -452,6 +455,13 @@ def _recover_from_error(run: Run, lease: str, error: Exception) -> str:
     except Exception:
         log.exception("run %s: could not record the failure; the sweeper will pick it up", run.public_id)
         return "failed"
+
+
+def _give_back_connection() -> None:
+    """With a pool (settings.DB_POOL), return this thread's connection while the run waits on the network, so
+    a run holds one only while it reads or writes. Never inside a transaction; per-thread connections stay."""
+    if settings.DB_POOLED and connection.connection is not None and not connection.in_atomic_block:
+        connection.close()
 
 
 def _fresh_connection() -> None:
