@@ -58,7 +58,7 @@ def test_no_line_without_a_customer_nor_for_a_scope_that_is_not_an_order(demo):
 
 
 def test_a_shop_that_cannot_be_read_leaves_the_history_as_it_was(demo, monkeypatch):
-    def down(self, customer_id):
+    def down(self, customer_id, limit=None):
         raise port.ShopUnavailable("the shop timed out")
 
     monkeypatch.setattr(type(known_orders.shop()), "orders_of", down)

@@ -48,6 +48,11 @@ def test_a_customers_orders_come_newest_first_and_only_theirs(demo, demo_shop):
     assert demo_shop.orders_of("not-an-id") == [] and demo_shop.orders_of("999999") == []
 
 
+def test_a_limit_gives_the_newest_orders_only(demo, demo_shop):
+    assert [o.number for o in demo_shop.orders_of(str(demo.maya.pk), limit=2)] == MAYA_NEWEST_FIRST[:2]
+    assert [o.number for o in demo_shop.orders_of(str(demo.tom.pk), limit=5)] == ["SU-41444"]
+
+
 def test_an_order_carries_its_items_money_parcels_and_refunds(demo, demo_shop):
     order = demo_shop.order("SU-41290")
     assert order.seller == port.Seller(id="sundry", name=demo.orders["SU-41290"].seller.name, is_marketplace=False)

@@ -95,6 +95,17 @@ def test_orders_of_a_customer_come_newest_first_over_several_pages(shopify_shop,
     assert shop.orders_of("12") == []
 
 
+def test_orders_of_with_a_limit_reads_only_the_pages_it_needs(shopify_shop, fake_shopify):
+    shop = shopify_shop()
+    maya = shop.customer_by_email("maya@example.com")
+    everything = shop.orders_of(maya.id)
+    before = len([r for r in fake_shopify.requests() if r["status"] == 200])
+    newest = shop.orders_of(maya.id, limit=5)
+    pages = len([r for r in fake_shopify.requests() if r["status"] == 200]) - before
+    assert [o.number for o in newest] == [o.number for o in everything[:5]]
+    assert pages == 2  # 3 orders a page: the newest 5 are on the first two of four
+
+
 # -- refunds ----------------------------------------------------------------------------------------------
 
 def test_a_refund_is_made_once_per_key_even_when_sent_twice(shopify_shop, fake_shopify):

@@ -39,7 +39,7 @@ def orders_line(conversation) -> dict | None:
             "up with get_order instead of asking for the number.")}
     try:
         owner = shop_customer_id(conversation.customer_id)
-        orders = shop().orders_of(owner)[:RECENT] if owner is not None else None
+        orders = shop().orders_of(owner, limit=RECENT) if owner is not None else None
     except port.ShopError as e:  # the run goes on without the line; the tools say the shop is down if it is
         log.warning("conversation %s: the customer's orders could not be read for the model: %s",
                     conversation.public_id, e)

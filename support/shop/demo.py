@@ -27,11 +27,12 @@ class DemoShop:
             row = matches[0] if len(matches) == 1 else None
         return _customer(row) if row is not None else None
 
-    def orders_of(self, customer_id: str) -> list[port.Order]:
+    def orders_of(self, customer_id: str, limit: int | None = None) -> list[port.Order]:
         pk = _pk(customer_id)
         if pk is None:
             return []
-        return [_order(row) for row in _orders().filter(customer_id=pk).order_by("-placed_at", "-pk")]
+        rows = _orders().filter(customer_id=pk).order_by("-placed_at", "-pk")
+        return [_order(row) for row in (rows[:limit] if limit is not None else rows)]
 
     def order(self, number: str) -> port.Order | None:
         row = _orders().filter(number=str(number)).first()

@@ -54,9 +54,10 @@ class HttpShop:
         data = self._read("/customers", {"email": email})
         return None if data is None else contract.customer(contract.envelope(data, "customer"))
 
-    def orders_of(self, customer_id: str) -> list[port.Order]:
+    def orders_of(self, customer_id: str, limit: int | None = None) -> list[port.Order]:
         data = self._read(f"/customers/{_segment(customer_id)}/orders")
-        return [] if data is None else contract.orders(data)
+        orders = [] if data is None else contract.orders(data)
+        return orders[:limit] if limit is not None else orders
 
     def order(self, number: str) -> port.Order | None:
         data = self._read(f"/orders/{_segment(number)}")

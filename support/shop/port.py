@@ -155,8 +155,8 @@ class Shop(Protocol):
     def customer_by_email(self, email: str) -> ShopCustomer | None:
         """The customer with that address, compared case-insensitively; None when there is none."""
 
-    def orders_of(self, customer_id: str) -> list[Order]:
-        """The customer's orders, newest first."""
+    def orders_of(self, customer_id: str, limit: int | None = None) -> list[Order]:
+        """The customer's orders, newest first; only the first `limit` of them when it is given."""
 
     def order(self, number: str) -> Order | None:
         ...

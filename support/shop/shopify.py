@@ -155,7 +155,7 @@ class ShopifyShop:
         exact = [c for c in same if c.email == email]
         return (exact or same)[0] if len(exact) == 1 or len(same) == 1 else None
 
-    def orders_of(self, customer_id: str) -> list[port.Order]:
+    def orders_of(self, customer_id: str, limit: int | None = None) -> list[port.Order]:
         number = customer_id.rsplit("/", 1)[-1]
         if not customer_id.startswith("gid://shopify/Customer/") or not number.isdigit():
             return []
@@ -164,6 +164,8 @@ class ShopifyShop:
             data = self._read(ORDERS_OF_CUSTOMER, {"query": f"customer_id:{number}", "after": after})
             page = _path(data, "orders")
             orders += [_order(node) for node in _path(page, "nodes")]
+            if limit is not None and len(orders) >= limit:
+                return orders[:limit]  # newest first: the pages after hold older ones
             if not _path(page, "pageInfo", "hasNextPage"):
                 return orders
             after = _path(page, "pageInfo", "endCursor")
