@@ -122,11 +122,14 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
             self.joined.add(group)
 
-    async def replay(self, conversation, last_seq: int) -> None:
+    async def replay(self, conversation, last_seq: int, *, seen: bool = False) -> None:
+        """`seen`: also record that the customer is here (mark_seen), in the same database call."""
         key = str(conversation.public_id)
         delivered = self.delivered.setdefault(key, Delivered())
         delivered.cover(last_seq)
-        read_to, messages = await db(_replay_read)(conversation, last_seq, self.staff)
+        if seen:
+            self._seen_written = asyncio.get_running_loop().time()
+        read_to, messages, state = await db(_replay_read)(conversation, last_seq, self.staff, seen)
         # All of them, even one this socket sent before: the client says it lacks what is after last_seq
         # (a message lost on its way to the page is asked for too); it drops a seq it has already.
         for m in messages:
@@ -135,7 +138,6 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
             delivered.add(m.seq)
         # Every seq up to read_to was read: sent now or before, or one this client does not see.
         delivered.cover(max([read_to] + [m.seq for m in messages]))
-        state = await db(selectors.conversation_state)(conversation)
         await self.send_json({"type": "replay.done", "seq": delivered.floor, "conversation": key,
                               "state": state})
 
@@ -231,8 +233,7 @@ class CustomerConsumer(ReplayingConsumer):
             return
         self.conversation, self.link_version = conversation, access.link_version
         await self.join(events.conversation_group(conversation.public_id))
-        await self.replay(conversation, _seq(content.get("last_seq")))
-        await self.mark_seen()
+        await self.replay(conversation, _seq(content.get("last_seq")), seen=True)
 
     async def link_still_valid(self) -> bool:
         """Read again on every frame: a revocation whose broadcast was lost still closes the socket."""
@@ -449,11 +450,20 @@ def _pending_approvals_json(conversation_key: str) -> list[dict]:
     return [serializers.approval_json(a) for a in approvals]
 
 
-def _replay_read(conversation, after_seq: int, staff: bool):
-    """(the conversation's last seq, its messages after after_seq). The seq is read first: a seq is handed
-    out in the transaction that saves its message, so every message up to it is in the read that follows."""
+def _replay_read(conversation, after_seq: int, staff: bool, seen: bool):
+    """(the conversation's last seq, its messages after after_seq, its state), in one trip to the thread
+    pool. The seq is read first: a seq is handed out in the transaction that saves its message, so every
+    message up to it is in the read that follows. `seen`: the customer's presence is recorded too."""
     last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
-    return last_seq, selectors.messages_after(conversation, after_seq, staff=staff)
+    messages = selectors.messages_after(conversation, after_seq, staff=staff)
+    state = selectors.conversation_state(conversation)
+    if seen:
+        try:
+            notify.customer_seen(conversation.pk)
+        except Exception:  # the database is away: the replay goes out; at worst an e-mail says it again
+            log.warning("customer presence of conversation %s not recorded", conversation.public_id,
+                        exc_info=True)
+    return last_seq, messages, state
 
 
 def _last_seqs(pks: list[int]) -> dict[int, int]:
