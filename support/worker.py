@@ -66,7 +66,11 @@ _started: dict[str, tuple[float, object]] = {}  # task id -> (start, log context
 def _bind_task(task_id=None, task=None, args=None, kwargs=None, **extra):
     fields = {"task": task_id, "request_id": task.request.get("request_id")}
     if task.name == RUN_AGENT:
-        fields.update(_run_fields((args or [None])[0] if args else (kwargs or {}).get("run_id")))
+        run, conversation = task.request.get("run"), task.request.get("conversation")
+        if isinstance(run, str) and isinstance(conversation, str) and run and conversation:
+            fields.update(run=run, conversation=conversation)  # sent with the task: nothing to read
+        else:
+            fields.update(_run_fields((args or [None])[0] if args else (kwargs or {}).get("run_id")))
     _started[task_id] = (time.monotonic(), bind(**fields))
 
 

@@ -92,7 +92,7 @@ def _fresh_policy_corpora():
 def queued(monkeypatch):
     """Run ids handed to Celery, in order, instead of a broker: tests run them with runner.run_execute."""
     sent = []
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: sent.append(run_id))
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: sent.append(run_id))
     return sent
 
 

@@ -61,7 +61,7 @@ class RunDelays(list):
 def record_run_delays(monkeypatch) -> RunDelays:
     """Replace the Celery enqueue with a recorder: there is no broker in these tests."""
     delays = RunDelays()
-    monkeypatch.setattr(queue, "run_agent", lambda run_id: delays.append(run_id))
+    monkeypatch.setattr(queue, "run_agent", lambda run_id, **ids: delays.append(run_id))
     return delays
 
 

@@ -27,7 +27,7 @@ ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 @pytest.fixture(autouse=True)
 def memory_layer(settings, monkeypatch):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
 
 

@@ -32,7 +32,7 @@ def bearer(conversation_id, token):
 
 @pytest.fixture
 def chat(demo, monkeypatch):
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     conversation = services.conversation_start(customer=demo.maya)
     services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
     services.message_append(conversation=conversation, author=Message.AGENT,
@@ -240,7 +240,7 @@ def test_listing_and_opening_need_a_valid_shop_token(chat):
 @pytest.mark.django_db(transaction=True)
 def test_an_open_customer_socket_marks_the_replies_seen(demo, settings, monkeypatch):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
     conversation = services.conversation_start(customer=demo.maya)
     services.message_append(conversation=conversation, author=Message.AGENT,

@@ -31,7 +31,7 @@ ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 def published(settings, monkeypatch):
     """Events the code publishes, recorded instead of sent: a test delivers the ones it wants live."""
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     sent = []
     monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: sent.append((groups, event)))
     return sent

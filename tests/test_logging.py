@@ -136,3 +136,31 @@ def test_a_malformed_log_setting_stops_start_up_naming_it(variable, value, tmp_p
     done = subprocess.run([sys.executable, "-c", "import agentsite.settings"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and f"{variable} must be" in done.stderr
+
+
+@pytest.mark.django_db
+def test_a_run_task_sent_with_its_ids_reads_nothing_to_label_its_lines(demo, lines, django_assert_num_queries):
+    run = Run.objects.create(conversation=start_conversation(demo.maya))
+    from support.tasks import run_agent as task
+
+    task.push_request(id="task-2", run=str(run.public_id), conversation=str(run.conversation.public_id))
+    try:
+        with django_assert_num_queries(0):
+            task_prerun.send(sender=task, task_id="task-2", task=task, args=(run.pk,), kwargs={})
+        logging.getLogger("support.desk.runner").info("working")
+        task_postrun.send(sender=task, task_id="task-2", task=task, args=(run.pk,), kwargs={}, retval="answered")
+    finally:
+        task.pop_request()
+    working = lines()[0]
+    assert (working["run"], working["conversation"]) == (str(run.public_id), str(run.conversation.public_id))
+
+
+def test_a_queued_run_carries_its_public_ids_in_the_tasks_headers(monkeypatch):
+    from support.desk import queue
+
+    sent = []
+    monkeypatch.setattr(queue.app, "send_task", lambda name, **kw: sent.append((name, kw)))
+    queue.run_agent(7, run="r-1", conversation="c-1")
+    queue.run_agent(8)
+    assert sent == [(queue.RUN_AGENT, {"args": [7], "headers": {"run": "r-1", "conversation": "c-1"}}),
+                    (queue.RUN_AGENT, {"args": [8], "headers": None})]

@@ -45,7 +45,7 @@ def html_of(message) -> str:
 @pytest.fixture
 def chat(demo, monkeypatch):
     """Maya's conversation, started from her browser in Berlin; she wrote and left."""
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     response = Client().post("/api/conversations", {"customer_token": _shop_token(demo.maya),
                                                     "time_zone": "Europe/Berlin"}, content_type="application/json")
     assert response.status_code == 201
@@ -154,7 +154,7 @@ def test_a_reply_is_emailed_once_and_the_next_one_in_an_email_of_its_own(chat, s
 
 @pytest.mark.django_db(transaction=True)
 def test_two_beats_at_once_send_one_email(demo, smtp, monkeypatch):
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     conversation = services.conversation_start(customer=demo.maya)
     reply(conversation, "Your parcel is with the carrier.")
     for _ in range(5):  # a few trials: the two claims race for the same batch each time

@@ -49,7 +49,7 @@ def test_the_seeded_refunds_have_distinct_references(demo):
 
 
 def test_a_person_refunding_tells_the_customer_the_reference(demo, django_user_model, monkeypatch):
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     lead = django_user_model.objects.create_user("lea", is_staff=True, first_name="Lea")
     from django.core.management import call_command
 

@@ -30,7 +30,7 @@ HEADERS = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 def quiet_layer(settings, monkeypatch):
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     settings.STAFF_SOCKET_RECHECK_SECONDS = 3600
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     monkeypatch.setattr("support.live.events.publisher.send", lambda groups, event: None)
 
 

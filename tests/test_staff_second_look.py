@@ -170,7 +170,7 @@ def _session_cookie(user) -> bytes:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_staff_socket_sends_the_card_again_when_the_customer_writes(demo, monkeypatch):
-    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id: None)
+    monkeypatch.setattr("support.desk.queue.run_agent", lambda run_id, **ids: None)
     conversation = start_conversation(demo.maya)
     approval = pending_refund_approval(conversation)
     headers = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000"),

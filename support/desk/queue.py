@@ -8,9 +8,12 @@ EMAIL_APPROVAL = "support.tasks.email_approval_request"
 SLACK_APPROVAL = "support.tasks.sync_approval_to_slack"
 
 
-def run_agent(run_id: int) -> None:
-    """Queue a run for a worker. The task claims the run itself, so a duplicate delivery is harmless."""
-    app.send_task(RUN_AGENT, args=[run_id])
+def run_agent(run_id: int, *, run: str = "", conversation: str = "") -> None:
+    """Queue a run for a worker. The task claims the run itself, so a duplicate delivery is harmless.
+    `run`, `conversation`: their public ids, for the task's log lines (support/worker.py reads them when
+    they are missing)."""
+    headers = {"run": run, "conversation": conversation} if run and conversation else None
+    app.send_task(RUN_AGENT, args=[run_id], headers=headers)
 
 
 def email_approval(approval_id: int) -> None:

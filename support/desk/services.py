@@ -267,7 +267,8 @@ def run_start_if_idle(*, conversation_id: int, current: Conversation | None = No
         return run
     with transaction.atomic():  # a savepoint: losing the unique-constraint race leaves the message saved
         try:
-            run = Run.objects.create(conversation_id=conversation_id, heartbeat_at=timezone.now())
+            # With the conversation object, so announcing the run reads nothing more.
+            run = Run.objects.create(conversation=conversation, heartbeat_at=timezone.now())
         except IntegrityError:
             return Run.objects.get(conversation_id=conversation_id, status__in=Run.ACTIVE)
     run_enqueue(run)
@@ -285,7 +286,7 @@ def run_enqueue(run: Run) -> None:
 
     def send():
         try:
-            queue.run_agent(run.pk)
+            queue.run_agent(run.pk, run=str(run.public_id), conversation=str(run.conversation.public_id))
         except Exception as error:  # kombu's OperationalError once its publish retries are spent, or worse
             log.error("run %s (conversation id %s) stays queued: the broker did not take it (%s: %s); "
                       "the sweeper sends it again", run.public_id, run.conversation_id,
