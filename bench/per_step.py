@@ -132,7 +132,7 @@ def run(stack, quick: bool = False) -> dict:
     def full_once(n: int, profiler: cProfile.Profile | None = None) -> dict:
         conversation = services.conversation_start(customer=maya)
         queued: list[int] = []
-        with mock.patch.object(queue, "run_agent", side_effect=queued.append):
+        with mock.patch.object(queue, "run_agent", side_effect=lambda run_id, **ids: queued.append(run_id)):
             if profiler:
                 profiler.enable()
             w0, c0 = time.perf_counter(), time.process_time()

@@ -66,7 +66,7 @@ def desk_path(demo_customer, read_only: bool) -> float:
     queued = []
     with mock.patch.object(assistant, "shared_model", lambda: _scripted(calls)), \
             mock.patch.object(assistant, "tools", lambda: [slowed(t) for t in assistant.SHOP_TOOLS]), \
-            mock.patch("support.desk.queue.run_agent", queued.append):
+            mock.patch("support.desk.queue.run_agent", lambda run_id, **ids: queued.append(run_id)):
         conversation = services.conversation_start(customer=demo_customer)
         services.conversation_post_message(conversation=conversation, text="Where are SU-41207 and SU-41310?")
         t0 = time.perf_counter()
