@@ -36,7 +36,9 @@ from bench.common import django_setup, section_main, start_daphne, start_worker 
 from bench.measure import CpuMeter, cpu_table, md_table, med, mmm, pct  # noqa: E402
 
 TEXT = "Hello, are you there? #steps:1"
-TARGET_P99_MS = 50.0
+TARGET_P99_MS = 50.0  # one live conversation
+TARGET_STEADY_P99_MS = 100.0  # 100 live conversations, each writing again a while after each answer
+TARGET_CPU_PER_TURN_MS = 40.0  # every process but the benchmark's clients and the model: a new customer turn
 WORKER_THREADS = 120
 THINK_SECONDS = (6.0, 24.0)  # steady load: a customer writes again this long after the answer (uniform)
 STAGES = ("db_saved", "accepted", "queued", "running", "step", "db_model_start")
@@ -159,6 +161,15 @@ async def _measure(stack, base: str, sequential: int, live: int, rounds: int, ro
             "steady": steady, "steady_seconds": loop.time() - t_start}
 
 
+def _cpu_per_turn(meter, conversations: int, label: str) -> str:
+    """The CPU of one new customer turn, every process but the benchmark's clients and the model stand-in."""
+    spent = sum(v for k, v in meter.used.items() if k not in ("bench client", "stand-in")) / max(conversations, 1)
+    return (f"{label}: {spent * 1000:.1f} ms of CPU per new customer turn (conversation created, socket opened "
+            f"and replayed, one message, its run), every process but the benchmark's clients and the model "
+            f"stand-in (target ≤ {TARGET_CPU_PER_TURN_MS:g} ms): "
+            f"**{'met' if spent * 1000 <= TARGET_CPU_PER_TURN_MS else 'missed'}**")
+
+
 def _cpu_floor(meter, conversations: int, live: int) -> str:
     """What a burst costs in CPU, beside what first tokens within the target would leave for it."""
     cores = os.cpu_count() or 1
@@ -220,8 +231,10 @@ def _report(stack, r: dict, sequential: int, live: int, rounds: int) -> dict:
         stage_rows.append([label] + [f"{pct(stages[k], 50):.1f} / {pct(stages[k], 99):.1f}" for k in STAGES]
                           + [f"{pct(raw, 50):.1f} / {pct(raw, 99):.1f}"])
         p99 = pct(net, 99)
-        verdicts.append(f"{label}: p99 {p99:.1f} ms net of the stand-in (target ≤ {TARGET_P99_MS:g} ms): "
-                        f"**{'met' if p99 <= TARGET_P99_MS else 'missed'}**")
+        target = {"1 live conversation": TARGET_P99_MS, steady_label: TARGET_STEADY_P99_MS}.get(label)
+        verdicts.append(f"{label}: p99 {p99:.1f} ms net of the stand-in " + (
+            f"(target ≤ {target:g} ms): **{'met' if p99 <= target else 'missed'}**" if target is not None
+            else "(no target: a burst of new conversations at once is bounded by the CPU it needs, above)"))
         data[label] = {"raw_ms": raw, "net_p50": pct(net, 50), "net_p95": pct(net, 95), "net_p99": p99,
                        "standin_median_ms": base_ms, "stages_ms": stages}
     rounds_p99 = [pct([s["ttft"] * 1000 - s_conc for s in rs], 99) for rs in r["per_round"] if rs]
@@ -262,7 +275,9 @@ def _report(stack, r: dict, sequential: int, live: int, rounds: int) -> dict:
         _cpu_floor(r["cpu"][1], len(r["many"]), live),
         f"Per round with {live} live conversations ({len(rounds_p99)} rounds): net p50 "
         f"{mmm(rounds_p50, '{:.1f}')} ms, net p99 {mmm(rounds_p99, '{:.1f}')} ms (median (min–max) over rounds).",
-        "\n".join(f"- {v}" for v in verdicts),
+        "\n".join(f"- {v}" for v in verdicts + [
+            _cpu_per_turn(r["cpu"][0], len(r["one"]), "1 live conversation"),
+            _cpu_per_turn(r["cpu"][1], len(r["many"]), f"{live} live conversations, all at once")]),
         f"- Errors: {len(r['errors'])}" + (f" (first: {r['errors'][:3]})" if r["errors"] else ""),
     ])
     return {"name": "first_token", "markdown": md,
