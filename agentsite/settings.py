@@ -250,12 +250,13 @@ if DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis")):
 # database call or a run's step borrows a connection and gives it back when done, so any thread reuses any
 # connection. A run gives its connection back before each model call: it holds one only while it reads or
 # writes, and a process with hundreds of runs waiting on the model needs a few. Checked before each loan.
-# A loan waits up to DB_POOL_TIMEOUT seconds when all DB_POOL_MAX_SIZE are out, then fails as the database
-# being unavailable (the API's 503, a run's retry). DB_POOL=false: per-thread connections (CONN_MAX_AGE).
+# A loan waits up to DB_POOL_TIMEOUT seconds when all DB_POOL_MAX_SIZE are out, or while the database cannot
+# be reached, then fails as the database being unavailable (the API's 503, a run's retry). No thread may wait
+# for another while it holds a connection. DB_POOL=false: per-thread connections (CONN_MAX_AGE).
 DB_POOL = env_bool("DB_POOL", True)
 DB_POOL_MIN_SIZE = env_int("DB_POOL_MIN_SIZE", 2, minimum=0)
 DB_POOL_MAX_SIZE = max(env_int("DB_POOL_MAX_SIZE", 20, minimum=1), DB_POOL_MIN_SIZE)
-DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", 10.0, minimum=0.1)
+DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", 5.0, minimum=0.1)
 DB_POOLED = DB_POOL and DATABASES["default"]["ENGINE"].endswith(("postgresql", "postgis"))
 if DB_POOLED:
     DATABASES["default"]["OPTIONS"]["pool"] = {

@@ -22,6 +22,11 @@ from tests.standin_fixture import standin  # noqa: F401  (the fixture, for `desk
 # thread pool would otherwise keep connections open past the session and PostgreSQL would refuse to
 # drop the test database. Worker and site subprocesses keep the configured default.
 settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+# And without settings.DB_POOL's pool: here threads stand in for concurrent requests and meet at barriers while
+# holding their connections, and tests repoint the next connection (another port, other options), which a pool
+# made at the first query would not follow. The worker and site processes the tests start use the pool.
+settings.DATABASES["default"]["OPTIONS"].pop("pool", None)
+settings.DB_POOLED = False
 
 
 @pytest.fixture(scope="session", autouse=True)

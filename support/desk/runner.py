@@ -246,7 +246,10 @@ class DbObserver(agent.Observer):
 
     def parallel(self, thunks: list) -> list:
         # Each read runs in a pool thread with a database connection of its own (Django's are per
-        # thread): closed when the read is done, so no connection outlives the thread's work.
+        # thread): closed when the read is done, so no connection outlives the thread's work. This thread
+        # gives its own back first: with a pool, runs holding theirs while waiting for their readers'
+        # could take every connection.
+        _give_back_connection()
         def own_connection(thunk):
             def read():
                 try:
