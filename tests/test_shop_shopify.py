@@ -95,16 +95,6 @@ def test_orders_of_a_customer_come_newest_first_over_several_pages(shopify_shop,
     assert shop.orders_of("12") == []
 
 
-def test_orders_of_with_a_limit_reads_only_the_pages_it_needs(shopify_shop, fake_shopify):
-    shop = shopify_shop()
-    maya = shop.customer_by_email("maya@example.com")
-    everything = shop.orders_of(maya.id)
-    before = len([r for r in fake_shopify.requests() if r["status"] == 200])
-    newest = shop.orders_of(maya.id, limit=5)
-    pages = len([r for r in fake_shopify.requests() if r["status"] == 200]) - before
-    assert [o.number for o in newest] == [o.number for o in everything[:5]]
-    assert pages == 2  # 3 orders a page: the newest 5 are on the first two of four
-
 
 # -- refunds ----------------------------------------------------------------------------------------------
 
@@ -337,3 +327,14 @@ def test_concurrent_refunds_with_one_key_make_one_refund(shopify_shop, fake_shop
         t.join(10)
     assert errors == [] and len({r.id for r in results}) == 1
     assert len([r for r in fake_shopify.refunds() if r["order"] == "SU-41533"]) == 1
+
+
+def test_orders_of_with_a_limit_reads_only_the_pages_it_needs(shopify_shop, fake_shopify):
+    shop = shopify_shop()
+    maya = shop.customer_by_email("maya@example.com")
+    everything = shop.orders_of(maya.id)
+    before = len([r for r in fake_shopify.requests() if r["status"] == 200])
+    newest = shop.orders_of(maya.id, limit=5)
+    pages = len([r for r in fake_shopify.requests() if r["status"] == 200]) - before
+    assert [o.number for o in newest] == [o.number for o in everything[:5]]
+    assert pages == 2  # 3 orders a page: the newest 5 are on the first two of four
