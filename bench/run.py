@@ -256,7 +256,7 @@ def _markdown(args, started, elapsed, versions, db_kind, stack_commands, results
               "`AGENT_MAX_TOKENS=5000000` and `AGENT_MAX_COST_USD=100` (the 50-call scenario re-sends a growing "
               "history and would otherwise stop on its token budget after ~23 calls), "
               "`LOG_LEVEL=WARNING`, everything else at its default (`MESSAGES_PER_MINUTE=10`, "
-              "`CONN_MAX_AGE` 60 as settings.py has it, `RUN_HEARTBEAT_SECONDS=5`). PostgreSQL: "
+              "a PostgreSQL connection pool per process (`DB_POOL`, 2 to 20 connections), `RUN_HEARTBEAT_SECONDS=5`). PostgreSQL: "
               "`max_connections=1200 fsync=off synchronous_commit=off full_page_writes=off`, trust auth, TCP "
               "on 127.0.0.1. Each section gets a fresh database copied from one migrated and `seed_demo`-ed "
               "template.", ""]
