@@ -197,11 +197,7 @@ class CustomerConsumer(ReplayingConsumer):
         """Record in the database that this conversation's customer is connected (support/customers/notify.py): no
         reply e-mail while they are, and none for what reached them."""
         self._seen_written = asyncio.get_running_loop().time()
-        try:
-            await db(notify.customer_seen)(self.conversation.pk)
-        except Exception:  # the database is away: the socket carries on; at worst an e-mail says it again
-            log.warning("customer presence of conversation %s not recorded", self.conversation.public_id,
-                        exc_info=True)
+        await db(_record_presence)(self.conversation)
 
     async def receive_json(self, content, **kwargs):
         kind = content.get("type") if isinstance(content, dict) else None
@@ -458,12 +454,17 @@ def _replay_read(conversation, after_seq: int, staff: bool, seen: bool):
     messages = selectors.messages_after(conversation, after_seq, staff=staff)
     state = selectors.conversation_state(conversation)
     if seen:
-        try:
-            notify.customer_seen(conversation.pk)
-        except Exception:  # the database is away: the replay goes out; at worst an e-mail says it again
-            log.warning("customer presence of conversation %s not recorded", conversation.public_id,
-                        exc_info=True)
+        _record_presence(conversation)
     return last_seq, messages, state
+
+
+def _record_presence(conversation) -> None:
+    """notify.customer_seen, never raising: with the database away the socket carries on (and the replay goes
+    out); at worst an e-mail says again what the customer saw."""
+    try:
+        notify.customer_seen(conversation.pk)
+    except Exception:
+        log.warning("customer presence of conversation %s not recorded", conversation.public_id, exc_info=True)
 
 
 def _last_seqs(pks: list[int]) -> dict[int, int]:
