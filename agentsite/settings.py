@@ -469,6 +469,8 @@ CONVERSATION_TOKEN_MAX_AGE = env_int("CONVERSATION_TOKEN_MAX_AGE", 30 * 24 * 360
 # -- Rate limits, lock-outs and sign-in codes (support/ops/limits.py, support/customers/signin.py) ------------------
 # Sliding windows counted in Redis, so every site process shares them and a restart keeps them.
 LIMITS_REDIS_URL = env_str("LIMITS_REDIS_URL", REDIS_URL)
+# Not a knob: the evaluation sets it per trial so that each trial counts from zero, apart from the site's counters.
+LIMITS_SCOPE = ""
 # Whose address a limit counts: the socket peer; behind N proxies of ours that each append the address
 # they saw to CLIENT_ADDRESS_HEADER, set TRUSTED_PROXIES=N (anything left of those N is the client's word).
 TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0)

@@ -15,6 +15,7 @@ from support.evaluation.customer import CustomerModel
 from support.evaluation.driver import ScenarioRun
 from support.evaluation.scenario import load_all
 from tests.desk_factories import make_user
+from tests.redis_fixture import free_port
 from tests.standin_fixture import standin  # noqa: F401
 
 
@@ -190,3 +191,25 @@ def test_the_console_page_shows_pass_hat_k_the_flaky_ones_and_a_comparison(clien
     # Only a kept report may be named: a path is not read.
     page = client.get("/console/evaluation/", {"compare": "../evaluation/report.json"}).content.decode()
     assert 'data-testid="evaluation-compare-missing"' in page and "evaluation-compare-row" not in page
+
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("redis_up", [True, False], ids=["limits in Redis", "Redis away"])
+def test_every_trial_counts_rate_limits_from_zero_and_the_plumbing_logs_no_error(on_standin, settings, caplog,
+                                                                                  redis_up):
+    """Trials of one demo customer's scenario follow each other within a minute. With the desk's per-customer
+    limit shared between trials (in Redis, or without it counted from the customer's messages in the database),
+    a later trial was refused ("please wait about a minute"). Each trial counts from zero: any number of trials
+    gives the same verdict, and nothing the evaluation does itself is logged as an error."""
+    settings.CUSTOMER_MESSAGES_PER_MINUTE = 2  # the photo scenario sends one message a trial
+    if not redis_up:
+        settings.LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    scenarios = [s for s in load_all() if s.name == "damaged-item-with-a-photo"]
+    with caplog.at_level("ERROR"):
+        ev = evaluate(scenarios, trials=4, customer_model=CustomerModel(assistant.model()),
+                      model={"name": "sundry-standin-1"}, prompt={"version": assistant.PROMPT_VERSION})
+    runs = ev.runs["damaged-item-with-a-photo"]
+    assert [r.passed for r in runs] == [True] * 4, [(r.failed, r.error) for r in runs]
+    assert ev.pass_hat()["4"] == 1.0
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []

@@ -23,6 +23,7 @@ from sundry import (  # noqa: F401 - the catalogue, re-exported for the desk's c
 from support.desk import permissions
 from support.models import (
     Charge,
+    Conversation,
     Customer,
     Order,
     OrderItem,
@@ -33,6 +34,7 @@ from support.models import (
     Scan,
     Seller,
     SellerMessage,
+    ShopEffect,
 )
 
 # A few replies the demo's support team keeps at hand (the console's reply box inserts them for editing).
@@ -76,6 +78,16 @@ def seed_demo() -> dict[str, int]:
             SavedReply.objects.get_or_create(title=title, defaults={"body": body})
     models = [Customer, Seller, PolicyDocument, Order, OrderItem, Charge, Parcel, Scan, Refund, SellerMessage]
     return {m._meta.verbose_name_plural: m.objects.count() for m in models}
+
+
+def demo_conversations_delete() -> int:
+    """Delete every conversation of the demo customers (their runs, messages, trace, approvals and notes go with
+    them) and the desk's record of the demo shop's effects, which seed_demo's fresh orders no longer have.
+    Returns the rows deleted. For `./dev reset` and each evaluation trial: the demo as first seeded."""
+    with transaction.atomic():
+        deleted, _ = Conversation.objects.filter(customer__email__in=[email for _, email in CUSTOMERS]).delete()
+        ShopEffect.objects.filter(backend="demo").delete()
+    return deleted
 
 
 DEMO_STAFF_USERNAME = "staff"

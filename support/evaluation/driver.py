@@ -33,7 +33,7 @@ from agentsite.mcp_settings import parse_servers
 from standin import warranty
 from sundry import POLICIES
 from support.desk import gate, inbound_mail, queue, runner, services, uploads
-from support.desk.demo import demo_staff_user, seed_demo
+from support.desk.demo import demo_conversations_delete, demo_staff_user, seed_demo
 from support.desk.policy_import import import_policies
 from support.live import events, presence
 from support.models import (
@@ -154,10 +154,14 @@ def mcp_services(names: tuple[str, ...]):
 @contextmanager
 def quiet_desk():
     """Runs are worked here, not by Celery; events have no one to reach; no staff member is online (routing
-    leaves work unassigned, as it does when nobody is, without asking Redis)."""
-    with mock.patch.object(queue, "run_agent", lambda run_id: None), \
-            mock.patch.object(events.publisher, "send", lambda groups, event: None), \
-            mock.patch.object(presence, "online_user_ids", lambda: set()):
+    leaves work unassigned, as it does when nobody is, without asking Redis). Rate limits count from zero
+    under a scope of this trial's own: an earlier trial's conversations of the same demo customer never make
+    this one wait, and the site's own counters are never touched."""
+    # autospec: the stand-ins take exactly what the real ones take, so a changed signature fails loudly here.
+    with mock.patch.object(queue, "run_agent", autospec=True), \
+            mock.patch.object(events.publisher, "send", autospec=True), \
+            mock.patch.object(presence, "online_user_ids", lambda: set()), \
+            override_settings(LIMITS_SCOPE=f"evaluation:{secrets.token_hex(8)}:"):
         yield
 
 
@@ -173,7 +177,11 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
         with override_settings(**_settings(scenario.settings), **mail_settings), quiet_desk(), \
                 mcp_services(scenario.mcp_servers):
             _demo_policies_only()
-            seed_demo()  # every scenario starts from the contract's shop: earlier refunds and messages are gone
+            # Every trial starts from the contract's shop, as `./dev reset` leaves it: earlier trials' conversations,
+            # refunds and messages are gone (with them what the desk counts without Redis: a customer's messages
+            # of the last minute).
+            demo_conversations_delete()
+            seed_demo()
             if _remote_shop is not None:
                 _remote_shop.reset()
             shop_before = endstate.baseline(_remote_shop)

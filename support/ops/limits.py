@@ -79,6 +79,12 @@ class Unavailable(Exception):
 _clients: dict[str, redis.Redis] = {}
 
 
+def _key(limit: Limit, kind: str = "") -> str:
+    """The Redis key of a limit's counter. LIMITS_SCOPE (empty on a site) keeps a set of counters apart from
+    the site's: the evaluation gives each trial a scope of its own, so every trial starts from zero."""
+    return KEY_PREFIX + settings.LIMITS_SCOPE + kind + limit.key
+
+
 def store() -> redis.Redis:
     """The Redis client for LIMITS_REDIS_URL: one pool per URL, shared by the threads of the process."""
     url = settings.LIMITS_REDIS_URL
@@ -101,7 +107,7 @@ def hit(*limits: Limit) -> str:
     for limit in limits:
         args += [limit.count, limit.window * 1000]
     try:
-        wait_ms = store().eval(_HIT, len(limits), *(KEY_PREFIX + limit.key for limit in limits), *args)
+        wait_ms = store().eval(_HIT, len(limits), *(_key(limit) for limit in limits), *args)
     except redis.RedisError as error:
         raise Unavailable(str(error)) from error
     if wait_ms:
@@ -119,7 +125,7 @@ def forget(event: str, *limits: Limit) -> None:
     try:
         pipe = store().pipeline(transaction=False)
         for limit in limits:
-            pipe.zrem(KEY_PREFIX + limit.key, event)
+            pipe.zrem(_key(limit), event)
         pipe.execute()
     except redis.RedisError:
         log.warning("limits: could not forget an event (%d limits); it stays counted", len(limits))
@@ -127,7 +133,7 @@ def forget(event: str, *limits: Limit) -> None:
 
 def clear(*limits: Limit) -> None:
     try:
-        store().delete(*(KEY_PREFIX + limit.key for limit in limits))
+        store().delete(*(_key(limit) for limit in limits))
     except redis.RedisError:
         log.warning("limits: could not clear %d limits", len(limits))
 
@@ -150,8 +156,9 @@ class _ProcessWindows:
         now = time.monotonic()
         with self._lock:
             wait = 0.0
-            for limit in limits:
-                events = self._events.get(limit.key)
+            keys = [settings.LIMITS_SCOPE + limit.key for limit in limits]
+            for key, limit in zip(keys, limits):
+                events = self._events.get(key)
                 if events is None:
                     continue
                 while events and events[0] <= now - limit.window:
@@ -160,8 +167,8 @@ class _ProcessWindows:
                     wait = max(wait, events[len(events) - limit.count] + limit.window - now)
             if wait > 0:
                 raise Limited(max(1, math.ceil(wait)))
-            for limit in limits:
-                self._events.setdefault(limit.key, deque()).append(now)
+            for key in keys:
+                self._events.setdefault(key, deque()).append(now)
             if len(self._events) > self.MAX_KEYS:
                 self._prune(now)
 
@@ -216,7 +223,7 @@ def tally(*limits: Limit) -> list[int]:
     if not limits:
         return []
     try:
-        counts = store().eval(_TALLY, len(limits), *(KEY_PREFIX + "tally:" + limit.key for limit in limits),
+        counts = store().eval(_TALLY, len(limits), *(_key(limit, "tally:") for limit in limits),
                               *(limit.window for limit in limits))
     except redis.RedisError as error:
         raise Unavailable(str(error)) from error

@@ -13,7 +13,6 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from support.desk import demo
-from support.models import Conversation, ShopEffect
 from support.ops import limits
 
 
@@ -23,10 +22,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if not settings.DEBUG:
             raise CommandError("reset_demo is for the demo site only (DJANGO_DEBUG is off): it deletes conversations.")
-        emails = [email for _, email in demo.CUSTOMERS]
         with transaction.atomic():
-            deleted, _ = Conversation.objects.filter(customer__email__in=emails).delete()
-            ShopEffect.objects.filter(backend="demo").delete()  # the desk's record of the refunds the seed removes
+            deleted = demo.demo_conversations_delete()
             demo.seed_demo()
         cleared = _clear_limits()
         self.stdout.write(self.style.SUCCESS(
