@@ -53,6 +53,10 @@ class FakeShopify:
         """Let the buckets refill as if `seconds` had passed (a test's sleep, without sleeping)."""
         self.state.advance(seconds)
 
+    def freeze_clock(self) -> None:
+        """The buckets refill only when advance() says time passed, until the next reset."""
+        self.state.freeze_clock()
+
     def requests(self) -> list[dict]:
         with self.state.lock:
             return [dict(e) for e in self.state.log]

@@ -56,13 +56,20 @@ class FakeState:
         with self.lock:
             self.generation += 1
             self._offset = 0.0
+            self._frozen_at: float | None = None  # freeze_clock(): only advance() moves the clock
             self.store = Store()
             self.buckets = cost.Buckets(*self._initial, clock=self.clock)
             self.config = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULTS.items()}
             self.log: list[dict] = []
 
     def clock(self) -> float:
-        return time.monotonic() + self._offset
+        return (time.monotonic() if self._frozen_at is None else self._frozen_at) + self._offset
+
+    def freeze_clock(self) -> None:
+        """Stop the clock where it is until the next reset: the buckets refill only by advance(), so what a test
+        reads of them does not depend on how fast the machine runs it."""
+        with self.lock:
+            self._frozen_at = time.monotonic()
 
     def now(self) -> datetime:
         return datetime.now(timezone.utc) + timedelta(seconds=self._offset)

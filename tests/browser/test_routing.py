@@ -5,8 +5,11 @@ and 390 px go to var/screenshots/routing-*.png; axe finds nothing serious."""
 
 from __future__ import annotations
 
+import time
+
 from playwright.sync_api import expect
 
+from support.live import presence
 from support.models import Conversation
 from tests.browser.conftest import STAFF_NAME
 from tests.browser.inbox_helpers import ALEX, alex_user, login, page_width, row, screens
@@ -63,8 +66,15 @@ def test_a_hand_over_is_routed_to_one_online_person_and_a_lead_sees_the_team(sit
     assert serious_violations(sam) == []
     sam.set_viewport_size({"width": DESKTOP["width"], "height": DESKTOP["height"]})
 
-    # Alex closes the console: the Team page, read again, shows Alex offline.
+    # Alex closes the console: once the site has taken his socket's mark away (it learns of the close when the
+    # connection ends, which a busy machine may take a moment to deliver), the Team page, read again, shows him
+    # offline. The page is read when it loads, so the test waits for the site's own state, not for a time.
+    alex_id = alex_user().pk
     alex.context.close()
+    deadline = time.monotonic() + 20
+    while alex_id in presence.online_user_ids():
+        assert time.monotonic() < deadline, "the site still has Alex online 20 s after his console closed"
+        time.sleep(0.05)
     sam.reload()
     expect(sam.locator(f'[data-testid="team-row"][data-username="{ALEX[0]}"]')).to_have_attribute(
         "data-online", "false")
