@@ -285,7 +285,7 @@ def test_identical_decisions_at_the_same_instant_get_identical_answers(demo, sam
     assert differing == 0
 
 
-@pytest.mark.parametrize("public_id", [str(uuid.uuid4()), "not-a-uuid"])
+@pytest.mark.parametrize("public_id", ["3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f", "not-a-uuid"])  # no such approval
 @pytest.mark.parametrize("verb", ["approve", "reject"])
 def test_deciding_an_unknown_approval_is_404(staff, public_id, verb):
     response = staff.post_json(f"/api/staff/approvals/{public_id}/{verb}", {"reason": "x"})
@@ -390,7 +390,7 @@ def test_a_tool_of_another_service_is_named_with_its_service_for_staff_only(staf
     assert "tool_servers" not in seen and "tool_calls" not in seen
 
 
-@pytest.mark.parametrize("public_id", [str(uuid.uuid4()), "nope"])
+@pytest.mark.parametrize("public_id", ["3f2b9c1e-5d7a-4e8b-9c0d-1a2b3c4d5e6f", "nope"])  # no such one
 def test_an_unknown_conversation_is_404_for_staff_too(staff, public_id):
     response = staff.get(f"/api/staff/conversations/{public_id}")
     assert (response.status_code, response.json()) == (404, {"error": "No such conversation.",

@@ -113,7 +113,9 @@ class Buckets:
         """(taken?, what is left afterwards or, when not taken, what there was)."""
         with self._lock:
             level = self.available(token)
-            if cost > level:
+            # A level refilled to the cost exactly (a wait of (cost - level) / rate) may come out a hair short in
+            # floating point (clock times near 10^4 s): that hair is not a shortfall.
+            if cost > level + 1e-6:
                 self._levels[token] = (level, self._clock())
                 return False, level
             self._levels[token] = (level - cost, self._clock())

@@ -38,19 +38,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# Under pytest-xdist each worker process runs a site of its own, with a database and a VAR_DIR of its own (the
+# site keeps files there: attachments, evaluation reports).
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+VAR = Path(os.environ.get("VAR_DIR") or ROOT / "var") / (f"browser-{WORKER}" if WORKER else "")
+
+
 def _browser_database_url() -> str:
     url = os.environ.get("DATABASE_URL", "")
+    suffix = f"_{WORKER}" if WORKER else ""
     if not url.startswith(("postgres://", "postgresql://")):
         # In VAR_DIR when set (as the site's settings do), so two runs with their own VAR_DIR never share it.
-        var = Path(os.environ.get("VAR_DIR") or ROOT / "var")
-        var.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{var / 'browser-test.sqlite3'}"
+        VAR.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{VAR / 'browser-test.sqlite3'}"
     from urllib.parse import urlparse
 
     import psycopg
 
     parsed = urlparse(url)
-    name = parsed.path.lstrip("/") + "_browser"
+    name = parsed.path.lstrip("/") + "_browser" + suffix
     with psycopg.connect(url, autocommit=True) as conn:  # the role may CREATEDB (as for Django's test DB)
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -62,6 +68,7 @@ PORTS = {"redis": _free_port(), "model": _free_port(), "web": _free_port(), "smt
 WARRANTY_TOKEN = "browser-warranty-token"
 ENV = {
     **os.environ,
+    "VAR_DIR": str(VAR),
     "DATABASE_URL": _browser_database_url(),
     "REDIS_URL": f"redis://127.0.0.1:{PORTS['redis']}/0",
     "MODEL_BASE_URL": f"http://127.0.0.1:{PORTS['model']}/v1",
