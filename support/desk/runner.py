@@ -267,6 +267,14 @@ class DbObserver(agent.Observer):
             self._beat = time.monotonic()
             _give_back_connection()  # mid-stream: the rest of the reply needs no database
 
+    def needs_person(self, reason: str) -> None:
+        # Once: a conversation already flagged for this very reason, or one a person has taken, is left as it is.
+        status, line = Conversation.objects.filter(pk=self.conversation.pk).values_list(
+            "status", "attention_reason").get()
+        if status == Conversation.TAKEN_OVER or (status == Conversation.NEEDS_ATTENTION and reason in line):
+            return
+        services.conversation_flag(conversation_id=self.conversation.pk, reason=reason)
+
     def token(self, delta: str) -> None:
         metrics.token_streamed(self)
         tracing.token(self)
@@ -415,12 +423,23 @@ def _work(run: Run, lease: str) -> str:
     # (a hand-back after a take-over), pause on them and be decided before its first model call.
     decisions, rejected = decisions_and_rejections(run, conversation)
     spent = run.spent()
-    options.update(rejected=rejected, day_before=spent_today(conversation, run))
+    options.update(rejected=rejected, day_before=spent_today(conversation, run),
+                   waiting=approvals_waiting(conversation, run, history))
     while True:
         result = run_loop(transcript, spent=spent, decisions=decisions, **options)
         if _finish(run, conversation, lease, observer, result):
             return result.stop_reason or result.status
         spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
+
+
+def approvals_waiting(conversation: Conversation, run: Run, history: list[dict]) -> int:
+    """The conversation's requests still waiting for a person, but for those the run pauses on again itself
+    (its own, and the open calls of the history's last reply: a hand-back), which the loop counts as it does."""
+    last = next((m for m in reversed(history) if m.get("role") == "assistant"), {})
+    answered = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
+    open_ids = [c.get("id") for c in last.get("tool_calls") or [] if c.get("id") not in answered]
+    return Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).exclude(
+        run=run).exclude(tool_call__call_id__in=open_ids).count()
 
 
 def _add_rejection(out: dict[str, str], approval: Approval) -> None:
