@@ -332,6 +332,9 @@ CONVERSATION_MAX_COST_USD_PER_DAY = env_float("CONVERSATION_MAX_COST_USD_PER_DAY
 # Messages the agent may send to sellers from one conversation in 24 hours; the same text about the same
 # order is sent once.
 SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = env_int("SELLER_MESSAGES_PER_CONVERSATION_PER_DAY", 3, minimum=1)
+# Requests for a person's approval that may wait at once in one conversation; past it the model is refused and
+# the conversation is flagged for a person.
+APPROVALS_WAITING_PER_CONVERSATION = env_int("APPROVALS_WAITING_PER_CONVERSATION", 3, minimum=1)
 
 # The shop's rules, enforced in code.
 REFUND_CEILING = env_decimal("REFUND_CEILING", "150.00")

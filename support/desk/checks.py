@@ -38,6 +38,12 @@ def mcp_tools_exist(app_configs, **kwargs):
                           id="support.E002") for m in missing]
     found += [checks.Warning(f"MCP_SERVERS: the {name} server did not answer; its tools are not offered until it does.",
                              id="support.W002") for name in silent]
+    refused, unpinned = mcp.refused_tools()
+    found += [checks.Error(f"MCP_SERVERS lists {r}; it is not offered to the agent.", id="support.E003")
+              for r in refused]
+    found += [checks.Warning(f'MCP_SERVERS lists {tool} without a fingerprint: add "fingerprint": "{pin}" to offer it '
+                             "only while its description and input schema stay as you reviewed them.",
+                             id="support.W004") for tool, pin in unpinned]
     return found
 
 
