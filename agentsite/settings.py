@@ -444,6 +444,9 @@ SHOP_READ_TIMEOUT_SECONDS = env_float("SHOP_READ_TIMEOUT_SECONDS", 10.0, minimum
 # manage.py import_policies: the largest page or file it reads, and how long it waits on a web page.
 POLICY_IMPORT_MAX_BYTES = env_int("POLICY_IMPORT_MAX_BYTES", 1_000_000, minimum=1000)
 POLICY_IMPORT_TIMEOUT_SECONDS = env_float("POLICY_IMPORT_TIMEOUT_SECONDS", 10.0, minimum=0.05)
+# Off: a URL whose host is (or resolves to) a loopback, private or link-local address is refused. On only for an
+# operator whose policy pages are served on their own private network.
+POLICY_IMPORT_PRIVATE_NETWORK = env_bool("POLICY_IMPORT_PRIVATE_NETWORK", False)
 SHOP_READ_RETRIES = env_int("SHOP_READ_RETRIES", 2)
 SHOP_RETRY_MAX_WAIT_SECONDS = env_float("SHOP_RETRY_MAX_WAIT_SECONDS", 5.0)
 SHOP_CIRCUIT_FAILURES = env_int("SHOP_CIRCUIT_FAILURES", 5, minimum=1)
