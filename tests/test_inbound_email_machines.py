@@ -1,7 +1,8 @@
 """Mail that is not a person never starts a run: auto-replies and out-of-office (RFC 3834 Auto-Submitted,
 X-Autoreply, Precedence bulk/list), bounces (delivery status notifications) and our own mail coming back.
-A bounce about an address the desk wrote to marks it undeliverable (no more e-mail; staff see it); a forged
-one about an address we never wrote to changes nothing. Size and per-sender rate limits keep the mail and
+A bounce that quotes the Message-ID of a mail the desk sent to the address it names marks that address
+undeliverable (no more e-mail; staff see it); a forged one (about an address we never wrote to, or quoting no
+mail of ours to that address) changes nothing. Size and per-sender rate limits keep the mail and
 start nothing."""
 
 from __future__ import annotations
@@ -73,6 +74,19 @@ def test_a_bounce_marks_the_address_undeliverable_and_staff_see_it(maya_chat, in
 def test_a_bounce_about_an_address_we_never_wrote_to_changes_nothing(maya_chat, inbound):
     record = inbound_mail.receive(bounce(failed="tom@example.com", original_id="made-up@desk.example"), source="imap")
     assert record.outcome == InboundEmail.BOUNCE and not UndeliverableAddress.objects.exists()
+
+
+def test_a_forged_bounce_naming_a_customer_we_wrote_to_without_our_message_id_changes_nothing(maya_chat, inbound):
+    """The desk wrote to Maya (reply-1) and to Tom (reply-2). A report about Maya that quotes no mail of ours,
+    or quotes the mail we sent to Tom, is kept for staff and silences no one."""
+    OutboundEmail.objects.create(conversation=services.conversation_start(customer=inbound.tom),
+                                 mail_id="reply-2@desk.example", to="tom@example.com")
+    for quoted in ("made-up@desk.example", "reply-2@desk.example"):
+        record = inbound_mail.receive(bounce(failed="maya@example.com", original_id=quoted), source="imap")
+        assert record.outcome == InboundEmail.BOUNCE and nothing_started()
+    assert not UndeliverableAddress.objects.exists()
+    inbound_mail.receive(bounce(failed="maya@example.com", original_id="reply-1@desk.example"), source="imap")
+    assert list(UndeliverableAddress.objects.values_list("customer__email", flat=True)) == ["maya@example.com"]
 
 
 def test_no_reply_email_goes_to_an_undeliverable_address(maya_chat, inbound, settings):

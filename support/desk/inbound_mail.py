@@ -211,15 +211,18 @@ def _verify_order(conversation: Conversation, mail: mail_reading.Mail) -> None:
 # -- bounces -------------------------------------------------------------------------------------------------
 
 def _bounce(mail: mail_reading.Mail, base: dict) -> InboundEmail:
-    """A delivery failure: the address is marked undeliverable only when the desk did send mail to it (a
-    forged bounce about someone we never wrote to changes nothing)."""
-    conversation_id = (OutboundEmail.objects.filter(mail_id__in=mail.bounced_ids)
-                       .values_list("conversation_id", flat=True).first())
-    record = _record(mail.mail_id, **base, outcome=InboundEmail.BOUNCE, conversation_id=conversation_id,
+    """A delivery failure: an address is marked undeliverable only when the report quotes the Message-ID of a
+    mail the desk sent to that very address. Anyone can write a delivery-status report naming a customer; only
+    the receiving server of our mail knows its Message-ID, so a forged report silences no one."""
+    ours = list(OutboundEmail.objects.filter(mail_id__in=mail.bounced_ids).values_list("conversation_id", "to"))
+    record = _record(mail.mail_id, **base, outcome=InboundEmail.BOUNCE,
+                     conversation_id=ours[0][0] if ours else None,
                      detail=("Undeliverable: " + ", ".join(mail.bounced))[:300] if mail.bounced else
                      "A delivery failure notice naming no address we wrote to.")
+    sent_to = {identity.canonical_email(to) for _, to in ours}
     for address in mail.bounced:
-        if not OutboundEmail.objects.filter(to=address).exists():
+        if address not in sent_to:
+            log.info("bounce %s names an address no mail it quotes was sent to: nothing marked", mail.mail_id)
             continue
         customer = Customer.objects.filter(email__iexact=address).first()
         if customer is not None:
