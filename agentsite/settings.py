@@ -526,6 +526,8 @@ CUSTOMER_PRESENCE_SECONDS = env_float("CUSTOMER_PRESENCE_SECONDS", 30.0, minimum
 INBOUND_EMAIL_ADDRESS = env_str("INBOUND_EMAIL_ADDRESS", "")
 INBOUND_EMAIL_MAX_BYTES = env_int("INBOUND_EMAIL_MAX_BYTES", 15 * 1024 * 1024, minimum=1024)  # larger: refused
 INBOUND_EMAILS_PER_SENDER_PER_HOUR = env_int("INBOUND_EMAILS_PER_SENDER_PER_HOUR", 20, minimum=1)
+# Conversations started by e-mail in an hour, all senders together: a flood of forged senders is a flood of runs.
+INBOUND_EMAIL_CONVERSATIONS_PER_HOUR = env_int("INBOUND_EMAIL_CONVERSATIONS_PER_HOUR", 200, minimum=1)
 # A reply address works this long after the mail that carried it (and until the conversation's links are revoked).
 INBOUND_REPLY_ADDRESS_MAX_AGE = env_int("INBOUND_REPLY_ADDRESS_MAX_AGE", 180 * 24 * 3600, minimum=60)
 # Way in 1: a provider's inbound webhook (/email/inbound/<provider>/), on only when its basic-auth secret is set.

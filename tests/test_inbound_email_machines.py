@@ -124,6 +124,18 @@ def test_a_sender_over_the_hourly_limit_is_kept_and_not_answered(inbound, settin
     assert inbound_mail.receive(mail(sender="tom@example.com"), source="imap").outcome == InboundEmail.STARTED
 
 
+def test_conversations_started_by_mail_are_capped_per_hour_across_all_senders(maya_chat, inbound, settings):
+    settings.INBOUND_EMAIL_CONVERSATIONS_PER_HOUR = 3
+    outcomes = [inbound_mail.receive(mail(sender=f"stranger{i}@elsewhere.example", text=f"Mail {i}"),
+                                     source="imap").outcome for i in range(5)]
+    assert outcomes == [InboundEmail.STARTED] * 3 + [InboundEmail.RATE_LIMITED] * 2
+    assert not Message.objects.filter(content__in=["Mail 3", "Mail 4"]).exists()
+    assert "conversations started by e-mail" in InboundEmail.objects.get(sender="stranger4@elsewhere.example").detail
+    # A reply in a conversation that exists starts none: it is not held back.
+    reply = inbound_mail.receive(mail(text="Any news?", in_reply_to="<reply-1@desk.example>"), source="imap")
+    assert reply.outcome == InboundEmail.ATTACHED and reply.conversation == maya_chat
+
+
 def test_staff_see_that_an_email_conversation_has_no_order_yet(inbound):
     conversation = inbound_mail.receive(mail(), source="imap").conversation
     staff = get_user_model().objects.create_user("sam", is_staff=True)
