@@ -447,6 +447,9 @@ SHOP_READ_TIMEOUT_SECONDS = env_float("SHOP_READ_TIMEOUT_SECONDS", 10.0, minimum
 # manage.py import_policies: the largest page or file it reads, and how long it waits on a web page.
 POLICY_IMPORT_MAX_BYTES = env_int("POLICY_IMPORT_MAX_BYTES", 1_000_000, minimum=1000)
 POLICY_IMPORT_TIMEOUT_SECONDS = env_float("POLICY_IMPORT_TIMEOUT_SECONDS", 10.0, minimum=0.05)
+# Off: a URL whose host is (or resolves to) a loopback, private or link-local address is refused. On only for an
+# operator whose policy pages are served on their own private network.
+POLICY_IMPORT_PRIVATE_NETWORK = env_bool("POLICY_IMPORT_PRIVATE_NETWORK", False)
 SHOP_READ_RETRIES = env_int("SHOP_READ_RETRIES", 2)
 SHOP_RETRY_MAX_WAIT_SECONDS = env_float("SHOP_RETRY_MAX_WAIT_SECONDS", 5.0)
 SHOP_CIRCUIT_FAILURES = env_int("SHOP_CIRCUIT_FAILURES", 5, minimum=1)
@@ -528,6 +531,8 @@ CUSTOMER_PRESENCE_SECONDS = env_float("CUSTOMER_PRESENCE_SECONDS", 30.0, minimum
 INBOUND_EMAIL_ADDRESS = env_str("INBOUND_EMAIL_ADDRESS", "")
 INBOUND_EMAIL_MAX_BYTES = env_int("INBOUND_EMAIL_MAX_BYTES", 15 * 1024 * 1024, minimum=1024)  # larger: refused
 INBOUND_EMAILS_PER_SENDER_PER_HOUR = env_int("INBOUND_EMAILS_PER_SENDER_PER_HOUR", 20, minimum=1)
+# Conversations started by e-mail in an hour, all senders together: a flood of forged senders is a flood of runs.
+INBOUND_EMAIL_CONVERSATIONS_PER_HOUR = env_int("INBOUND_EMAIL_CONVERSATIONS_PER_HOUR", 200, minimum=1)
 # A reply address works this long after the mail that carried it (and until the conversation's links are revoked).
 INBOUND_REPLY_ADDRESS_MAX_AGE = env_int("INBOUND_REPLY_ADDRESS_MAX_AGE", 180 * 24 * 3600, minimum=60)
 # Way in 1: a provider's inbound webhook (/email/inbound/<provider>/), on only when its basic-auth secret is set.

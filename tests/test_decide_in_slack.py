@@ -19,6 +19,7 @@ from django.test import Client
 
 from support.desk import gate, services, slack
 from support.models import Approval, Message, SlackAccount, SlackApprovalMessage
+from tests.body_fixture import post_unread
 from tests.desk_factories import (  # noqa: F401
     make_user,
     pending_refund_approval,
@@ -146,6 +147,16 @@ def test_a_request_with_a_bad_signature_is_refused_and_decides_nothing(approval,
 def test_a_correctly_signed_request_with_a_stale_timestamp_is_refused(approval):
     response = press(SAM, slack.APPROVE, approval, timestamp=int(time.time()) - 6 * 60)
     assert response.status_code == 401
+    assert fresh(approval).pending
+
+
+@pytest.mark.parametrize("headers", [{}, {"HTTP_X_SLACK_SIGNATURE": "v0=" + "0" * 64},
+                                     {"HTTP_X_SLACK_SIGNATURE": "v0=" + "0" * 64, "HTTP_X_SLACK_REQUEST_TIMESTAMP": "1"},
+                                     {"HTTP_X_SLACK_SIGNATURE": "v0=0", "HTTP_X_SLACK_REQUEST_TIMESTAMP": "soon"}])
+def test_a_large_request_without_a_signature_and_a_fresh_timestamp_is_refused_before_its_body_is_read(
+        approval, slack_api, headers):
+    status, body = post_unread("/slack/interactive/", 2 * 1024 * 1024, "application/x-www-form-urlencoded", **headers)
+    assert (status, body.reads) == (401, [])
     assert fresh(approval).pending
 
 
