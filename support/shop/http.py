@@ -20,6 +20,7 @@ import httpx2
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from support.ops.outbound import require_https
 from support.shop import contract, port
 from support.shop.resilience import Guard, Retryable, retry_after_seconds
 
@@ -38,6 +39,7 @@ class HttpShop:
         self.key = settings.SHOP_API_KEY if key is None else key
         if not self.url or not self.key:
             raise ImproperlyConfigured("SHOP_BACKEND=http needs SHOP_URL and SHOP_API_KEY")
+        require_https(self.url, "SHOP_URL")
         self.guard = guard or Guard(urlsplit(self.url).netloc or self.url)
         self._clock = clock
         connect, read = settings.SHOP_CONNECT_TIMEOUT_SECONDS, settings.SHOP_READ_TIMEOUT_SECONDS
@@ -126,11 +128,11 @@ class HttpShop:
         if key is not None:
             headers["Idempotency-Key"] = key
         request = self._client.build_request(method, path, params=params, content=body or None, headers=headers)
-        timestamp = str(int(self._clock()))
-        # Signed over the target exactly as it goes on the wire (with the base URL's path, percent-encoded).
-        request.headers["X-Desk-Timestamp"] = timestamp
-        request.headers["X-Desk-Signature"] = contract.signature(
-            self.key, timestamp, method, request.url.raw_path.decode("ascii"), body)
+        # Signed over the target exactly as it goes on the wire (with the base URL's path, percent-encoded), and
+        # in version 2 over the key and a nonce of its own: a retry is a new request the shop has not seen.
+        request.headers.update(contract.signed_headers(
+            self.key, version=settings.SHOP_CONTRACT_VERSION, timestamp=str(int(self._clock())), method=method,
+            path_and_query=request.url.raw_path.decode("ascii"), body=body, idempotency_key=key))
         started, status = time.monotonic(), "no answer"
         try:
             response = self._client.send(request)

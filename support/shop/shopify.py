@@ -28,6 +28,7 @@ import httpx2
 from django.conf import settings
 
 import sundry
+from support.ops.outbound import require_https
 from support.shop import port
 from support.shop.resilience import Guard, Retryable, retry_after_seconds
 
@@ -284,7 +285,8 @@ class ShopifyShop:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _post(self, query: str, variables: dict, *, write: bool) -> dict:
-        url = f"{_origin()}/admin/api/{settings.SHOPIFY_API_VERSION}/graphql.json"
+        require_https(origin(), "SHOPIFY_SHOP_DOMAIN")  # the access token goes with every request
+        url = f"{origin()}/admin/api/{settings.SHOPIFY_API_VERSION}/graphql.json"
         timeout = httpx2.Timeout(settings.SHOP_READ_TIMEOUT_SECONDS, connect=settings.SHOP_CONNECT_TIMEOUT_SECONDS)
         try:
             response = self._http.post(url, json={"query": query, "variables": variables}, timeout=timeout,
@@ -526,7 +528,7 @@ def _time(node, key: str) -> datetime:
 
 # -- small helpers --------------------------------------------------------------------------------------------
 
-def _origin() -> str:
+def origin() -> str:
     """SHOPIFY_SHOP_DOMAIN as a URL origin: a bare domain is https; one with a scheme (a local fake) is kept."""
     domain = settings.SHOPIFY_SHOP_DOMAIN.strip().rstrip("/")
     return domain if "://" in domain else f"https://{domain}"
