@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from standin.endless import KINDS, endless_answer
 from .store import NoSuchOrder, OverRefundable, ShippedByShop, Store, cents, money
 
 WINDOW_SECONDS = 300
@@ -34,7 +35,8 @@ _TIMESTAMP = re.compile(r"^-?[0-9]{1,15}$")
 MALFORMED = ("not_json", "missing_field", "negative_amount")
 DEFAULT_FAULTS = {"latency_ms": 0.0, "fail_next": [], "retry_after": None, "malformed_next": None,
                   "hold_after_write_seconds": 0.0, "drop_after_write": False, "down": False,
-                  "accept_v1": False}  # accept_v1: a shop not moved to version 2 yet (replayable)
+                  "accept_v1": False, "endless_answer": None}
+# accept_v1: a shop not moved to version 2 yet (replayable); endless_answer: "huge" or "trickle" (standin/endless.py)
 ERROR_CODES = {429: "rate_limited", 500: "internal", 502: "bad_gateway", 503: "unavailable", 504: "timeout"}
 
 
@@ -61,6 +63,8 @@ class ShopState:
             raise ValueError("fail_next is a list of HTTP statuses (400 to 599)")
         if faults.get("malformed_next") not in (None, *MALFORMED):
             raise ValueError(f"malformed_next is one of {', '.join(MALFORMED)}")
+        if faults.get("endless_answer") not in (None, *KINDS):
+            raise ValueError(f"endless_answer is one of {', '.join(KINDS)}")
         with self._lock:
             self._faults.update({k: (list(v) if isinstance(v, list) else v) for k, v in faults.items()})
             return self.faults()
@@ -78,6 +82,11 @@ class ShopState:
         generation, deadline = self._generation, time.monotonic() + seconds
         while self._generation == generation and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
+
+    def going(self) -> Callable[[], bool]:
+        """True until the next reset: how a never-ending answer knows to stop."""
+        generation = self._generation
+        return lambda: self._generation == generation
 
     def take_nonce(self, nonce: str) -> bool:
         """True the first time a nonce is seen within NONCE_SECONDS; False for a replay."""
@@ -148,6 +157,8 @@ def create_app(store: Store, state: ShopState, keys: tuple[str, ...], control_to
         # Only a signed, timely request spends its nonce: a stranger cannot use up the desk's.
         if (nonce := request.headers.get("x-desk-nonce")) is not None and not state.take_nonce(nonce):
             return _error(401, "replayed")
+        if kind := state.get("endless_answer"):
+            return endless_answer(kind, state.going())
         answer = await route(request, body)
         payload = _bend(answer.body, state.take_malformed())
         if answer.wrote:

@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from support.ops.outbound import require_https
 from support.shop import contract, port
-from support.shop.resilience import Guard, Retryable, retry_after_seconds
+from support.shop.resilience import Answer, Guard, Retryable, retry_after_seconds, send_bounded
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class HttpShop:
         return self.guard.write(attempt)
 
     def _send(self, method: str, path: str, params: dict | None, *, write: bool, payload: dict | None = None,
-              key: str | None = None) -> httpx2.Response:
+              key: str | None = None) -> Answer:
         body = json.dumps(payload, separators=(",", ":")).encode() if payload is not None else b""
         headers = {"Accept": "application/json"}
         if payload is not None:
@@ -135,7 +135,7 @@ class HttpShop:
             path_and_query=request.url.raw_path.decode("ascii"), body=body, idempotency_key=key))
         started, status = time.monotonic(), "no answer"
         try:
-            response = self._client.send(request)
+            response = send_bounded(self._client, request, write=write)
             status = str(response.status_code)
             return response
         except _NOT_SENT as e:
@@ -154,7 +154,7 @@ class HttpShop:
             log.info("shop %s %s%s %s %d ms", method, path, query, status, (time.monotonic() - started) * 1000)
 
 
-def _answer(response: httpx2.Response, *, write: bool) -> dict | None:
+def _answer(response: Answer, *, write: bool) -> dict | None:
     """The body of a 2xx answer; None for 404 not_found; else the error the status means."""
     status = response.status_code
     if 200 <= status < 300:
@@ -182,11 +182,11 @@ def _answer(response: httpx2.Response, *, write: bool) -> dict | None:
     raise port.BadAnswer(f"unexpected answer: {status} {contract.shown(code or 'without an error code')}")
 
 
-def _body(response: httpx2.Response) -> dict:
+def _body(response: Answer) -> dict:
     return contract.decode(response.content, response.status_code)
 
 
-def _error_body(response: httpx2.Response) -> dict:
+def _error_body(response: Answer) -> dict:
     try:
         return _body(response)
     except port.BadAnswer:
