@@ -50,6 +50,7 @@ from mcp.client.streamable_http import streamable_http_client
 from support.agent.tools import Tool, ToolContext, ToolError, ToolUnavailable
 from support.customers.identity import parse_uuid
 from support.models import Conversation, Note, ToolCall
+from support.ops.outbound import plain_http_refused
 from support.tools.common import money, order_for_customer, parse_amount, untrusted
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,10 @@ def _request(server: dict, work, what: str):
     """Open a session with the server, run `work(session)` (a coroutine function), close it. NotSent or
     NoAnswer on any failure, in words that name the server only."""
     sent = []  # work() appends once its request is on its way
+    if (refused := plain_http_refused(server["url"])) is not None:
+        # Its headers (a token, often) never go over plain http: the same rule as a shop's (docs/security.md).
+        log.warning("MCP server %s: not connecting: %s", server["name"], refused)
+        raise NotSent(f"the {server['name']} service could not be reached")
 
     async def session():
         timeout = httpx2.Timeout(server["timeout"], connect=server["connect_timeout"])

@@ -23,7 +23,7 @@ from support.agent.tools import Tool, ToolContext, ToolError
 from support.models import Approval, Conversation, ShopEffect
 from support.shop import effects, port, shop
 from support.tools import moderation
-from support.tools.common import ORDER_ID, call_key, conversation_pk, order_for_customer
+from support.tools.common import NAME_CHARS, ORDER_ID, call_key, conversation_pk, order_for_customer, shop_text
 from support.tools.foreign_links import foreign_hosts
 
 # What a message is about, as the seller reads it under "Issue:". A call without one is "other".
@@ -88,7 +88,7 @@ def _result(message: port.SellerMessageResult | ShopEffect, order: port.Order, s
     return {
         "message_id": message.shop_id if isinstance(message, ShopEffect) else message.id,
         "order_id": order.number,
-        "seller": order.seller.name,
+        "seller": shop_text("seller", order.seller.name, NAME_CHARS),
         "status": status,
     }
 
