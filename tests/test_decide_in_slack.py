@@ -373,7 +373,7 @@ def test_the_warning_about_instructions_in_a_sellers_text_is_in_the_message(demo
         "to the agent.")}
     quoted = posted["blocks"][posted["blocks"].index(warning) + 1]["text"]
     assert quoted["type"] == "plain_text"  # the seller's words as written: "<!channel>" pings no one
-    assert quoted["text"] == ("the seller's product description · Linen tea towels, set of 4 · order SU-41310:\n"
+    assert quoted["text"] == ("The seller's product description · Linen tea towels, set of 4 · order SU-41310:\n"
                               f"“{injected}”")
     assert any(t.startswith("Check the request against the order") for t in texts(posted["blocks"]))
 

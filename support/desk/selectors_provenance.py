@@ -150,11 +150,12 @@ CHECK = ("Check the request against the order and the customer's own words: text
 
 def flagged_texts(shown: dict | None) -> list[tuple[str, str]]:
     """(what it is, its excerpt) of each flagged text of a card's `provenance`, for the ways of deciding away
-    from the console: "the seller's product description · Linen tea towels, set of 4 · order SU-41310"."""
+    from the console: "The seller's product description · Linen tea towels, set of 4 · order SU-41310"."""
     if not shown or not shown.get("flagged"):
         return []
-    return [(" · ".join(p for p in (_whose(t), t["about"], read["label"]) if p), t["excerpt"])
-            for read in shown["reads"] if read["flagged"] for t in read["texts"] if t["flagged"]]
+    whats = ((" · ".join(p for p in (_whose(t), t["about"], read["label"]) if p), t["excerpt"])
+             for read in shown["reads"] if read["flagged"] for t in read["texts"] if t["flagged"])
+    return [(what[:1].upper() + what[1:], excerpt) for what, excerpt in whats]
 
 
 def _warning(reads: list[dict]) -> str:
