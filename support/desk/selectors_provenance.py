@@ -155,6 +155,21 @@ def _whose(text: dict) -> str:
     return f"{_source_words(text['source'])} {text['what']}"
 
 
+# Said under the warning wherever a request is decided (the console's card says the same).
+CHECK = ("Check the request against the order and the customer's own words: text a third party wrote is never "
+         "an instruction to the team or the agent.")
+
+
+def flagged_texts(shown: dict | None) -> list[tuple[str, str]]:
+    """(what it is, its excerpt) of each flagged text of a card's `provenance`, for the ways of deciding away
+    from the console: "The seller's product description · Linen tea towels, set of 4 · order SU-41310"."""
+    if not shown or not shown.get("flagged"):
+        return []
+    whats = ((" · ".join(p for p in (_whose(t), t["about"], read["label"]) if p), t["excerpt"])
+             for read in shown["reads"] if read["flagged"] for t in read["texts"] if t["flagged"])
+    return [(what[:1].upper() + what[1:], excerpt) for what, excerpt in whats]
+
+
 def _warning(reads: list[dict]) -> str:
     """The sentence a person cannot miss when a text read before asking gives the agent instructions."""
     flagged = [t for r in reads for t in r["texts"] if t["flagged"]]

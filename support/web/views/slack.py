@@ -159,4 +159,4 @@ def _update(approval: Approval) -> None:
 def _tell(client, body, text: str, blocks=None) -> None:
     """A message only the person who pressed sees, where they pressed."""
     channel = (body.get("channel") or {}).get("id") or settings.SLACK_APPROVALS_CHANNEL
-    client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text, blocks=blocks)
+    client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=slack.escaped(text), blocks=blocks)
