@@ -4,11 +4,14 @@ A JSON list, one object per server:
   {"name": "warranty", "url": "https://warranty.example/mcp", "headers": {"Authorization": "Bearer ..."},
    "timeout": 10, "connect_timeout": 5,
    "tools": {"lookup_warranty": {"kind": "read"},
-             "issue_store_credit": {"kind": "gated", "amount": "amount", "order": "order_number"}}}
+             "issue_store_credit": {"kind": "gated", "amount": "amount", "order": "order_number",
+                                    "fingerprint": "sha256:<64 hex digits>"}}}
 Only the tools named under "tools" are offered to the agent. "read" tools run at once; "gated" tools wait for
 a person's approval. "amount" and "order" name the arguments the desk checks before a person is asked (the
-order is the customer's, the amount within REFUND_CEILING). Every mistake is refused here, naming
-MCP_SERVERS, so a bad value stops the start instead of a run.
+order is the customer's, the amount within REFUND_CEILING). "fingerprint" (optional) is the tool's description
+and input schema as approved (`manage.py check --tag mcp` says it): a tool that no longer matches is not
+offered. Every mistake is refused here, naming MCP_SERVERS, so a bad value stops the start instead of a run;
+so are two tools that would be offered under one name.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,29}")  # a server: short, and part of a
 TOOL = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what OpenAI-compatible endpoints accept as a function name
 KINDS = ("read", "gated")
 SERVER_KEYS = {"name", "url", "headers", "timeout", "connect_timeout", "tools"}
-TOOL_KEYS = {"kind", "amount", "order"}
+TOOL_KEYS = {"kind", "amount", "order", "fingerprint"}
+FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 120.0
 
@@ -50,7 +54,30 @@ def parse_servers(value, name: str = "MCP_SERVERS") -> list[dict]:
             raise ImproperlyConfigured(f"{name}: two servers are called {server['name']!r}")
         seen.add(server["name"])
         servers.append(server)
+    _one_tool_a_name(servers, name)
     return servers
+
+
+def _one_tool_a_name(servers: list[dict], name: str) -> None:
+    """A tool is offered under its own name, or as `<server>__<tool>` when its name is taken (by another server's
+    tool, or one of the desk's: support/tools/mcp.py). Refused: a tool's own name that is another's
+    `<server>__<tool>`, or two with one `<server>__<tool>`; the model could not tell them apart."""
+    prefixed: dict[str, tuple[str, str]] = {}
+    for server in servers:
+        for tool in server["tools"]:
+            offered = f"{server['name']}__{tool}"
+            if offered in prefixed:
+                _two_as_one(name, offered, (server["name"], tool), prefixed[offered])
+            prefixed[offered] = (server["name"], tool)
+    for server in servers:
+        for tool in server["tools"]:
+            if tool in prefixed:
+                _two_as_one(name, tool, (server["name"], tool), prefixed[tool])
+
+
+def _two_as_one(name: str, offered: str, one: tuple[str, str], other: tuple[str, str]) -> None:
+    raise ImproperlyConfigured(f"{name}: two tools would be offered as {offered!r}: {one[1]} of {one[0]} and "
+                               f"{other[1]} of {other[0]}; rename one")
 
 
 def _server(entry, where: str) -> dict:
@@ -84,6 +111,10 @@ def _tool(spec, tool: str, where: str) -> dict:
     kind = spec.get("kind")
     if kind not in KINDS:
         raise ImproperlyConfigured(f'{where}.kind must be "read" or "gated", got {kind!r}')
+    fingerprint = spec.get("fingerprint")
+    if fingerprint is not None and not (isinstance(fingerprint, str) and FINGERPRINT.fullmatch(fingerprint)):
+        raise ImproperlyConfigured(f'{where}.fingerprint must be "sha256:" and 64 hex digits, as manage.py check '
+                                   "--tag mcp says it")
     fields = {}
     for key in ("amount", "order"):
         field = spec.get(key)
@@ -94,7 +125,7 @@ def _tool(spec, tool: str, where: str) -> dict:
         if not isinstance(field, str) or not TOOL.fullmatch(field):
             raise ImproperlyConfigured(f"{where}.{key} must name one of the tool's arguments, got {field!r}")
         fields[key] = field
-    return {"kind": kind, "amount": fields.get("amount"), "order": fields.get("order")}
+    return {"kind": kind, "amount": fields.get("amount"), "order": fields.get("order"), "fingerprint": fingerprint}
 
 
 def _object(value, keys: set[str], where: str, like: str) -> None:

@@ -332,6 +332,9 @@ CONVERSATION_MAX_COST_USD_PER_DAY = env_float("CONVERSATION_MAX_COST_USD_PER_DAY
 # Messages the agent may send to sellers from one conversation in 24 hours; the same text about the same
 # order is sent once.
 SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = env_int("SELLER_MESSAGES_PER_CONVERSATION_PER_DAY", 3, minimum=1)
+# Requests for a person's approval that may wait at once in one conversation; past it the model is refused and
+# the conversation is flagged for a person.
+APPROVALS_WAITING_PER_CONVERSATION = env_int("APPROVALS_WAITING_PER_CONVERSATION", 3, minimum=1)
 
 # The shop's rules, enforced in code.
 REFUND_CEILING = env_decimal("REFUND_CEILING", "150.00")
@@ -428,6 +431,13 @@ SHOP_BACKEND = env_choice("SHOP_BACKEND", "demo", ("demo", "http", "shopify"))  
 # rotation: give it the new key, then the desk, then retire the old one at the shop).
 SHOP_URL = env_str("SHOP_URL", "")
 SHOP_API_KEY = env_str("SHOP_API_KEY", "")
+# The shop contract's version the desk signs with: 2 signs the Idempotency-Key and a nonce used once
+# (docs/shop-contract.md); 1 only for a shop not moved yet, and `manage.py check` warns while it is set.
+SHOP_CONTRACT_VERSION = int(env_choice("SHOP_CONTRACT_VERSION", "2", ("1", "2")))
+# With DEBUG off the desk sends keys and customers' data (SHOP_URL, SHOPIFY_SHOP_DOMAIN, MCP_SERVERS' urls)
+# over https only; these hosts, comma-separated, on a private network of the operator's, over plain http too
+# (support/ops/outbound.py). Empty: none.
+PLAIN_HTTP_PRIVATE_HOSTS = [h.strip().lower() for h in env_str("PLAIN_HTTP_PRIVATE_HOSTS", "").split(",") if h.strip()]
 # Tool servers (Model Context Protocol) the agent may use besides the shop: agentsite/mcp_settings.py.
 MCP_SERVERS = env_mcp_servers("MCP_SERVERS")
 # Shopify: the store's domain ("sundry.myshopify.com"), the custom app's Admin API access token, and the API
@@ -440,10 +450,19 @@ SHOPIFY_API_VERSION = env_str("SHOPIFY_API_VERSION", "2026-01")
 # desk stops calling the shop, and for how long before it tries one call again.
 SHOP_CONNECT_TIMEOUT_SECONDS = env_float("SHOP_CONNECT_TIMEOUT_SECONDS", 3.0, minimum=0.05)
 SHOP_READ_TIMEOUT_SECONDS = env_float("SHOP_READ_TIMEOUT_SECONDS", 10.0, minimum=0.05)
+# And every answer bounded whatever the shop does: at most this many bytes (after any decoding), read whole
+# within this many seconds from the request (a shop dribbling bytes is cut off); Shopify is asked for at most
+# this many pages of a customer's orders (3 orders a page; the newest come first).
+SHOP_MAX_ANSWER_BYTES = env_int("SHOP_MAX_ANSWER_BYTES", 4_000_000, minimum=1000)
+SHOP_ANSWER_DEADLINE_SECONDS = env_float("SHOP_ANSWER_DEADLINE_SECONDS", 20.0, minimum=0.1)
+SHOPIFY_MAX_ORDER_PAGES = env_int("SHOPIFY_MAX_ORDER_PAGES", 10, minimum=1)
 
 # manage.py import_policies: the largest page or file it reads, and how long it waits on a web page.
 POLICY_IMPORT_MAX_BYTES = env_int("POLICY_IMPORT_MAX_BYTES", 1_000_000, minimum=1000)
 POLICY_IMPORT_TIMEOUT_SECONDS = env_float("POLICY_IMPORT_TIMEOUT_SECONDS", 10.0, minimum=0.05)
+# Off: a URL whose host is (or resolves to) a loopback, private or link-local address is refused. On only for an
+# operator whose policy pages are served on their own private network.
+POLICY_IMPORT_PRIVATE_NETWORK = env_bool("POLICY_IMPORT_PRIVATE_NETWORK", False)
 SHOP_READ_RETRIES = env_int("SHOP_READ_RETRIES", 2)
 SHOP_RETRY_MAX_WAIT_SECONDS = env_float("SHOP_RETRY_MAX_WAIT_SECONDS", 5.0)
 SHOP_CIRCUIT_FAILURES = env_int("SHOP_CIRCUIT_FAILURES", 5, minimum=1)
@@ -525,6 +544,8 @@ CUSTOMER_PRESENCE_SECONDS = env_float("CUSTOMER_PRESENCE_SECONDS", 30.0, minimum
 INBOUND_EMAIL_ADDRESS = env_str("INBOUND_EMAIL_ADDRESS", "")
 INBOUND_EMAIL_MAX_BYTES = env_int("INBOUND_EMAIL_MAX_BYTES", 15 * 1024 * 1024, minimum=1024)  # larger: refused
 INBOUND_EMAILS_PER_SENDER_PER_HOUR = env_int("INBOUND_EMAILS_PER_SENDER_PER_HOUR", 20, minimum=1)
+# Conversations started by e-mail in an hour, all senders together: a flood of forged senders is a flood of runs.
+INBOUND_EMAIL_CONVERSATIONS_PER_HOUR = env_int("INBOUND_EMAIL_CONVERSATIONS_PER_HOUR", 200, minimum=1)
 # A reply address works this long after the mail that carried it (and until the conversation's links are revoked).
 INBOUND_REPLY_ADDRESS_MAX_AGE = env_int("INBOUND_REPLY_ADDRESS_MAX_AGE", 180 * 24 * 3600, minimum=60)
 # Way in 1: a provider's inbound webhook (/email/inbound/<provider>/), on only when its basic-auth secret is set.

@@ -67,6 +67,13 @@ def ago(hours: int) -> str:
     return f"{hours // 24} days ago ({hours} hours)"
 
 
+def plain(value) -> str:
+    """A tool result's text, marked as a third party's ({"untrusted_text_from": ..., "text": ...}) or not."""
+    if isinstance(value, dict) and "untrusted_text_from" in value:
+        value = value.get("text")
+    return str(value or "")
+
+
 class Order:
     """A get_order result."""
 
@@ -77,7 +84,7 @@ class Order:
         seller = data.get("fulfilled_by") if isinstance(data.get("fulfilled_by"), dict) else {}
         self.marketplace = seller.get("type") == "marketplace_seller"
         self.seller_id = seller.get("seller_id") or ""
-        self.seller_name = seller.get("name") or "the seller"
+        self.seller_name = plain(seller.get("name")) or "the seller"
         self.items = [i for i in data.get("items") or [] if isinstance(i, dict)]
         self.parcels = [p for p in data.get("parcels") or [] if isinstance(p, dict) and p.get("tracking")]
         self.total = money(data.get("total")) or Decimal("0")
@@ -87,7 +94,7 @@ class Order:
 
     @property
     def titles(self) -> str:
-        names = [str(i.get("title")) for i in self.items if i.get("title") and not _is_shipping(i)]
+        names = [plain(i.get("title")) for i in self.items if plain(i.get("title")) and not _is_shipping(i)]
         return ", ".join(names) or "your items"
 
     def parcel(self, prefer_delivered: bool) -> dict | None:
@@ -105,7 +112,7 @@ class Order:
         for item in self.items:
             if _is_shipping(item):
                 return (money(item.get("unit_price")) or Decimal("0")) * int(item.get("qty") or 1)
-        found = re.search(r"shipping[^0-9]{0,40}(\d+\.\d{2})", str(self.data.get("note") or ""), re.I)
+        found = re.search(r"shipping[^0-9]{0,40}(\d+\.\d{2})", plain(self.data.get("note")), re.I)
         if found:
             return Decimal(found.group(1))
         goods = sum(((money(i.get("unit_price")) or Decimal("0")) * int(i.get("qty") or 1) for i in self.items),
@@ -114,7 +121,7 @@ class Order:
 
 
 def _is_shipping(item: dict) -> bool:
-    return "shipping" in f"{item.get('sku', '')} {item.get('title', '')}".lower()
+    return "shipping" in f"{item.get('sku', '')} {plain(item.get('title'))}".lower()
 
 
 @dataclass(frozen=True)
@@ -138,8 +145,8 @@ class Scan:
         except (TypeError, ValueError):
             hours = 0
         return cls(str(data.get("tracking") or ""), str(data.get("carrier") or "The carrier"),
-                   str(data.get("status") or ""), str(last.get("event") or ""), str(last.get("detail") or ""),
-                   str(last.get("location") or ""), str(last.get("at") or ""), hours)
+                   str(data.get("status") or ""), str(last.get("event") or ""), plain(last.get("detail")),
+                   plain(last.get("location")), str(last.get("at") or ""), hours)
 
     @property
     def weather(self) -> bool:

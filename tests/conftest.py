@@ -86,6 +86,14 @@ def _events_stay_in_process(settings, limits_redis):
 
 
 @pytest.fixture(autouse=True)
+def _fake_servers_are_private_hosts(settings):
+    """Tests run with DEBUG off, where the desk sends to https URLs only. The reference shop, the fake Shopify
+    and the MCP servers tests start answer plain http on 127.0.0.1: named here as a private-network host, as
+    an operator names one (PLAIN_HTTP_PRIVATE_HOSTS), not by loosening the rule."""
+    settings.PLAIN_HTTP_PRIVATE_HOSTS = ["127.0.0.1"]
+
+
+@pytest.fixture(autouse=True)
 def _fresh_policy_corpora():
     """Each test's database is rolled back after it: policies a test changed are not cached into the next."""
     from support.shop import search

@@ -20,7 +20,7 @@ from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command
 from django.test import AsyncClient, Client
 
-from support.desk import audit, gate, staff_actions
+from support.desk import audit, bulk, gate, staff_actions
 from support.models import Approval, StaffAction
 from tests.desk_factories import (
     REFUND_ARGUMENTS,
@@ -105,6 +105,28 @@ def test_a_row_says_what_was_asked_what_a_person_changed_what_ran_who_and_why(hi
     refund = json_rows()[5]
     assert refund["record"] == "staff_action" and refund["tool"] == "refund" and refund["status"] == "done"
     assert refund["result"]["amount"] == "20.00" and refund["reason"] == "+1 goodwill"
+
+
+def test_a_row_says_how_its_decision_was_made_and_how_the_first_approval_was(demo, leads, settings):
+    """Four eyes: Sam approves first in Slack, Kim second in bulk; a refund of one person's, from an e-mailed
+    link; a staff action was no decision on an approval."""
+    sam, kim = leads
+    settings.SECOND_APPROVAL_ABOVE = Decimal("50.00")
+    two = pending_refund_approval(start_conversation(demo.maya))
+    gate.approval_decide(approval=two, user=sam, approve=True, channel=Approval.SLACK)
+    bulk.approvals_decide_bulk(user=kim, ids=[str(two.public_id)], approve=True)
+    one = pending_refund_approval(start_conversation(demo.tom), {**REFUND_ARGUMENTS, "amount": "10.00"})
+    gate.approval_decide(approval=one, user=kim, approve=True, channel=Approval.EMAIL)
+    staff_actions.refund_issue(conversation=start_conversation(demo.maya), user=sam, order_id="SU-41207",
+                               amount="20.00", reason="goodwill")
+    rows = json_rows()
+    assert [(r["event"], r["person"], r["via"], r["first_approval_via"]) for r in rows] == [
+        ("first_approval", "sam", "slack", "slack"), ("approved", "kim", "bulk", "slack"),
+        ("approved", "kim", "email", ""), ("refund", "sam", "", "")]
+    header = next(csv.reader(io.StringIO(command("--format", "csv"))))
+    assert header[-2:] == ["via", "first_approval_via"]
+    assert [(r["via"], r["first_approval_via"]) for r in csv_rows(command("--format", "csv"))][:2] == [
+        ("slack", "slack"), ("bulk", "slack")]
 
 
 def test_a_colleagues_refund_approved_by_another_names_both(demo, leads, settings):

@@ -37,7 +37,7 @@ def failed(output: str) -> list[str]:
 def test_the_reference_shop_passes_every_check_with_writes(reference_shop):
     status, output = check(reference_shop.base_url, "--write")
     assert status == 0 and failed(output) == []
-    assert output.count("\nok ") + output.startswith("ok ") == 15 and "15 of 15 checks passed" in output
+    assert output.count("\nok ") + output.startswith("ok ") == 18 and "18 of 18 checks passed" in output
     [made] = [r for r in reference_shop.refunds() if r["idempotency_key"]]  # twice sent, once made
     assert (made["order_number"], made["amount"]) == ("SU-41207", "0.01")
     assert len(reference_shop.seller_messages()) == 1
@@ -45,29 +45,33 @@ def test_the_reference_shop_passes_every_check_with_writes(reference_shop):
 
 def test_the_second_key_passes_too_and_reads_write_nothing(reference_shop):
     status, output = check(reference_shop.base_url, key=OTHER_KEY)
-    assert status == 0 and "11 of 11 checks passed" in output
-    assert [r["method"] for r in reference_shop.requests()] == ["GET"] * len(reference_shop.requests())
+    assert status == 0 and "14 of 14 checks passed" in output
+    # The two key checks post a refund the shop must refuse either way (401, else 422): nothing is written.
+    assert {(r["method"], r["status"]) for r in reference_shop.requests() if r["method"] != "GET"} == {("POST", 401)}
+    assert reference_shop.refunds()[1:] == [] and reference_shop.seller_messages() == []
 
 
 def test_an_order_the_shop_ships_itself_expects_422_for_a_seller_message(reference_shop):
     status, output = check(reference_shop.base_url, "--write", order="SU-41290")
-    assert status == 0 and "15 of 15 checks passed" in output and reference_shop.seller_messages() == []
+    assert status == 0 and "18 of 18 checks passed" in output and reference_shop.seller_messages() == []
 
 
 def test_a_shop_that_checks_no_signature_and_lists_oldest_first_fails(reference_shop, monkeypatch):
-    monkeypatch.setattr(standin.shop.app, "_check_signature", lambda request, body, keys: None)
+    monkeypatch.setattr(standin.shop.app, "_check_signature", lambda request, body, keys, v1=False: None)
     real = reference_shop.store.orders_of
     monkeypatch.setattr(reference_shop.store, "orders_of", lambda customer_id: list(reversed(real(customer_id))))
     status, output = check(reference_shop.base_url)
     assert status == 1
     lines = failed(output)
-    assert len(lines) == 5, output
+    assert len(lines) == 7, output
     assert any(line.startswith("FAIL  a request without a signature is refused") and "got 200" in line
                for line in lines)
     assert any("a timestamp an hour old" in line for line in lines)
     assert any(line.startswith("FAIL  the customer's orders come newest first: ") and "listed after it" in line
                for line in lines)
-    assert "6 of 11 checks passed" in output
+    assert any(line.startswith("FAIL  a request whose Idempotency-Key was changed after signing is refused")
+               for line in lines)
+    assert "7 of 14 checks passed" in output
 
 
 def test_a_wrong_key_fails_every_signed_read_and_says_so_in_json(reference_shop):
@@ -79,6 +83,26 @@ def test_a_wrong_key_fails_every_signed_read_and_says_so_in_json(reference_shop)
     assert customer["ok"] is False and customer["problem"].startswith('expected 200, got 401 {"error":"bad_signature"}')
     assert by_name["a request without a signature is refused (401 bad_signature)"]["ok"] is True
     assert by_name["the customer's orders come newest first"]["problem"].startswith("not checked")
+
+
+def test_a_shop_that_takes_a_nonce_twice_fails_the_replay_check(reference_shop, monkeypatch):
+    monkeypatch.setattr(reference_shop.state, "take_nonce", lambda nonce: True)
+    status, output = check(reference_shop.base_url)
+    [line] = failed(output)
+    assert status == 1 and line.startswith("FAIL  a request sent again with the same nonce is refused (401 replayed): "
+                                           'expected 401 {"error": "replayed"}, got 200')
+
+
+def test_a_shop_that_does_not_sign_the_key_fails_the_key_check_and_writes_nothing(reference_shop, monkeypatch):
+    real = standin.shop.app._signed_v2
+    monkeypatch.setattr(standin.shop.app, "_signed_v2",
+                        lambda timestamp, nonce, method, target, key, body: real(timestamp, nonce, method, target,
+                                                                                 "", body))
+    status, output = check(reference_shop.base_url)
+    assert status == 1
+    assert [line.split(":")[0] for line in failed(output)] == [
+        "FAIL  a v2 signature without the Idempotency-Key in it is refused (401 bad_signature)"]
+    assert 'got 422 {"error":"invalid"' in output and reference_shop.refunds()[1:] == []
 
 
 def test_money_not_as_the_contract_says_is_reported_by_field(reference_shop, monkeypatch):
@@ -106,7 +130,7 @@ def test_a_shop_that_forgets_its_keys_fails_the_write_checks(reference_shop, mon
 def test_a_shop_that_cannot_be_reached_fails_every_check(settings):
     closed = free_port()
     status, output = check(f"http://127.0.0.1:{closed}")
-    assert status == 1 and len(failed(output)) == 11
+    assert status == 1 and len(failed(output)) == 14
     assert "could not reach the shop (ConnectError)" in failed(output)[0]
 
 

@@ -4,7 +4,7 @@ reworded, and a conversation's daily budget cannot be renewed by writing again."
 import pytest
 
 from support.desk import assistant, gate, runner, services
-from support.models import Approval, Conversation, Message, Run
+from support.models import Approval, Conversation, Message, Run, ToolCall
 from tests.fake_model import ScriptedModel, answer, call, reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -89,3 +89,61 @@ def test_writing_again_does_not_renew_the_conversations_daily_budget(desk, queue
     conversation.refresh_from_db()
     assert conversation.status == Conversation.NEEDS_ATTENTION
     assert "budget" in Run.objects.filter(conversation=conversation).first().detail
+
+
+# -- requests waiting for a person -------------------------------------------------------------------------
+
+def held_to_seller(n):
+    """A seller message that waits for a person (it carries the customer's e-mail address)."""
+    return call("message_seller", {"order_id": "SU-41207", "message": f"Write to maya@example.com (note {n})."})
+
+
+def hand_over(n):
+    return call("escalate_to_human", {"reason": f"reason {n}", "summary": "the case"})
+
+
+def test_one_reply_cannot_flood_the_approval_queue(desk, queued, monkeypatch, settings):
+    settings.ESCALATION_NEEDS_APPROVAL = True  # every hand-over waits for a person too
+    settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = 100  # this limit alone would let 50 wait
+    flagged = []
+    monkeypatch.setattr(services, "conversation_flag", _recording(services.conversation_flag, flagged))
+    calls = [held_to_seller(n) for n in range(50)] + [hand_over(n) for n in range(20)]
+    script(monkeypatch, reply(calls=calls))
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="My parcel SU-41207 never came.")
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"
+    assert Approval.objects.count() == settings.APPROVALS_WAITING_PER_CONVERSATION == 3
+    refused = [r for r in results(conversation) if "requests already wait for a person" in r]
+    assert len(refused) == 70 - 3
+    assert all(r.startswith("ERROR: not run:") for r in refused)
+    conversation.refresh_from_db()
+    assert conversation.status == Conversation.NEEDS_ATTENTION
+    assert len(flagged) == 1 and "waiting for a person" in flagged[0]
+
+
+def test_a_card_still_waiting_from_another_run_counts(desk, queued, monkeypatch, settings):
+    settings.APPROVALS_WAITING_PER_CONVERSATION = 2
+    settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = 100
+    flagged = []
+    monkeypatch.setattr(services, "conversation_flag", _recording(services.conversation_flag, flagged))
+    script(monkeypatch, reply(calls=[held_to_seller(1)]))
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Please write to the seller.")
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"
+    # Its run stopped with the call answered and the card left waiting (the database may hold such a card).
+    services.message_append(conversation=conversation, author=Message.SYSTEM, run=Run.objects.get(),
+                            wire={"role": "tool", "tool_call_id": ToolCall.objects.get().call_id, "content": "-"})
+    Run.objects.update(status=Run.STOPPED)
+    script(monkeypatch, reply(calls=[held_to_seller(2), held_to_seller(3)]), *answer("A person will check."))
+    services.conversation_post_message(conversation=conversation, text="Two more please.")
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"
+    assert Approval.objects.filter(decided_at__isnull=True).count() == 2
+    assert sum("requests already wait for a person" in r for r in results(conversation)) == 1
+    assert len(flagged) == 1
+
+
+def _recording(flag, into):
+    def recording(*, conversation_id, reason):
+        into.append(reason)
+        flag(conversation_id=conversation_id, reason=reason)
+    return recording

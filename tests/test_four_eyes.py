@@ -208,6 +208,34 @@ def test_a_gated_mcp_tool_with_an_amount_needs_two_people(desk, queued, monkeypa
     assert len(mcp_server.credits) == 1
 
 
+@pytest.mark.parametrize("asked, first, ana_may", [
+    ("50.00", "64.00", False),  # raised past the large-refund threshold by the first approver
+    ("64.00", "50.00", True),  # lowered below it
+    ("50.00", None, True),  # approved first as asked
+])
+def test_after_a_first_approval_the_card_shows_and_checks_what_will_run(people, demo, queued, settings,
+                                                                         asked, first, ana_may):
+    """Two people above 40.00, a lead above 60.00: Sam approves first, then Ana (a Support agent) approves the
+    card. Its large-refund mark and her permission are those of the amount that would run."""
+    settings.SECOND_APPROVAL_ABOVE, settings.LARGE_REFUND_THRESHOLD = Decimal("40.00"), "60.00"
+    approval = pending_refund_approval(start_conversation(demo.maya), {**REFUND_ARGUMENTS, "amount": asked})
+    body = {"arguments": {**REFUND_ARGUMENTS, "amount": first}} if first else None
+    assert people["sam"].decide(approval, "approve", body).status_code == 202
+    runs = first or asked
+    [card] = people["ana"].get("/api/staff/approvals").json()["approvals"]
+    assert (card["large_refund"], card["first_arguments"]["amount"]) == (not ana_may, runs)
+    assert [(p["by"], p["role"]) for p in card["approvals"]] == [("sam", "first")]
+    response = people["ana"].decide(approval, "approve")
+    a = fresh(approval)
+    if ana_may:
+        assert response.status_code == 200
+        assert (a.decided_by, a.decided_via, a.executed_arguments["amount"]) == (people["ana"].user, "console", runs)
+    else:
+        assert response.status_code == 403 and "need a support lead" in response.json()["error"]
+        assert a.pending and queued == []
+    assert a.first_approved_via == "console"
+
+
 # -- a staff member's own refund ---------------------------------------------------------------------------
 
 BIG = {"order_id": "SU-41533", "amount": "300.00", "reason": "Screen cracked on arrival."}

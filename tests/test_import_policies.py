@@ -7,6 +7,7 @@ search and the approval card cite the version read.
 from __future__ import annotations
 
 import io
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -198,7 +199,8 @@ class Site:
 
 
 @pytest.fixture
-def site():
+def site(settings):
+    settings.POLICY_IMPORT_PRIVATE_NETWORK = True  # the test's server is on 127.0.0.1: the operator's opt-in
     site = Site()
 
     class Handler(BaseHTTPRequestHandler):
@@ -301,6 +303,74 @@ def test_a_redirect_to_another_http_page_is_followed(site, db):
     site.add("/new", PAGE)
     assert run(f"{site.url}/old")[0] == "added 1, updated 0, unchanged 0, refused 0"
     assert PolicyDocument.objects.get().doc_id == derived_doc_id(f"{site.url}/old")
+
+
+# -- the import stays on the operator's site ---------------------------------------------------------------
+
+
+def test_a_redirect_to_another_host_is_refused_and_nothing_of_it_imported(site, db):
+    port = site.url.rsplit(":", 1)[1]
+    site.add("/returns", "", status=302, Location=f"http://localhost:{port}/elsewhere")  # same server, other host
+    site.add("/elsewhere", PAGE)
+    all_refused([f"{site.url}/returns"], "/returns: it redirects to another site (localhost) [fetch_failed]")
+
+
+def test_a_nested_sitemap_keeps_the_site_of_the_url_the_operator_gave(site, db):
+    other = site.url.replace("127.0.0.1", "localhost")
+    site.add("/policies/shipping", PAGE)
+    site.add("/index.xml", "<sitemapindex><sitemap><loc>/pages.xml</loc></sitemap></sitemapindex>", "text/xml")
+    site.add("/pages.xml", "", status=301, Location=f"{other}/moved.xml")
+    site.add("/moved.xml", f"<urlset><url><loc>{other}/policies/shipping</loc></url></urlset>", "text/xml")
+    all_refused([f"{site.url}/index.xml"], "/pages.xml: it redirects to another site (localhost) [fetch_failed]")
+
+
+def test_loopback_private_and_link_local_addresses_are_refused_unless_the_operator_opts_in(site, db, settings):
+    site.add("/policies/shipping", PAGE)
+    settings.POLICY_IMPORT_PRIVATE_NETWORK = False
+    all_refused([f"{site.url}/policies/shipping", "http://10.1.2.3/p", "http://169.254.169.254/latest/",
+                 "http://[::1]/p", "http://localhost/p"],
+                "127.0.0.1", "10.1.2.3", "169.254.169.254", "::1", "localhost")
+    out, err = run(f"{site.url}/policies/shipping", "http://169.254.169.254/latest/")
+    assert err.count("; POLICY_IMPORT_PRIVATE_NETWORK is off) [fetch_failed]") == 2
+    settings.POLICY_IMPORT_PRIVATE_NETWORK = True
+    assert run(f"{site.url}/policies/shipping")[0] == "added 1, updated 0, unchanged 0, refused 0"
+
+
+def test_every_address_a_host_name_resolves_to_is_checked(db, settings, monkeypatch):
+    settings.POLICY_IMPORT_PRIVATE_NETWORK = False
+    connected = []
+
+    def resolve(host, port, *args, **kwargs):
+        addresses = {"shop.example": ["93.184.216.34", "10.0.0.5"], "nowhere.example": []}[host]
+        if not addresses:
+            raise socket.gaierror("no such host")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in addresses]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: connected.append(a) or 1 / 0)
+    all_refused(["https://shop.example/returns", "https://nowhere.example/returns"],
+                "shop.example/returns: it is on a private or local network (10.0.0.5;",
+                "nowhere.example/returns: its host name could not be resolved [fetch_failed]")
+    assert connected == []
+
+
+def test_a_page_cannot_claim_the_doc_id_of_a_policy_from_another_source(site, tmp_path, demo):
+    seeded = PolicyDocument.objects.filter(seller__isnull=True).first()
+    (tmp_path / "warranty.md").write_text(WARRANTY)
+    run(tmp_path)
+    for doc_id in (seeded.doc_id, "POL-OWN-WARRANTY"):
+        site.add(f"/claims/{doc_id}", PAGE.replace("<head>", f'<head><meta name="policy:doc_id" content="{doc_id}">'))
+    out, err = run(*(f"{site.url}/claims/{d}" for d in (seeded.doc_id, "POL-OWN-WARRANTY")))
+    assert out == "added 0, updated 0, unchanged 0, refused 2"
+    assert err.count("came from another source; a page may only update its own [doc_id_taken]") == 2
+    assert PolicyDocument.objects.get(doc_id=seeded.doc_id).body == seeded.body
+    assert "two year warranty" in PolicyDocument.objects.get(doc_id="POL-OWN-WARRANTY").body
+    # The page that first brought a doc_id updates it as before.
+    site.add("/own", PAGE.replace("<head>", '<head><meta name="policy:doc_id" content="POL-OWN-SHIPPING">'))
+    assert run(f"{site.url}/own")[0] == "added 1, updated 0, unchanged 0, refused 0"
+    site.add("/own", PAGE.replace("<head>", '<head><meta name="policy:doc_id" content="POL-OWN-SHIPPING">')
+             .replace("2 working days", "3 working days"))
+    assert run(f"{site.url}/own")[0] == "added 0, updated 1, unchanged 0, refused 0"
 
 
 # -- the approval card cites the version read ---------------------------------------------------------------

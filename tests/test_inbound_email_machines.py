@@ -1,7 +1,8 @@
 """Mail that is not a person never starts a run: auto-replies and out-of-office (RFC 3834 Auto-Submitted,
 X-Autoreply, Precedence bulk/list), bounces (delivery status notifications) and our own mail coming back.
-A bounce about an address the desk wrote to marks it undeliverable (no more e-mail; staff see it); a forged
-one about an address we never wrote to changes nothing. Size and per-sender rate limits keep the mail and
+A bounce that quotes the Message-ID of a mail the desk sent to the address it names marks that address
+undeliverable (no more e-mail; staff see it); a forged one (about an address we never wrote to, or quoting no
+mail of ours to that address) changes nothing. Size and per-sender rate limits keep the mail and
 start nothing."""
 
 from __future__ import annotations
@@ -75,6 +76,19 @@ def test_a_bounce_about_an_address_we_never_wrote_to_changes_nothing(maya_chat, 
     assert record.outcome == InboundEmail.BOUNCE and not UndeliverableAddress.objects.exists()
 
 
+def test_a_forged_bounce_naming_a_customer_we_wrote_to_without_our_message_id_changes_nothing(maya_chat, inbound):
+    """The desk wrote to Maya (reply-1) and to Tom (reply-2). A report about Maya that quotes no mail of ours,
+    or quotes the mail we sent to Tom, is kept for staff and silences no one."""
+    OutboundEmail.objects.create(conversation=services.conversation_start(customer=inbound.tom),
+                                 mail_id="reply-2@desk.example", to="tom@example.com")
+    for quoted in ("made-up@desk.example", "reply-2@desk.example"):
+        record = inbound_mail.receive(bounce(failed="maya@example.com", original_id=quoted), source="imap")
+        assert record.outcome == InboundEmail.BOUNCE and nothing_started()
+    assert not UndeliverableAddress.objects.exists()
+    inbound_mail.receive(bounce(failed="maya@example.com", original_id="reply-1@desk.example"), source="imap")
+    assert list(UndeliverableAddress.objects.values_list("customer__email", flat=True)) == ["maya@example.com"]
+
+
 def test_no_reply_email_goes_to_an_undeliverable_address(maya_chat, inbound, settings):
     from datetime import timedelta
 
@@ -108,6 +122,18 @@ def test_a_sender_over_the_hourly_limit_is_kept_and_not_answered(inbound, settin
     assert not Message.objects.filter(content="Mail 2").exists()
     # Another sender is not held back by Nina's mail.
     assert inbound_mail.receive(mail(sender="tom@example.com"), source="imap").outcome == InboundEmail.STARTED
+
+
+def test_conversations_started_by_mail_are_capped_per_hour_across_all_senders(maya_chat, inbound, settings):
+    settings.INBOUND_EMAIL_CONVERSATIONS_PER_HOUR = 3
+    outcomes = [inbound_mail.receive(mail(sender=f"stranger{i}@elsewhere.example", text=f"Mail {i}"),
+                                     source="imap").outcome for i in range(5)]
+    assert outcomes == [InboundEmail.STARTED] * 3 + [InboundEmail.RATE_LIMITED] * 2
+    assert not Message.objects.filter(content__in=["Mail 3", "Mail 4"]).exists()
+    assert "conversations started by e-mail" in InboundEmail.objects.get(sender="stranger4@elsewhere.example").detail
+    # A reply in a conversation that exists starts none: it is not held back.
+    reply = inbound_mail.receive(mail(text="Any news?", in_reply_to="<reply-1@desk.example>"), source="imap")
+    assert reply.outcome == InboundEmail.ATTACHED and reply.conversation == maya_chat
 
 
 def test_staff_see_that_an_email_conversation_has_no_order_yet(inbound):

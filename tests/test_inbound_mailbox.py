@@ -1,7 +1,8 @@
 """The two ways customers' mail comes in, both down the one path (support/desk/inbound_mail.py):
 
 - a provider's webhook (Mailgun, Postmark, SendGrid, Amazon SES) through django-anymail: authenticated with
-  HTTP basic auth (and Mailgun's signature) before anything is read; refused with 400 without them; off (404)
+  HTTP basic auth (and Mailgun's signature) before anything is read, so a large unauthenticated post is
+  refused without its body being read; refused with 400 without them; off (404)
   while no secret is set;
 - the shop's mailbox, read over IMAP by the beat's task from a real IMAP server in this process.
 """
@@ -12,14 +13,17 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import time
 
 import pytest
 from django.test import Client
 
 from support import tasks
+from support.customers.signin import email_digest
 from support.desk import mailbox
 from support.models import InboundEmail, Message
+from tests.body_fixture import post_unread
 from tests.mail_factories import mail
 
 SECRET = "provider:webhook-password"
@@ -89,6 +93,15 @@ def test_a_postmark_post_with_a_photo_larger_than_a_plain_request_is_taken(inbou
     assert too_large.status_code == 413 and InboundEmail.objects.count() == 1
 
 
+def test_the_sender_of_a_webhooks_mail_is_logged_as_a_digest(inbound, caplog):
+    caplog.set_level(logging.INFO)
+    assert Client().post("/email/inbound/postmark/", postmark(mail(text="Hello.")), content_type="application/json",
+                         **basic()).status_code == 200
+    lines = [r.getMessage() for r in caplog.records]
+    assert not [line for line in lines if "maya@example.com" in line]
+    assert [line for line in lines if email_digest("maya@example.com") in line and "Postmark" in line]
+
+
 def test_a_retried_webhook_is_stored_once(inbound):
     body = postmark(mail(text="Twice sent.", message_id="<retry@mail.example>"))
     for _ in range(2):
@@ -103,6 +116,19 @@ def test_a_webhook_post_without_the_secret_is_refused_and_saves_nothing(inbound,
                              content_type="application/json", **credentials)
     assert response.status_code == 400
     assert not InboundEmail.objects.exists() and not saved("Let me in.").exists()
+
+
+@pytest.mark.parametrize(("provider", "content_type"), [("postmark", "application/json"),
+                                                       ("amazon_ses", "text/plain"),
+                                                       ("sendgrid", "multipart/form-data; boundary=x"),
+                                                       ("mailgun", "application/x-www-form-urlencoded")])
+@pytest.mark.parametrize("credentials", [{}, basic("provider:wrong")])
+def test_a_large_post_without_the_secret_is_refused_before_its_body_is_read(inbound, provider, content_type,
+                                                                            credentials):
+    size = 10 * 1024 * 1024  # within what a mail may be (INBOUND_EMAIL_MAX_BYTES, 15 MB)
+    status, body = post_unread(f"/email/inbound/{provider}/", size, content_type, **credentials)
+    assert (status, body.reads) == (400, [])
+    assert not InboundEmail.objects.exists()
 
 
 def test_webhooks_are_off_while_no_secret_is_set(inbound, settings):

@@ -100,3 +100,21 @@ def test_model_and_tool_errors_are_logged_at_warning_or_above_with_the_run_id(
               and line.get("run") == str(run.public_id) and logged in line["message"]]
     assert errors, [line for line in json_lines() if line["level"] != "INFO"]
     assert all(line.get("conversation") == conversation for line in errors)
+
+
+SECRET_PATHS = ["/c/{t}/", "/c/unsubscribe/{t}/", "/api/files/{t}", "/console/decide/{t}/", "/c/{t}/more"]
+
+
+def test_link_unsubscribe_file_and_decide_tokens_never_reach_a_log_line(db, json_lines):
+    """Whoever reads the logs must not be able to open a conversation, unsubscribe someone, fetch a file or open a
+    decision page: the token in those paths is written as [redacted], in the access line and in Django's own."""
+    token = "tok-7Qx9-secret"
+    client = Client()
+    for path in SECRET_PATHS:
+        client.get(path.format(t=token))
+        client.post(path.format(t=token))
+    lines = json_lines()
+    text = "\n".join(json.dumps(line) for line in lines)
+    assert token not in text, next(json.dumps(line) for line in lines if token in json.dumps(line))
+    paths = {line["path"] for line in lines if line["logger"] == "support.http"}
+    assert paths == {p.format(t="[redacted]") for p in SECRET_PATHS}

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -258,6 +259,25 @@ def test_a_gated_call_pauses_the_run_with_the_pending_call():
     assert result.status == AWAITING_APPROVAL and result.stop_reason is None
     assert result.pending[0].call.id == r["id"] and result.pending[0].arguments["amount"] == "10.00"
     assert REFUNDS == [] and t[-1]["role"] == "assistant"
+
+
+def test_calls_past_the_waiting_limit_are_refused_as_data_and_a_person_is_asked_once():
+    asked = []
+
+    class Flagging(Recorder):
+        def needs_person(self, reason):
+            asked.append(reason)
+
+    refunds = [call("issue_refund", {"order_id": f"SU-{n}", "amount": "10.00"}) for n in range(10)]
+    seen = []
+    checked = replace(ISSUE_REFUND, check=lambda ctx, **a: seen.append([name for name, _ in ctx.waiting]))
+    result, t, _ = go(ScriptedModel(reply(calls=refunds)), tools=[checked], observer=Flagging(),
+                      limits=Limits(max_waiting=3), waiting=1)  # one request already waits
+    assert result.status == AWAITING_APPROVAL and [p.call.id for p in result.pending] == [r["id"] for r in refunds[:2]]
+    refused = [m["content"] for m in t if m["role"] == "tool"]
+    assert len(refused) == 8 and all(r.startswith("ERROR: not run: 3 requests already wait") for r in refused)
+    assert len(asked) == 1
+    assert seen[:3] == [[], ["issue_refund"], ["issue_refund", "issue_refund"]]  # the tool counts this reply's
 
 
 def test_resume_runs_an_approved_call_with_the_edited_arguments():

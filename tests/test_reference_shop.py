@@ -21,29 +21,37 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 from standin.shop import start_in_thread
-from support.shop.contract import signature
+from support.shop.contract import new_nonce, signature, signature_v2
 from tests.redis_fixture import free_port
 from tests.shop_fixture import KEY, OTHER_KEY, reference_shop, reference_shop_server  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def call(server, method: str, target: str, body: dict | None = None, *, key: str = KEY, timestamp: float | None = None,
-         headers: dict | None = None, signed_as: str | None = None) -> httpx2.Response:
-    """One request as a desk sends it; `signed_as` signs another target than the one sent."""
+def signed(request: httpx2.Request, content: bytes, *, key: str = KEY, timestamp: float | None = None,
+           signed_as: str | None = None, nonce: str | None = None, signed_key: str | None = None) -> httpx2.Request:
+    """The request signed as version 2 says (the desk's code); `signed_as` signs another target than the one
+    sent, `signed_key` another Idempotency-Key than the one sent."""
+    ts, nonce = str(int(time.time() if timestamp is None else timestamp)), nonce or new_nonce()
+    sent_key = request.headers.get("Idempotency-Key", "")
+    request.headers.update({"X-Desk-Timestamp": ts, "X-Desk-Nonce": nonce, "X-Desk-Signature": signature_v2(
+        key, ts, nonce, request.method, signed_as or request.url.raw_path.decode(),
+        sent_key if signed_key is None else signed_key, content)})
+    return request
+
+
+def call(server, method: str, target: str, body: dict | None = None, *, headers: dict | None = None,
+         **signing) -> httpx2.Response:
+    """One request as a desk sends it (see `signed` for the ways to sign it wrong)."""
     content = json.dumps(body).encode() if body is not None else b""
     with httpx2.Client(base_url=server.base_url, timeout=5) as client:
         request = client.build_request(method, target, content=content or None, headers=headers or {})
-        ts = str(int(time.time() if timestamp is None else timestamp))
-        request.headers["X-Desk-Timestamp"] = ts
-        request.headers["X-Desk-Signature"] = signature(key, ts, method, signed_as or request.url.raw_path.decode(),
-                                                        content)
-        return client.send(request)
+        return client.send(signed(request, content, **signing))
 
 
-def refund(server, number: str, amount: str, key: str | None, reason: str = "r") -> httpx2.Response:
+def refund(server, number: str, amount: str, key: str | None, reason: str = "r", **signing) -> httpx2.Response:
     return call(server, "POST", f"/orders/{number}/refunds", {"amount": amount, "reason": reason},
-                headers={"Idempotency-Key": key} if key is not None else {})
+                headers={"Idempotency-Key": key} if key is not None else {}, **signing)
 
 
 # -- signing ----------------------------------------------------------------------------------------------
@@ -68,12 +76,58 @@ def test_the_signature_covers_the_target_exactly_as_sent_and_the_body(reference_
                   signed_as="/customers?email=maya@example.com")
     assert answer.status_code == 401
     with httpx2.Client(base_url=reference_shop.base_url) as client:
-        ts = str(int(time.time()))
-        sig = signature(KEY, ts, "POST", "/orders/SU-41290/refunds", b'{"amount":"1.00","reason":"r"}')
-        tampered = client.post("/orders/SU-41290/refunds", content=b'{"amount":"80.00","reason":"r"}',
-                               headers={"X-Desk-Timestamp": ts, "X-Desk-Signature": sig, "Idempotency-Key": "k"})
+        request = client.build_request("POST", "/orders/SU-41290/refunds", content=b'{"amount":"80.00","reason":"r"}',
+                                       headers={"Idempotency-Key": "k"})
+        tampered = client.send(signed(request, b'{"amount":"1.00","reason":"r"}'))
     assert (tampered.status_code, tampered.json()) == (401, {"error": "bad_signature"})
     assert reference_shop.refunds()[1:] == []
+
+
+def test_a_captured_request_sent_again_is_refused_as_replayed_and_makes_one_refund(reference_shop):
+    with httpx2.Client(base_url=reference_shop.base_url) as client:
+        body = b'{"amount":"5.00","reason":"chipped"}'
+        captured = signed(client.build_request("POST", "/orders/SU-41290/refunds", content=body,
+                                               headers={"Idempotency-Key": "k-once"}), body)
+        first = client.send(captured)
+        again = client.send(captured)
+        # The same capture with a fresh key: the key is signed, so it is someone else's request now.
+        captured.headers["Idempotency-Key"] = "k-fresh"
+        fresh_key = client.send(captured)
+    assert first.status_code == 201
+    assert (again.status_code, again.json()) == (401, {"error": "replayed"})
+    assert (fresh_key.status_code, fresh_key.json()) == (401, {"error": "bad_signature"})
+    assert [r["amount"] for r in reference_shop.refunds() if r["idempotency_key"]] == ["5.00"]
+
+
+def test_a_read_sent_again_with_its_nonce_is_refused_but_a_new_nonce_is_served(reference_shop):
+    nonce = new_nonce()
+    assert call(reference_shop, "GET", "/orders/SU-41290", nonce=nonce).status_code == 200
+    assert call(reference_shop, "GET", "/orders/SU-41290", nonce=nonce).json() == {"error": "replayed"}
+    assert call(reference_shop, "GET", "/orders/SU-41290").status_code == 200
+
+
+@pytest.mark.parametrize("how", [{"signed_key": ""}, {"signed_key": "k-other"}, {"nonce": "short"}])
+def test_a_signature_without_the_key_or_with_another_key_or_a_bad_nonce_is_refused(reference_shop, how):
+    answer = refund(reference_shop, "SU-41290", "1.00", "k-signed", **how)
+    assert (answer.status_code, answer.json()) == (401, {"error": "bad_signature"})
+    assert [r for r in reference_shop.refunds() if r["idempotency_key"]] == []
+
+
+def test_a_refused_request_does_not_spend_its_nonce(reference_shop):
+    nonce = new_nonce()
+    assert call(reference_shop, "GET", "/orders/SU-41290", nonce=nonce, key="wrong").status_code == 401
+    assert call(reference_shop, "GET", "/orders/SU-41290", nonce=nonce).status_code == 200
+
+
+def test_a_version_1_signature_is_refused_unless_the_shop_still_takes_it(reference_shop):
+    def v1() -> httpx2.Response:
+        ts = str(int(time.time()))
+        with httpx2.Client(base_url=reference_shop.base_url) as client:
+            return client.get("/orders/SU-41290", headers={
+                "X-Desk-Timestamp": ts, "X-Desk-Signature": signature(KEY, ts, "GET", "/orders/SU-41290", b"")})
+    assert v1().json() == {"error": "bad_signature"}
+    reference_shop.configure(accept_v1=True)
+    assert v1().status_code == 200
 
 
 def test_a_stale_timestamp_is_refused_but_only_after_the_signature_is_good(reference_shop):
@@ -257,21 +311,22 @@ def test_it_runs_as_a_command(tmp_path):
 
 def test_the_worked_signing_example_is_what_desk_and_shop_compute(reference_shop):
     text = (ROOT / "docs" / "shop-contract.md").read_text()
-    documented = re.findall(r"X-Desk-Signature: (v1=[0-9a-f]{64})", text)
+    documented = re.findall(r"X-Desk-Nonce: (\S+)\n.*?X-Desk-Signature: (v2=[0-9a-f]{64})", text, re.S)
     body = b'{"amount":"12.50","reason":"Two plates arrived chipped"}'
-    assert documented == [
-        signature("example-key-do-not-use", "1767225600", "GET", "/customers?email=maya%40example.com", b""),
-        signature("example-key-do-not-use", "1767225600", "POST", "/orders/SU-41290/refunds", body)]
+    requests = [("GET", "/customers?email=maya%40example.com", "", None),
+                ("POST", "/orders/SU-41290/refunds", "run-7f3a:call_2", body)]
+    assert [sig for _, sig in documented] == [
+        signature_v2("example-key-do-not-use", "1767225600", nonce, method, target, key, content or b"")
+        for (nonce, _), (method, target, key, content) in zip(documented, requests, strict=True)]
     # The shop's own code: with the example's key, the example's signatures pass, and only the (fixed, long
     # past) timestamp is refused.
     shop = start_in_thread(keys=("example-key-do-not-use",))
     try:
         with httpx2.Client(base_url=shop.base_url) as client:
-            for (method, target, content), sig in zip(
-                    [("GET", "/customers?email=maya%40example.com", None),
-                     ("POST", "/orders/SU-41290/refunds", body)], documented, strict=True):
+            for (nonce, sig), (method, target, key, content) in zip(documented, requests, strict=True):
                 answer = client.request(method, target, content=content, headers={
-                    "X-Desk-Timestamp": "1767225600", "X-Desk-Signature": sig, "Idempotency-Key": "k"})
+                    "X-Desk-Timestamp": "1767225600", "X-Desk-Nonce": nonce, "X-Desk-Signature": sig,
+                    **({"Idempotency-Key": key} if key else {})})
                 assert answer.json() == {"error": "stale_timestamp"}
     finally:
         shop.stop()

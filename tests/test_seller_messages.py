@@ -167,3 +167,33 @@ def test_a_held_message_a_person_approves_is_sent_inside_the_template(desk, queu
                  .order_by("pk").values_list("kind", "result"))
     assert [kind for kind, _ in steps] == ["approval", "tool"]
     assert steps[0][1] == "needs a person: " + "; ".join(reasons)
+
+
+def test_messages_waiting_for_a_person_count_against_the_daily_limit(desk, queued, monkeypatch, settings):
+    settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = 2
+    held = [to_seller(f"Please call the customer on +44 20 7946 09{n}{n}.") for n in range(3)]
+    conversation, outcome = run_with(desk, queued, monkeypatch, reply(calls=held))
+    assert outcome == "awaiting_approval" and not SellerMessage.objects.exists()
+    assert Approval.objects.count() == 2  # the third would pass the day's limit if both were approved
+    last = conversation.messages.get(role="tool", tool_call_id=held[2]["id"]).content
+    assert last.startswith("ERROR: not run:") and "2 messages to sellers today" in last
+
+
+def test_a_clean_message_counts_the_held_ones_before_it(desk, queued, monkeypatch, settings):
+    settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = 2
+    calls = [to_seller("Write to maya@example.com, please."), to_seller("Call +44 20 7946 0958, please."),
+             to_seller("Order SU-41207 has not arrived.")]
+    conversation, outcome = run_with(desk, queued, monkeypatch, reply(calls=calls))
+    assert outcome == "awaiting_approval" and Approval.objects.count() == 2
+    assert not SellerMessage.objects.exists()  # sent at once, it would have been the third of the day
+    assert "2 messages to sellers today" in conversation.messages.get(role="tool", tool_call_id=calls[2]["id"]).content
+
+
+def test_held_messages_approved_are_all_sent_within_the_limit(desk, queued, monkeypatch, settings):
+    settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = 2
+    held = [to_seller("Write to maya@example.com, please."), to_seller("Call +44 20 7946 0958, please.")]
+    run_with(desk, queued, monkeypatch, reply(calls=held), *answer("Sent."))
+    for approval in Approval.objects.order_by("pk"):
+        gate.approval_decide(approval=approval, user=make_user(f"kim{approval.pk}", staff=True), approve=True)
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert SellerMessage.objects.count() == 2  # a waiting message counts once: as waiting, then as sent

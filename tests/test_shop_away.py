@@ -109,3 +109,13 @@ def test_a_malformed_answer_is_a_hand_over_too(remote, demo):
                       idempotency_key="run:c1")
     with pytest.raises(ToolUnavailable):
         tool_by_name("get_order").fn(ctx, order_id="SU-41207")
+
+
+@pytest.mark.timeout(60)
+def test_a_shop_whose_answer_never_ends_is_a_hand_over_too(remote, demo, settings):
+    settings.SHOP_ANSWER_DEADLINE_SECONDS = 0.5
+    remote.configure(endless_answer="trickle")
+    ctx = ToolContext(customer_id=demo.maya.pk, conversation_id="conv", run_id="run", call_id="c1",
+                      idempotency_key="run:c1")
+    with pytest.raises(ToolUnavailable):
+        tool_by_name("get_order").fn(ctx, order_id="SU-41207")

@@ -339,6 +339,36 @@ def test_a_write_the_shop_is_too_busy_for_fails_plainly(http_shop, reference_sho
     assert len(seen(reference_shop, "POST")) == 1
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind, says", [("huge", "larger than SHOP_MAX_ANSWER_BYTES"),
+                                        ("trickle", "still coming after SHOP_ANSWER_DEADLINE_SECONDS")])
+def test_an_answer_without_end_is_cut_off_as_unavailable_and_not_tried_again(http_shop, reference_shop, settings,
+                                                                            kind, says):
+    # trickle: a byte every 50 ms, never a read timeout (0.5 s) apart: only the deadline for the whole ends it.
+    settings.SHOP_ANSWER_DEADLINE_SECONDS = 1.0
+    reference_shop.configure(endless_answer=kind)
+    with pytest.raises(port.ShopUnavailable, match=says) as raised:
+        http_shop.order("SU-41290")
+    assert not isinstance(raised.value, port.OutcomeUnknown)
+    assert len(seen(reference_shop)) == 1
+
+
+def test_an_answer_declared_larger_than_the_cap_is_not_read(http_shop, settings):
+    settings.SHOP_MAX_ANSWER_BYTES = 1000  # an order of the catalogue is about 1.5 KB
+    with pytest.raises(port.ShopUnavailable, match=r"answer is \d+ bytes, more than SHOP_MAX_ANSWER_BYTES \(1000\)"):
+        http_shop.order("SU-41207")
+    assert http_shop.customer_by_email("maya@example.com").id == "cus_1"  # small answers still read
+
+
+@pytest.mark.timeout(30)
+def test_a_write_whose_answer_has_no_end_is_an_unknown_outcome(http_shop, reference_shop, settings):
+    settings.SHOP_ANSWER_DEADLINE_SECONDS = 1.0
+    reference_shop.configure(endless_answer="trickle")
+    with pytest.raises(port.OutcomeUnknown, match="cut off"):
+        http_shop.refund(order_number="SU-41290", amount=Decimal("1.00"), reason="r", idempotency_key="k-endless")
+    assert len(seen(reference_shop, "POST")) == 1
+
+
 def test_a_malformed_answer_to_a_write_is_a_bad_answer(http_shop, reference_shop):
     reference_shop.configure(malformed_next="negative_amount")
     with pytest.raises(port.BadAnswer, match="refund.amount"):

@@ -95,6 +95,30 @@ def test_orders_of_a_customer_come_newest_first_over_several_pages(shopify_shop,
     assert shop.orders_of("12") == []
 
 
+def test_a_customers_orders_are_read_from_at_most_shopify_max_order_pages_pages(shopify_shop, fake_shopify, settings):
+    settings.SHOPIFY_MAX_ORDER_PAGES = 2
+    shop = shopify_shop()
+    maya = shop.customer_by_email("maya@example.com")
+    before = len(fake_shopify.requests())
+    orders = shop.orders_of(maya.id)
+    assert [o.number for o in orders][:1] == ["SU-41501"] and len(orders) == 6  # the newest, 3 a page
+    assert len(fake_shopify.requests()) - before == 2
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind, says", [("huge", "larger than SHOP_MAX_ANSWER_BYTES"),
+                                        ("trickle", "still coming after SHOP_ANSWER_DEADLINE_SECONDS")])
+def test_an_answer_without_end_is_cut_off_as_unavailable_and_a_write_as_unknown(shopify_shop, fake_shopify, settings,
+                                                                                 kind, says):
+    settings.SHOP_ANSWER_DEADLINE_SECONDS, settings.SHOP_READ_RETRIES = 0.5, 0
+    fake_shopify.configure(endless_answer=kind)
+    with pytest.raises(port.ShopUnavailable, match=says) as read:
+        shopify_shop().order("SU-41207")
+    assert not isinstance(read.value, port.OutcomeUnknown)
+    with pytest.raises(port.OutcomeUnknown, match=says):
+        shopify_shop()._write(shopify.METAFIELDS_SET, {"metafields": []})
+
+
 
 # -- refunds ----------------------------------------------------------------------------------------------
 

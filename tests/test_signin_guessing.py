@@ -27,9 +27,12 @@ from prometheus_client import REGISTRY
 from agentsite.celery import app
 from support import tasks
 from support.customers import signin
+from support.desk import inbound_mail
+from support.models import Conversation, InboundEmail
 from tests.redis_fixture import free_port, limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.signin_fixture import code_tasks  # noqa: F401  (fixture)
 from tests.smtp_fixture import Inbox, smtp_inbox  # noqa: F401  (fixture)
+from tests.mail_factories import mail
 from tests.test_api_errors import broker_at
 
 pytestmark = pytest.mark.usefixtures("limits_redis")
@@ -202,3 +205,34 @@ def test_guesses_refused_over_the_limit_still_count_towards_the_alert_from_one_a
     [line] = alert_lines(caplog)
     assert STRANGER in line and "25 failed sign-ins" in line
     assert alerts("address") == before + 1
+
+
+# -- order numbers named in e-mail --------------------------------------------------------------------------
+
+def test_order_numbers_named_in_mail_are_sign_in_guesses_limited_and_alerted_like_the_widgets(demo, settings, queued,
+                                                                                             caplog):
+    """A From line is easy to forge: mail naming order numbers for Maya's address counts against the guess limits
+    and the alert of her e-mail, together with the widget's sign-in, so e-mail is no oracle for order numbers.
+    All mail counts as one client address: five wrong numbers at one e-mail, then nothing more is looked up."""
+    settings.INBOUND_EMAIL_ADDRESS = "support@shop.example"
+    settings.INBOUND_EMAILS_PER_SENDER_PER_HOUR = 100
+    settings.SIGNIN_GUESSING_ALERT_PER_HOUR = 10
+    caplog.set_level(logging.WARNING, logger="support.security")
+    before = alerts("email")
+    spend_the_guesses()  # five wrong in the widget, from a stranger's address
+    for n in range(3):  # three numbers a mail are tried: five wrong, then refused, each counted for the alert
+        inbound_mail.receive(mail(text=f"Is it SU-9{n}001, SU-9{n}002 or SU-9{n}003?"), source="imap")
+    [line] = alert_lines(caplog)
+    assert signin.email_digest("maya@example.com") in line and alerts("email") == before + 1
+    # Past the limits her real order number opens nothing by mail, nor in the widget from her own address:
+    record = inbound_mail.receive(mail(text="It is SU-41207."), source="imap")
+    assert record.conversation.order_scope == Conversation.UNVERIFIED
+    assert start({"email": "maya@example.com", "order_number": "SU-41207"}, address=MAYA_HOME).json()["code"] == \
+        "code_required"
+
+
+def test_with_redis_away_order_numbers_named_in_mail_are_not_tried(demo, settings, queued):
+    settings.INBOUND_EMAIL_ADDRESS = "support@shop.example"
+    settings.LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    record = inbound_mail.receive(mail(text="It is SU-41207."), source="imap")
+    assert record.outcome == InboundEmail.STARTED and record.conversation.order_scope == Conversation.UNVERIFIED

@@ -29,7 +29,8 @@ def refuse(ctx, **arguments) -> str:
 def test_it_sends_a_message_to_the_orders_seller(ctx_for, any_shop):
     result = message_seller(ctx_for(MAYA, "call_m1"), order_id="SU-41419", message="Please send a return label.")
     assert set(result) == {"message_id", "order_id", "seller", "status"}
-    assert (result["order_id"], result["seller"], result["status"]) == ("SU-41419", "Hearth & Loom", "sent")
+    assert (result["order_id"], result["seller"], result["status"]) == (
+        "SU-41419", {"untrusted_text_from": "seller", "text": "Hearth & Loom"}, "sent")
     assert any_shop.seller_messages() == [framed("Please send a return label.", "SU-41419")]
     record = ShopEffect.objects.get(kind=ShopEffect.SELLER_MESSAGE, key="run-test:call_m1")
     assert (record.order_number, record.shop_id, record.text) == ("SU-41419", result["message_id"],

@@ -9,7 +9,11 @@ import logging
 import subprocess
 import sys
 
+from types import SimpleNamespace
+
 import pytest
+from django.test import Client
+
 from support.desk import gate, runner, serializers, services
 from support.models import Approval, Run
 from support.ops import tracing
@@ -92,6 +96,44 @@ def test_no_content_in_spans_unless_capture_is_on(desk, queued, spans, settings)
     assert "@example" not in everything  # e-mail addresses are masked even with capture on
     assert "You are" not in everything  # the system prompt is never put in a span
     assert tracing.content("write to sam@shop.example now") == "write to [e-mail] now"
+
+
+def test_with_content_capture_off_a_failed_steps_status_names_only_the_errors_type(spans, settings):
+    settings.TRACE_CONTENT = False
+    observer = SimpleNamespace(run=SimpleNamespace(trace_parent=""))
+    message = "no order SU-41207 for maya@example.com, who wrote 'my neighbour took it'"
+    for kind, error in (("tool", f"LookupError: {message}"), ("model", f"unavailable: {message}"),
+                        ("tool", message)):
+        step = SimpleNamespace(kind=kind, tool="lookup_order", call_id="call_1", turn=1, duration_ms=3.0, error=error,
+                               result="", arguments={}, model="m", prompt_tokens=1, completion_tokens=1,
+                               finish_reason="", attempts=1, cost_usd=0, step=None)
+        tracing.step_recorded(observer, step)
+    statuses = [s.status.description for s in spans.get_finished_spans()]
+    assert statuses == ["LookupError", "unavailable", "tool_error"]
+    settings.TRACE_CONTENT = True
+    tracing.step_recorded(observer, step)
+    assert "SU-41207" in spans.get_finished_spans()[-1].status.description  # the operator chose to see content
+
+
+@pytest.fixture
+def http_spans(spans):
+    """Django's own request spans, to memory, for the test's client; uninstrumented after."""
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+
+    tracing.instrument_django(tracing._provider)
+    yield spans
+    DjangoInstrumentor().uninstrument()
+
+
+def test_link_unsubscribe_file_and_decide_tokens_are_redacted_from_the_http_spans_urls(http_spans):
+    token = "tok-7Qx9-secret"
+    client = Client()
+    for path in ("/c/{t}/", "/c/unsubscribe/{t}/?x=1", "/api/files/{t}", "/console/decide/{t}/"):
+        client.get(path.format(t=token))
+    server = [s for s in http_spans.get_finished_spans() if s.kind.name == "SERVER"]
+    assert len(server) == 4
+    everything = json.dumps([{**dict(s.attributes), "name": s.name} for s in server])
+    assert token not in everything and "[redacted]" in everything
 
 
 def test_the_approval_wait_and_the_resumed_run_join_the_run_s_trace(desk, queued, spans, django_user_model):

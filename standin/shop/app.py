@@ -1,8 +1,9 @@
 """The reference shop's HTTP face: the shop contract (docs/shop-contract.md) over a Store, with faults a
 test can switch on. Signing is checked here on its own, not with the desk's code, so each checks the other.
 
-A request goes: log it -> down? -> latency -> a queued failure? -> signature -> the route -> a malformed
-answer? -> for a write that committed: hold or drop the answer -> answer.
+A request goes: log it -> down? -> latency -> a queued failure? -> signature (version 2: the key and a nonce
+signed) -> the nonce not seen before -> the route -> a malformed answer? -> for a write that committed: hold or
+drop the answer -> answer.
 """
 
 from __future__ import annotations
@@ -22,15 +23,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from standin.endless import KINDS, endless_answer
 from .store import NoSuchOrder, OverRefundable, ShippedByShop, Store, cents, money
 
 WINDOW_SECONDS = 300
+NONCE_SECONDS = 600  # how long an accepted nonce is remembered: longer than a timestamp stays good, either way
+_NONCE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 MAX_KEY = 255
 _MONEY = re.compile(r"^[0-9]{1,10}\.[0-9]{2}$")
 _TIMESTAMP = re.compile(r"^-?[0-9]{1,15}$")
 MALFORMED = ("not_json", "missing_field", "negative_amount")
 DEFAULT_FAULTS = {"latency_ms": 0.0, "fail_next": [], "retry_after": None, "malformed_next": None,
-                  "hold_after_write_seconds": 0.0, "drop_after_write": False, "down": False}
+                  "hold_after_write_seconds": 0.0, "drop_after_write": False, "down": False,
+                  "accept_v1": False, "endless_answer": None}
+# accept_v1: a shop not moved to version 2 yet (replayable); endless_answer: "huge" or "trickle" (standin/endless.py)
 ERROR_CODES = {429: "rate_limited", 500: "internal", 502: "bad_gateway", 503: "unavailable", 504: "timeout"}
 
 
@@ -47,6 +53,7 @@ class ShopState:
             self._generation += 1
             self._faults = {k: (list(v) if isinstance(v, list) else v) for k, v in DEFAULT_FAULTS.items()}
             self._log: list[dict] = []
+            self._nonces: dict[str, float] = {}  # nonce -> when it may be forgotten, oldest first
 
     def configure(self, **faults) -> dict:
         unknown = set(faults) - set(DEFAULT_FAULTS)
@@ -56,6 +63,8 @@ class ShopState:
             raise ValueError("fail_next is a list of HTTP statuses (400 to 599)")
         if faults.get("malformed_next") not in (None, *MALFORMED):
             raise ValueError(f"malformed_next is one of {', '.join(MALFORMED)}")
+        if faults.get("endless_answer") not in (None, *KINDS):
+            raise ValueError(f"endless_answer is one of {', '.join(KINDS)}")
         with self._lock:
             self._faults.update({k: (list(v) if isinstance(v, list) else v) for k, v in faults.items()})
             return self.faults()
@@ -73,6 +82,22 @@ class ShopState:
         generation, deadline = self._generation, time.monotonic() + seconds
         while self._generation == generation and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
+
+    def going(self) -> Callable[[], bool]:
+        """True until the next reset: how a never-ending answer knows to stop."""
+        generation = self._generation
+        return lambda: self._generation == generation
+
+    def take_nonce(self, nonce: str) -> bool:
+        """True the first time a nonce is seen within NONCE_SECONDS; False for a replay."""
+        now = time.time()
+        with self._lock:
+            while self._nonces and next(iter(self._nonces.values())) < now:
+                del self._nonces[next(iter(self._nonces))]
+            if nonce in self._nonces:
+                return False
+            self._nonces[nonce] = now + NONCE_SECONDS
+            return True
 
     def take_failure(self) -> int | None:
         with self._lock:
@@ -127,8 +152,13 @@ def create_app(store: Store, state: ShopState, keys: tuple[str, ...], control_to
             headers = {"Retry-After": str(retry_after)} if retry_after is not None and status in (429, 503) else {}
             return _error(status, ERROR_CODES.get(status, "failed"), headers=headers)
         body = await request.body()
-        if (refused := _check_signature(request, body, keys)) is not None:
+        if (refused := _check_signature(request, body, keys, v1=state.get("accept_v1"))) is not None:
             return _error(401, refused)
+        # Only a signed, timely request spends its nonce: a stranger cannot use up the desk's.
+        if (nonce := request.headers.get("x-desk-nonce")) is not None and not state.take_nonce(nonce):
+            return _error(401, "replayed")
+        if kind := state.get("endless_answer"):
+            return endless_answer(kind, state.going())
         answer = await route(request, body)
         payload = _bend(answer.body, state.take_malformed())
         if answer.wrote:
@@ -245,21 +275,37 @@ def _param(request: Request, name: str) -> str:
     return unquote(request.path_params[name])
 
 
-def _check_signature(request: Request, body: bytes, keys: tuple[bytes, ...]) -> str | None:
+def _check_signature(request: Request, body: bytes, keys: tuple[bytes, ...], v1: bool = False) -> str | None:
     """None when signed with one of the keys within the window; else the error code. A bad signature is
-    reported before a stale timestamp, so a stranger learns nothing of the shop's clock."""
+    reported before a stale timestamp, so a stranger learns nothing of the shop's clock. Version 2 signs the
+    Idempotency-Key as sent and a nonce; version 1 (neither) only when the shop still takes it."""
     target = request.scope.get("raw_path") or request.scope["path"].encode()
     if query := request.scope.get("query_string", b""):
         target += b"?" + query
     timestamp = request.headers.get("x-desk-timestamp", "")
     given = request.headers.get("x-desk-signature", "").encode("latin-1")
-    message = timestamp.encode("latin-1") + b"." + request.method.encode() + b"." + target + b"." + body
-    if not any(hmac.compare_digest(given, b"v1=" + hmac.new(k, message, hashlib.sha256).hexdigest().encode())
+    nonce = request.headers.get("x-desk-nonce", "")
+    if given.startswith(b"v2=") and _NONCE.match(nonce):
+        message, version = _signed_v2(timestamp, nonce, request.method, target,
+                                      request.headers.get("idempotency-key", ""), body), b"v2="
+    elif v1 and given.startswith(b"v1=") and not nonce:
+        message = timestamp.encode("latin-1") + b"." + request.method.encode() + b"." + target + b"." + body
+        version = b"v1="
+    else:
+        return "bad_signature"
+    if not any(hmac.compare_digest(given, version + hmac.new(k, message, hashlib.sha256).hexdigest().encode())
                for k in keys):
         return "bad_signature"
     if not _TIMESTAMP.match(timestamp) or abs(time.time() - int(timestamp)) > WINDOW_SECONDS:
         return "stale_timestamp"
     return None
+
+
+def _signed_v2(timestamp: str, nonce: str, method: str, target: bytes, idempotency_key: str, body: bytes) -> bytes:
+    """What version 2 signs: timestamp.nonce.METHOD.target.idempotency_key.body, the headers as received."""
+    head = [timestamp.encode("latin-1"), nonce.encode("latin-1"), method.encode(), target,
+            idempotency_key.encode("latin-1")]
+    return b".".join(head) + b"." + body
 
 
 def _bend(body: dict, kind: str | None) -> dict | bytes:

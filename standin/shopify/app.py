@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from standin.endless import endless_answer
 from . import cost, views
 from .store import Store
 
@@ -38,7 +39,7 @@ FAILURE_BODIES = {
 BUCKET = ("bucket_size", "restore_rate", "bucket_available")
 MALFORMED = ("not_json", "missing_field", "negative_amount")
 DEFAULTS = {"latency_ms": 0.0, "fail_next": [], "malformed_next": [], "hold_after_write_seconds": 0.0,
-            "drop_after_write": False, "down": False}
+            "drop_after_write": False, "down": False, "endless_answer": None}  # "huge" or "trickle": standin/endless.py
 
 
 class FakeState:
@@ -136,6 +137,8 @@ async def _answer(state: FakeState, request: Request, entry: dict, generation: i
         return JSONResponse({"errors": INVALID_TOKEN}, status_code=401)
     if (status := state.next_fault("fail_next", generation)) is not None:
         return _failure(int(status))
+    if kind := state.config["endless_answer"]:
+        return endless_answer(kind, lambda: state.generation == generation)
     try:
         body = json.loads(await request.body())
         source, variables = body["query"], body.get("variables") or {}

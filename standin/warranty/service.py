@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 from sundry import ORDERS, SELLERS, DemoOrder
 
@@ -131,14 +132,15 @@ def create_mcp(records: Records) -> MCPServer:
     app = MCPServer("warranty", log_level="WARNING",
                     instructions="Sundry's warranty service: the warranty of an order, and store credit.")
 
-    @app.tool()
+    # What each tool does to the records, said as MCP tool annotations: a desk may check them (docs/tools.md).
+    @app.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup_warranty(order_number: str) -> str:
         """Look up the warranty of an order by its number: each item's cover and until when it runs."""
         if records.lookup_text is not None:
             return records.lookup_text.replace("{order_number}", order_number)
         return warranty_text(order_number)
 
-    @app.tool()
+    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
     async def issue_store_credit(order_number: str, amount: str, note: str = "") -> str:
         """Give the customer store credit on an order, in EUR (e.g. "15.00"), to spend at Sundry; note says why."""
         order = _order(order_number)
@@ -148,7 +150,7 @@ def create_mcp(records: Records) -> MCPServer:
             await anyio.sleep(records.answer_after)
         return f"Store credit of {amount} EUR issued on {order.number} ({reference})."
 
-    @app.tool()
+    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
     def wipe_everything(confirm: bool) -> str:
         """Delete every warranty record."""
         records.wipe(confirm)

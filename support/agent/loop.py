@@ -115,6 +115,8 @@ class _Run:
     prefetched: dict[str, "_Read"] = field(default_factory=dict)  # call id -> a read already made
     compacted: str = ""  # what the last compaction did, so the trace records each change once
     decided: frozenset[str] = frozenset()  # calls a person decided for this run: compaction keeps them
+    waiting: int = 0  # the conversation's requests already waiting for a person, this run's open calls apart
+    told_person: bool = False  # observer.needs_person was called
 
     def append(self, message: dict) -> None:
         # Save before acting: the observer persists the message before any tool runs on it.
@@ -139,17 +141,20 @@ def run_loop(
     needs_approval: Callable[[Tool, dict, ToolCall], bool] = needs_approval_by_default,
     rejected: Mapping[str, str] | None = None,
     day_before: Spent | None = None,
+    waiting: int = 0,
 ) -> RunResult:
     """Drive one run to a stop or a pause. Never raises for anything the model or a tool does.
 
     `rejected`: actions staff rejected in this conversation (fingerprint -> reason): asking again is
     refused, and past `limits.asks_after_rejection` stops the run. `day_before`: what the conversation's
-    other runs spent in the last 24 hours, for its daily budget.
+    other runs spent in the last 24 hours, for its daily budget. `waiting`: the conversation's requests
+    already waiting for a person (the run's own open calls apart), counted against `limits.max_waiting`.
     """
     run = _Run(
         transcript=transcript, tools={t.name: t for t in [*tools, OUTCOME_TOOL]}, ctx=ctx, limits=limits,
         observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
         rejected=rejected or {}, day_before=day_before or Spent(), decided=frozenset(decisions or {}),
+        waiting=waiting,
     )
     _read_history(run)
     started = time.monotonic()
@@ -307,6 +312,7 @@ def _final_answer(messages: list[dict]) -> str | None:
 def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decision]) -> RunResult | None:
     """Answer every call of one assistant message, in order. Returns a result when the run must end."""
     pending: list[PendingCall] = []
+    run.ctx = replace(run.ctx, waiting=())  # tools see this reply's calls waiting for a person
     _read_ahead(run, calls, decisions)
     for i, call in enumerate(calls):
         # Counted before anything else: the same unknown tool or the same malformed arguments, every
@@ -364,7 +370,11 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
             if refused:
                 _not_run(run, call, f"ERROR: not run: {refused}", refused, "refused before approval")
                 continue
+            if run.limits.max_waiting and run.waiting + len(pending) >= run.limits.max_waiting:
+                _too_many_waiting(run, call)
+                continue
             pending.append(PendingCall(call=call, arguments=args))
+            run.ctx = replace(run.ctx, waiting=(*run.ctx.waiting, (call.name, args)))
             continue
         if decision is not None and not decision.approved:
             reason = " ".join((decision.reason or "").split()) or "no reason given"
@@ -391,6 +401,19 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
         return RunResult(status=AWAITING_APPROVAL, pending=pending, spent=run.spent,
                          outcome=run.outcome, outcome_summary=run.outcome_summary)
     return None
+
+
+def _too_many_waiting(run: _Run, call: ToolCall) -> None:
+    """The conversation has as many requests waiting for a person as it may: the call is refused, as data, and
+    a person is asked to look, once a run however many calls are refused."""
+    most = run.limits.max_waiting
+    why = f"{most} requests already wait for a person in this conversation, the most there may be"
+    _not_run(run, call, f"ERROR: not run: {why}. Ask for nothing more that needs a person's approval; tell the "
+                        "customer a person will look at the conversation.", why, "too many waiting")
+    if not run.told_person:
+        run.told_person = True
+        run.observer.needs_person(f"The agent asked for more actions than may be waiting for a person at once "
+                                  f"({most}); check what it asked for in the trace.")
 
 
 def _unavailable_text(e: ToolUnavailable) -> str:

@@ -33,6 +33,9 @@ class ToolContext:
     # Derived from run and call id: a tool that reaches outside the database sends it along.
     idempotency_key: str = ""
     extra: dict = field(default_factory=dict)
+    # The calls of this reply already waiting for a person, as (tool name, arguments): a per-conversation limit
+    # counts them with what was done and what waited before (the loop fills it in).
+    waiting: tuple[tuple[str, dict], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Tool:
     label: str = ""  # what a customer is shown while it runs, e.g. "Looking up your order"
     # Reads only (no effect anywhere): several such calls of one reply run at the same time.
     read_only: bool = False
-    # For a gated tool: check(ctx, **arguments) raises ToolError when the call could not be carried out
+    # For a gated tool, or a call needs_person holds: check(ctx, **arguments) raises ToolError when the call could not be carried out
     # (not this customer's order, over a ceiling, over a balance), so no person is asked to approve a
     # call the tool would refuse. The tool checks again when it runs: things change while a call waits.
     check: Callable[..., None] | None = None

@@ -167,6 +167,8 @@ class Limits:
     # the model's context window times the share that may be used (see compaction.py).
     compact_above_tokens: int = 0
     asks_after_rejection: int = 1  # re-asks for a rejected action told "no" before the run stops
+    # Requests for a person's approval that may wait at once in one conversation, this reply's included (0: any).
+    max_waiting: int = 3
     # The conversation's budget over the last 24 hours, all runs together (0: none).
     day_max_steps: int = 0
     day_max_tokens: int = 0
@@ -253,6 +255,9 @@ class Observer:
         """The streamed reply failed part-way and is being retried: drop the deltas seen so far."""
 
     def heartbeat(self) -> None: ...
+
+    def needs_person(self, reason: str) -> None:
+        """A person should look at the conversation (the run itself goes on): called at most once a run."""
 
     def incoming(self) -> list[dict]:
         """Messages saved since the run started (the customer wrote again): seen at the next model call."""

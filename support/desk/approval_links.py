@@ -8,7 +8,9 @@ decides marks the row used with a conditional UPDATE first: a replayed link find
 nothing. When nothing was decided (a reason missing, a second look needed), the mark is taken back.
 
 Who is e-mailed: active staff who opted in (ApprovalEmailOptIn, set in /admin/), have an e-mail address and
-may decide approvals; one who may not approve this one (a large refund) gets the reject link only.
+may decide approvals; one who may not approve this one (a large refund, as it would run) gets the reject link
+only. The e-mail, like the page a link opens, says who approved first and as what (four eyes) and carries the
+card's warning when text a third party wrote gives the agent instructions.
 """
 
 from __future__ import annotations
@@ -131,7 +133,7 @@ def approval_request_emails_send(approval_id: int) -> list[str]:
 def _claim_links(approval: Approval, user) -> dict[str, DecisionLink] | None:
     """The person's links, made now; None when they exist already (this person was e-mailed for it)."""
     may_approve = permissions.decision_refusal(user, tool=approval.tool_call.name, approve=True,
-                                               arguments=approval.requested_arguments) is None
+                                               arguments=approval.arguments_to_run()) is None
     kinds = [DecisionLink.APPROVE, DecisionLink.REJECT] if may_approve else [DecisionLink.REJECT]
     try:
         with transaction.atomic():

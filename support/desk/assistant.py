@@ -93,6 +93,7 @@ def limits() -> Limits:
         max_cost_usd=settings.AGENT_MAX_COST_USD, max_seconds=settings.AGENT_MAX_SECONDS,
         spin_max_repeats=settings.AGENT_SPIN_MAX_REPEATS, tool_output_max_chars=settings.TOOL_OUTPUT_MAX_CHARS,
         asks_after_rejection=settings.AGENT_ASKS_AFTER_REJECTION,
+        max_waiting=settings.APPROVALS_WAITING_PER_CONVERSATION,
         compact_above_tokens=int(context_window() * settings.COMPACT_AT_SHARE),
         day_max_steps=settings.CONVERSATION_MAX_STEPS_PER_DAY, day_max_tokens=settings.CONVERSATION_MAX_TOKENS_PER_DAY,
         day_max_cost_usd=settings.CONVERSATION_MAX_COST_USD_PER_DAY,

@@ -26,7 +26,8 @@ from support.models import Approval, StaffAction
 CHUNK = 500  # rows read from the database at a time
 PREVIEW = 20  # rows the console page shows
 FIELDS = ("at", "record", "id", "event", "person", "person_name", "other_person", "conversation", "tool",
-          "requested_arguments", "executed_arguments", "changed", "result", "status", "reason")
+          "requested_arguments", "executed_arguments", "changed", "result", "status", "reason",
+          "via", "first_approval_via")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -85,7 +86,7 @@ def _first_approvals(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
     rows = _approvals().filter(first_approved_at__isnull=False)
     for a in _in(rows, audit, "first_approved_at", "first_approved_by", newest_first):
         yield _approval_row(a, at=a.first_approved_at, event="first_approval", person=a.first_approved_by,
-                            other=None, executed=a.first_arguments, reason="")
+                            other=None, executed=a.first_arguments, reason="", via=a.first_approved_via)
 
 
 def _decisions(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
@@ -93,11 +94,12 @@ def _decisions(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
     for a in _in(rows, audit, "decided_at", "decided_by", newest_first):
         yield _approval_row(a, at=a.decided_at, event=a.decision, person=a.decided_by,
                             other=a.first_approved_by or a.requested_by, executed=a.executed_arguments,
-                            reason=a.reason)
+                            reason=a.reason, via=a.decided_via)
 
 
-def _approval_row(a: Approval, *, at, event: str, person, other, executed, reason: str) -> dict:
-    """One decision: the model's (or a colleague's) request as asked, as it would run, and what came of it."""
+def _approval_row(a: Approval, *, at, event: str, person, other, executed, reason: str, via: str) -> dict:
+    """One decision: the model's (or a colleague's) request as asked, as it would run, and what came of it;
+    where this decision was made (`via`) and where the first of two approvals was (`first_approval_via`)."""
     if a.staff_action_id:
         action = a.staff_action
         conversation, result, status = action.conversation, action.result, action.status
@@ -107,7 +109,8 @@ def _approval_row(a: Approval, *, at, event: str, person, other, executed, reaso
             "conversation": str(conversation.public_id), "tool": a.tool_name,
             "requested_arguments": a.requested_arguments, "executed_arguments": executed,
             "changed": _changed(a.requested_arguments, executed), "result": result or None, "status": status,
-            "reason": reason or a.not_run_reason}
+            "reason": reason or a.not_run_reason, "via": via,
+            "first_approval_via": a.first_approved_via if a.first_approved_at is not None else ""}
 
 
 def _staff_actions(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
@@ -120,7 +123,8 @@ def _staff_actions(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
                **_people(action.user, approver), "conversation": str(action.conversation.public_id),
                "tool": action.kind, "requested_arguments": action.arguments,
                "executed_arguments": action.arguments if action.status == StaffAction.DONE else None, "changed": "",
-               "result": action.result or None, "status": action.status, "reason": str(arguments.get("reason") or "")}
+               "result": action.result or None, "status": action.status, "reason": str(arguments.get("reason") or ""),
+               "via": "", "first_approval_via": ""}
 
 
 def _people(person, other) -> dict:

@@ -7,6 +7,8 @@ from django.conf import settings
 from django.core import checks
 
 from support.desk.assistant import model_price_problem
+from support.ops.outbound import plain_http_refused
+from support.shop.shopify import origin as shopify_origin
 from support.tools import mcp
 
 
@@ -38,6 +40,12 @@ def mcp_tools_exist(app_configs, **kwargs):
                           id="support.E002") for m in missing]
     found += [checks.Warning(f"MCP_SERVERS: the {name} server did not answer; its tools are not offered until it does.",
                              id="support.W002") for name in silent]
+    refused, unpinned = mcp.refused_tools()
+    found += [checks.Error(f"MCP_SERVERS lists {r}; it is not offered to the agent.", id="support.E003")
+              for r in refused]
+    found += [checks.Warning(f'MCP_SERVERS lists {tool} without a fingerprint: add "fingerprint": "{pin}" to offer it '
+                             "only while its description and input schema stay as you reviewed them.",
+                             id="support.W004") for tool, pin in unpinned]
     return found
 
 
@@ -52,3 +60,33 @@ def slack_is_set_up_whole(app_configs, **kwargs):
     if not unset or len(unset) == len(SLACK_SETTINGS):
         return []
     return [checks.Warning(f"Approvals are not posted to Slack: {' and '.join(unset)} not set.", id="support.W003")]
+
+
+def _remote_urls() -> list[tuple[str, str]]:
+    """(setting, URL) for each remote the desk sends a key, a token or customers' data to."""
+    urls = []
+    if settings.SHOP_BACKEND == "http" and settings.SHOP_URL:
+        urls.append(("SHOP_URL", settings.SHOP_URL))
+    if settings.SHOP_BACKEND == "shopify" and settings.SHOPIFY_SHOP_DOMAIN:
+        urls.append(("SHOPIFY_SHOP_DOMAIN", shopify_origin()))
+    urls += [(f"MCP_SERVERS ({server['name']})", server["url"]) for server in settings.MCP_SERVERS]
+    return urls
+
+
+@checks.register()
+def remotes_are_https(app_configs, **kwargs):
+    """With DEBUG off every remote is https, or a host PLAIN_HTTP_PRIVATE_HOSTS names: said at start-up, and
+    refused again by each client as it sends (support/ops/outbound.py)."""
+    return [checks.Error(f"{setting}: {problem}; the desk will not send to it.", id="support.E004")
+            for setting, url in _remote_urls() if (problem := plain_http_refused(url)) is not None]
+
+
+@checks.register()
+def shop_contract_is_current(app_configs, **kwargs):
+    """Version 1 of the shop contract signs neither the Idempotency-Key nor a nonce: a captured request can be
+    replayed for five minutes, with new keys. Allowed while a shop moves to version 2, never quietly."""
+    if settings.SHOP_CONTRACT_VERSION != 1:
+        return []
+    return [checks.Warning("SHOP_CONTRACT_VERSION=1: requests to the shop can be replayed (version 1 signs neither "
+                           "the Idempotency-Key nor a nonce); move the shop to version 2 (docs/shop-contract.md).",
+                           id="support.W005")]

@@ -4,7 +4,10 @@ outcome in plain words, and what a person needs to see of the request to decide 
 The rules are not repeated here: who may decide is permissions.decision_refusal, as for the console's API,
 and everything else (in time, once, a reason to reject, a second look at what the customer wrote since) is
 gate.approval_decide's, whose refusals come back as they are worded there. Away from the console a request
-is approved as the agent asked it; changing the amount is the console's form.
+is approved as it would run (Approval.arguments_to_run, as the console checks it): as the agent asked it, or as
+the first of two approvers approved it; changing the amount is the console's form. What a person is shown there
+is that same amount, who approved first and as what, and the card's warning about instructions in text a
+third party wrote.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from datetime import timezone as dt_timezone
 from django.utils import timezone
 
 from support.customers.notify import desk_url
-from support.desk import four_eyes, gate, permissions, selectors_approvals, serializers, services
+from support.desk import four_eyes, gate, permissions, selectors_approvals, selectors_provenance, serializers, services
 from support.models import Approval
 from support.tools import mcp
 
@@ -24,8 +27,8 @@ from support.tools import mcp
 FORBIDDEN, SECOND_LOOK, ALREADY_DECIDED, EXPIRED, INVALID = (
     "forbidden", "needs_second_look", "already_decided", "expired", "invalid")
 WORDS_SHOWN = 3  # the customer's latest messages shown with a request
-CHANNEL_WORDS = {Approval.CONSOLE: "in the console", Approval.EMAIL: "from an e-mailed link",
-                 Approval.SLACK: "in Slack"}
+CHANNEL_WORDS = {Approval.CONSOLE: "in the console", Approval.BULK: "in the console, with others at once",
+                 Approval.EMAIL: "from an e-mailed link", Approval.SLACK: "in Slack"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ def approval_decide_from(*, approval: Approval, user, approve: bool, channel: st
     permission is logged on support.security, as the console's 403s are."""
     if approval.tool_call_id is None:  # a colleague's own refund (four eyes): decided on its card in the console
         return Outcome(False, FORBIDDEN, "A colleague's own refund is approved on its card in the console.")
-    arguments = approval.requested_arguments if approve else None
+    arguments = approval.arguments_to_run() if approve else None  # what runs: checked as the console checks it
     refusal = permissions.decision_refusal(user, tool=approval.tool_call.name, approve=approve, arguments=arguments)
     if refusal is not None:
         permissions.log_refusal(user, address or f"{channel} (no address)",
@@ -67,9 +70,7 @@ def approval_decide_from(*, approval: Approval, user, approve: bool, channel: st
 def decided_words(approval: Approval) -> str:
     """"Approved by Sam Lee at 14:02 UTC in Slack." / "Rejected by …: the reason" / why it expired."""
     if approval.pending and approval.first_approved_at is not None:  # four eyes: one of two approvals given
-        first = person(approval.first_approved_by) if approval.first_approved_by_id else "someone"
-        return (f"Approved first by {first} at {moment(approval.first_approved_at)}; it runs once a second "
-                "person approves it too.")
+        return f"{first_words(approval)}; it runs once a second person approves it too."
     if approval.pending:
         return "Waiting for a decision."
     if approval.decision == Approval.EXPIRED:
@@ -80,6 +81,18 @@ def decided_words(approval: Approval) -> str:
     if approval.decision == Approval.REJECTED and approval.reason:
         return f"{said}: {approval.reason}"
     return f"{said}."
+
+
+def first_words(approval: Approval) -> str:
+    """"Approved first by Sam Lee as 64.00 EUR at 14:02 UTC (the agent asked for 50.00 EUR)"; "" when no one
+    approved first."""
+    if approval.first_approved_at is None:
+        return ""
+    first = person(approval.first_approved_by) if approval.first_approved_by_id else "someone"
+    approved = four_eyes.approved_as(approval, approval.first_arguments)
+    asked = four_eyes.approved_as(approval, approval.requested_arguments)
+    changed = f" (the agent asked for {asked} EUR)" if asked != approved else ""
+    return f"Approved first by {first} as {approved} EUR at {moment(approval.first_approved_at)}{changed}"
 
 
 def person(user) -> str:
@@ -108,12 +121,20 @@ class Essentials:
     why: str  # the agent's own reason, when the tool has one
     customer: str  # "Maya Rossi <maya@example.com>"
     order: dict | None  # serializers' order shape: number, total, refunded, refundable, currency, seller
-    amount: str | None  # what would be paid out, as asked, when the call moves money
+    amount: str | None  # what would be paid out (what ran, once approved), when the call moves money
+    first: str  # who approved first and as what (four eyes), else ""
+    warning: str  # the card's warning: text a third party wrote gives the agent instructions, else ""
+    flagged: list[tuple[str, str]]  # (what it is, an excerpt) of each such text, shown as text
     said: list[Said]  # the customer's latest messages, oldest first
     said_since: int  # how many the customer wrote after the request
     expires_at: datetime
     large_refund: bool
     console_url: str
+
+    @property
+    def check(self) -> str:
+        """Said under the warning, as on the console's card."""
+        return selectors_provenance.CHECK if self.warning else ""
 
     @property
     def fields(self) -> list[tuple[str, str]]:
@@ -136,16 +157,26 @@ def approval_essentials(approval: Approval) -> Essentials:
     since = list(serializers.customer_messages_since(approval).order_by("-seq")[:WORDS_SHOWN])[::-1]
     before = [Said(m["text"], _parse(m["created_at"]), False) for m in context["customer_request"]]
     said = (before + [Said(m.content or "", m.created_at, True) for m in since])[-WORDS_SHOWN:]
-    args = approval.requested_arguments if isinstance(approval.requested_arguments, dict) else {}
+    args = _shown_arguments(approval)
     field = "amount" if approval.tool_call.name == "issue_refund" else mcp.amount_field(approval.tool_call.name)
+    flagged = selectors_provenance.flagged_texts(context["provenance"])
     return Essentials(
         summary=context["summary"], why=context["why"],
         customer=f"{customer.name} <{customer.email}>" if customer.name else customer.email,
         order=context["order"], amount=str(args[field]) if field and args.get(field) is not None else None,
+        first=first_words(approval) if approval.pending else "",
+        warning=context["provenance"]["warning"] if flagged else "", flagged=flagged,
         said=said, said_since=serializers.customer_messages_since(approval).count(),
         expires_at=selectors_approvals.effective_expiry(approval),
         large_refund=permissions.is_large_refund(approval.tool_call.name, args),
         console_url=desk_url(f"/console/conversations/{approval.run.conversation.public_id}/"))
+
+
+def _shown_arguments(approval: Approval) -> dict:
+    """What ran, once approved; while it waits, what approving would run."""
+    done = approval.decision == Approval.APPROVED and approval.executed_arguments is not None
+    args = approval.executed_arguments if done else approval.arguments_to_run()
+    return args if isinstance(args, dict) else {}
 
 
 def _parse(value: str) -> datetime:

@@ -59,7 +59,7 @@ def step(approval: Approval, user, state: dict, *, executed: dict, edited: dict 
         raise SamePerson("You gave the first approval; a second person must give the other.")
     if edited is not None and edited != first:
         who = _name_of(approval.first_approved_by)
-        raise DiffersFromFirst(f"{who} approved it as {_words(approval, first)}; approve that, or reject it "
+        raise DiffersFromFirst(f"{who} approved it as {approved_as(approval, first)}; approve that, or reject it "
                                "and let the agent ask again.")
     return FINAL
 
@@ -110,6 +110,7 @@ def _name_of(user) -> str:
     return staff_name(user) if user is not None else "a former colleague"
 
 
-def _words(approval: Approval, arguments) -> str:
+def approved_as(approval: Approval, arguments) -> str:
+    """"64.00": the amount of these arguments (JSON when they have none)."""
     amount = permissions.refund_amount(approval.tool_name, arguments)
     return f"{amount:.2f}" if amount is not None else json.dumps(arguments)

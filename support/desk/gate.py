@@ -57,7 +57,8 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
     retried request) answers the approval as decided and changes nothing. confirm_seen=False (the staff
     API, unless the person ticked "I have read them") refuses to approve while customer messages written
     since the request exist: NeedsSecondLook. Callers that show no card (the ask command) keep the default.
-    `channel` (Approval.CONSOLE, EMAIL or SLACK) is written with the decision: where the person made it.
+    `channel` (Approval.CONSOLE, BULK, EMAIL or SLACK) is written with the decision, or with a first
+    approval: where the person made it.
 
     Four eyes (four_eyes.py): a refund above SECOND_APPROVAL_ABOVE needs two different people. The first
     approval is recorded and the approval stays pending (nothing runs); the approval returned is then still
@@ -74,7 +75,9 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         _lock(approval)
         waiting = Approval.objects.filter(pk=approval.pk, decided_at__isnull=True).exclude(_expired(now))
         state = waiting.values("first_approved_by", "first_approved_at", "first_arguments").first()
-        executed = _to_run(approval, edited, state) if approve else None
+        if state is not None:  # as committed before this lock: what a second approval approves
+            approval.first_arguments = state["first_arguments"]
+        executed = approval.arguments_to_run(edited) if approve else None
         if approve and state is not None:
             if not confirm_seen and approval.run_id and serializers.customer_messages_since(approval).exists():
                 raise NeedsSecondLook("The customer wrote after this was requested; read their messages and "
@@ -83,7 +86,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
             if step == four_eyes.FIRST and not first_allowed:
                 raise four_eyes.NeedsSecondApprover(four_eyes.NEEDS_TWO)
             if step == four_eyes.FIRST:
-                _record_first(approval, waiting, user=user, arguments=executed, now=now)
+                _record_first(approval, waiting, user=user, arguments=executed, now=now, channel=channel)
             if step in (four_eyes.FIRST, four_eyes.AGAIN):
                 approval.refresh_from_db()
                 return approval  # waiting for a second person: nothing runs
@@ -103,7 +106,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
         approval.refresh_from_db()
         if approval.decision == Approval.EXPIRED:
             raise ApprovalExpired(f"This approval expired: {approval.reason}.")
-        executed = _to_run(approval, edited, None) if approve else None
+        executed = approval.arguments_to_run(edited) if approve else None
         if not (_same_decision(approval, user, approve=approve, executed=executed, reason=reason)
                 or (approve and four_eyes.gave_first(approval, user, executed))):
             raise AlreadyDecided(_already_decided(approval, now))
@@ -113,9 +116,10 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
     return approval
 
 
-def _record_first(approval: Approval, waiting, *, user, arguments: dict, now) -> None:
-    """The first of two approvals: who, when, what they approved; in the trace and on every console."""
-    waiting.update(first_approved_by=user, first_approved_at=now, first_arguments=arguments)
+def _record_first(approval: Approval, waiting, *, user, arguments: dict, now, channel: str) -> None:
+    """The first of two approvals: who, when, where, what they approved; in the trace and on every console."""
+    waiting.update(first_approved_by=user, first_approved_at=now, first_arguments=arguments,
+                   first_approved_via=channel)
     approval.refresh_from_db()
     four_eyes.trace_first(approval)
     transaction.on_commit(lambda: serializers.publish_approval(approval))
@@ -136,18 +140,6 @@ def _validated(approval: Approval, arguments) -> dict | None:
     if arguments is not None:
         _check_as_the_tool_would(approval, tool, arguments)
     return arguments
-
-
-def to_run(approval: Approval, edited) -> dict:
-    """What approving would run: the person's edit, else what the first approver approved, else as asked."""
-    return _to_run(approval, edited, None)
-
-
-def _to_run(approval: Approval, edited, state) -> dict:
-    if edited is not None:
-        return edited
-    first = state["first_arguments"] if state is not None else approval.first_arguments
-    return first if first is not None else approval.requested_arguments
 
 
 def _on_decided(approval: Approval) -> None:

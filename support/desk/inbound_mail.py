@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import IntegrityError, transaction
 
-from support.customers import attachments, identity, languages, mail_reading, reply_address
+from support.customers import attachments, identity, languages, mail_reading, reply_address, signin
 from support.desk import services, uploads
 from support.models import Conversation, Customer, InboundEmail, Message, OutboundEmail, UndeliverableAddress
 from support.models.attachments import remove_stored
@@ -51,6 +51,13 @@ def receive(raw: bytes, *, source: str) -> InboundEmail:
         return _record(mail.mail_id, **base, outcome=InboundEmail.RATE_LIMITED, conversation=conversation,
                        detail=f"More than {settings.INBOUND_EMAILS_PER_SENDER_PER_HOUR} mails from this sender "
                               "in an hour: kept, not answered.")
+    if conversation is None:
+        try:
+            limits.hit_or_count_here("conversations started by e-mail", limits.conversations_by_mail())
+        except limits.Limited:
+            return _record(mail.mail_id, **base, outcome=InboundEmail.RATE_LIMITED,
+                           detail=f"More than {settings.INBOUND_EMAIL_CONVERSATIONS_PER_HOUR} conversations started "
+                                  "by e-mail in an hour: kept, not answered.")
     return _save(mail, base, conversation)
 
 
@@ -190,36 +197,48 @@ def _save(mail: mail_reading.Mail, base: dict, conversation: Conversation | None
 
 
 _ORDER_NUMBER = re.compile(r"\b[A-Za-z]{1,6}-[0-9]{1,12}\b")
+MAIL_ADDRESS = "e-mail"  # mail has no client address: all of it counts as one, for the sign-in limits and alert
 
 
 def _verify_order(conversation: Conversation, mail: mail_reading.Mail) -> None:
     """An e-mail conversation that sees no order yet, whose customer names an order of theirs (the sender's
     address owns it, as the widget's e-mail + order number way in checks), sees that order from now on. The
-    first few numbers named are tried; the per-sender limit bounds guessing."""
+    first few numbers named are tried, each a sign-in guess: counted against the sender's e-mail with the
+    widget's guesses (and, for all mail together, as one client address, MAIL_ADDRESS), alerting alike; past a
+    limit, or with the counters away, nothing is looked up."""
     if conversation.order_scope != Conversation.UNVERIFIED:
         return
     for number in list(dict.fromkeys(_ORDER_NUMBER.findall(mail.text)))[:3]:
-        order = identity.order_of(mail.sender, number)
-        if order is not None:
-            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order.number)
-            conversation.order_scope = order.number
-            log.info("e-mail conversation %s: the customer gave order %s of theirs", conversation.public_id,
-                     order.number)
+        try:
+            order = signin.by_order(email=mail.sender, order_number=number, address=MAIL_ADDRESS)
+        except signin.WrongOrder:
+            continue
+        except (signin.CodeRequired, limits.Unavailable):
+            log.info("e-mail conversation %s: order numbers not tried (past the sign-in limits, or no counters)",
+                     conversation.public_id)
             return
+        Conversation.objects.filter(pk=conversation.pk).update(order_scope=order.number)
+        conversation.order_scope = order.number
+        log.info("e-mail conversation %s: the customer gave order %s of theirs", conversation.public_id,
+                 order.number)
+        return
 
 
 # -- bounces -------------------------------------------------------------------------------------------------
 
 def _bounce(mail: mail_reading.Mail, base: dict) -> InboundEmail:
-    """A delivery failure: the address is marked undeliverable only when the desk did send mail to it (a
-    forged bounce about someone we never wrote to changes nothing)."""
-    conversation_id = (OutboundEmail.objects.filter(mail_id__in=mail.bounced_ids)
-                       .values_list("conversation_id", flat=True).first())
-    record = _record(mail.mail_id, **base, outcome=InboundEmail.BOUNCE, conversation_id=conversation_id,
+    """A delivery failure: an address is marked undeliverable only when the report quotes the Message-ID of a
+    mail the desk sent to that very address. Anyone can write a delivery-status report naming a customer; only
+    the receiving server of our mail knows its Message-ID, so a forged report silences no one."""
+    ours = list(OutboundEmail.objects.filter(mail_id__in=mail.bounced_ids).values_list("conversation_id", "to"))
+    record = _record(mail.mail_id, **base, outcome=InboundEmail.BOUNCE,
+                     conversation_id=ours[0][0] if ours else None,
                      detail=("Undeliverable: " + ", ".join(mail.bounced))[:300] if mail.bounced else
                      "A delivery failure notice naming no address we wrote to.")
+    sent_to = {identity.canonical_email(to) for _, to in ours}
     for address in mail.bounced:
-        if not OutboundEmail.objects.filter(to=address).exists():
+        if address not in sent_to:
+            log.info("bounce %s names an address no mail it quotes was sent to: nothing marked", mail.mail_id)
             continue
         customer = Customer.objects.filter(email__iexact=address).first()
         if customer is not None:

@@ -82,6 +82,11 @@ def save_policy(item: Source, changed_by: str = CHANGED_BY, *, note: str = "",
         doc = PolicyDocument.objects.select_for_update().filter(doc_id=item.doc_id).first()
         if based_on is not None and (doc.version if doc else 0) != based_on:  # checked under the row's lock
             return _stale(item, doc, based_on)
+        if based_on is None and doc is not None and _from_web(item) and doc.source != item.source:
+            # A page names its doc_id itself (policy:doc_id): it may not take over the shop's returns policy
+            # because it says it is that policy. Only the page that brought a document updates it.
+            return Refused(item.source, "doc_id_taken", f"the policy {item.doc_id} came from another source; "
+                                                        "a page may only update its own")
         if doc is None:
             doc = PolicyDocument.objects.create(doc_id=item.doc_id, title=item.title, body=item.body,
                                                 seller=seller, source=item.source, version=1)
@@ -99,6 +104,10 @@ def save_policy(item: Source, changed_by: str = CHANGED_BY, *, note: str = "",
             outcome = "updated"
         _keep(doc, changed_by, note)
     return outcome
+
+
+def _from_web(item: Source) -> bool:
+    return item.source.lower().startswith(("http://", "https://"))
 
 
 def _stale(item: Source, doc: PolicyDocument | None, based_on: int) -> Refused:

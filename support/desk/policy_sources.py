@@ -2,15 +2,19 @@
 file or URL, and a sitemap's pages. Each source becomes a Source (what to save) or a Refused (why not,
 in plain words, with a stable code). Nothing here writes to the database: policy_import.py does.
 
-Fetching is careful: only http and https, a redirect is followed only to http(s) and at most a few times,
-every request has POLICY_IMPORT_TIMEOUT_SECONDS, and a body larger than POLICY_IMPORT_MAX_BYTES is refused
-without being read in full.
+Fetching is careful: only http and https, on the host of the URL the operator gave (a redirect is followed
+only to http(s) on that host, and at most a few times; a sitemap's pages and nested sitemaps only on it), never
+to a loopback, private or link-local address unless POLICY_IMPORT_PRIVATE_NETWORK (every address the host
+resolves to is checked, at each hop), every request has POLICY_IMPORT_TIMEOUT_SECONDS, and a body larger than
+POLICY_IMPORT_MAX_BYTES is refused without being read in full.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import re
+import socket
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -198,10 +202,11 @@ def _one_file(path: Path, key: str, source: str) -> Source | Refused:
 
 def from_url(url: str, client: httpx2.Client) -> Iterator[Source | Refused]:
     try:
-        final, content_type, data = fetch(url, client)
+        site = _host(url)  # the operator's site: everything this URL leads to stays on it
+        final, content_type, data = fetch(url, client, site)
         path = urlsplit(final).path.lower()
         if content_type in XML_TYPES or path.endswith(".xml"):
-            yield from _sitemap(url, final, data, client)
+            yield from _sitemap(url, final, data, client, site)
             return
         yield _page(url, content_type, path, data)
     except Refusal as e:
@@ -217,10 +222,10 @@ def _page(url: str, content_type: str, path: str, data: bytes) -> Source:
     raise Refusal("not_policy_text", f"it is not HTML or Markdown (the server says {content_type or 'nothing'})")
 
 
-def _sitemap(url: str, final: str, data: bytes, client: httpx2.Client, nested: bool = False
+def _sitemap(url: str, final: str, data: bytes, client: httpx2.Client, site: str, nested: bool = False
              ) -> Iterator[Source | Refused]:
     """The pages a sitemap names; a sitemap index's sitemaps in turn (one level deep, at most
-    SITEMAPS_IN_INDEX). Only pages and sitemaps on the sitemap's own site are fetched."""
+    SITEMAPS_IN_INDEX). Only pages and sitemaps on `site`, the host of the URL the operator gave, are fetched."""
     # html.parser reads the XML as plain tags: no entities are expanded and nothing external is loaded.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)  # on purpose, for the reasons above
@@ -232,18 +237,17 @@ def _sitemap(url: str, final: str, data: bytes, client: httpx2.Client, nested: b
     if index and nested:
         yield Refused(url, "not_policy_text", "a sitemap index inside a sitemap index is not followed")
         return
-    host = urlsplit(final).netloc
     most = SITEMAPS_IN_INDEX if index else SITEMAP_PAGES
     locations = [loc.get_text(strip=True) for loc in soup.find_all("loc")]
     for page in locations[:most]:
         page = urljoin(final, page)
-        if urlsplit(page).netloc != host:  # a sitemap names pages of its own site only
-            yield Refused(page, "fetch_failed", f"the sitemap's page is on another site than {host}")
+        if _host(page) != site:  # a sitemap names pages of its own site only
+            yield Refused(page, "fetch_failed", f"the sitemap's page is on another site than {site}")
             continue
         try:
-            page_final, content_type, page_data = fetch(page, client)
+            page_final, content_type, page_data = fetch(page, client, site)
             if index:
-                yield from _sitemap(page, page_final, page_data, client, nested=True)
+                yield from _sitemap(page, page_final, page_data, client, site, nested=True)
             else:
                 yield _page(page, content_type, urlsplit(page_final).path.lower(), page_data)
         except Refusal as e:
@@ -263,13 +267,44 @@ def new_client() -> httpx2.Client:
                          headers={"User-Agent": "agentsite-import-policies"})
 
 
-def fetch(url: str, client: httpx2.Client) -> tuple[str, str, bytes]:
-    """(the final URL, its content type, its body): http(s) only, redirects followed by hand so that each
-    hop is checked, the body read in pieces and refused past POLICY_IMPORT_MAX_BYTES."""
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
+
+
+def _check_address(url: str) -> None:
+    """Refused unless every address the URL's host is, or resolves to, is on the public internet (or the
+    operator allowed their private network). Checked before each request, redirects included."""
+    host = _host(url)
+    if not host:
+        raise Refusal("fetch_failed", "the address names no host")
+    if settings.POLICY_IMPORT_PRIVATE_NETWORK:
+        return
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, urlsplit(url).port or 443, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError):
+        raise Refusal("fetch_failed", "its host name could not be resolved") from None
+    for address in sorted(found):
+        ip = ipaddress.ip_address(address.split("%")[0])
+        ip = getattr(ip, "ipv4_mapped", None) or ip
+        if not ip.is_global or ip.is_multicast:
+            raise Refusal("fetch_failed", f"it is on a private or local network ({ip}; "
+                                          "POLICY_IMPORT_PRIVATE_NETWORK is off)")
+    if not found:
+        raise Refusal("fetch_failed", "its host name could not be resolved")
+
+
+def fetch(url: str, client: httpx2.Client, site: str = "") -> tuple[str, str, bytes]:
+    """(the final URL, its content type, its body): http(s) only, on `site` (the URL's own host when not
+    given), on a public address, redirects followed by hand so that each hop is checked, the body read in
+    pieces and refused past POLICY_IMPORT_MAX_BYTES."""
     limit = settings.POLICY_IMPORT_MAX_BYTES
+    site = site or _host(url)
     for _ in range(MAX_REDIRECTS + 1):
         if urlsplit(url).scheme not in ("http", "https"):
             raise Refusal("fetch_failed", "only http and https addresses are fetched")
+        if _host(url) != site:
+            raise Refusal("fetch_failed", f"it redirects to another site ({_host(url)})")
+        _check_address(url)
         try:
             with client.stream("GET", url) as response:
                 if response.is_redirect:

@@ -98,7 +98,7 @@ def _approval_candidates(approval: Approval) -> list:
     """Who may decide this approval: approving a large refund needs a lead; the one who asked for a staff
     refund, or already gave its first approval, is not the second person."""
     tool = approval.tool_name
-    arguments = approval.first_arguments or approval.requested_arguments
+    arguments = approval.arguments_to_run()
     excluded = {approval.requested_by_id, approval.first_approved_by_id} - {None}
     return [u for u in team_members(APPROVALS).exclude(pk__in=excluded)
             if permissions.decision_refusal(u, tool=tool, approve=True, arguments=arguments) is None]

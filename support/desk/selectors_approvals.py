@@ -92,6 +92,12 @@ def approval_context(approval: Approval) -> dict:
     return context
 
 
+def approval_provenance(approval: Approval) -> dict:
+    """The card's `provenance` alone (selectors_provenance), for a decision that shows no card (bulk)."""
+    history = _History.read(approval.run.conversation_id, asked_seq(approval))
+    return provenance(history.messages, history.results)
+
+
 def staff_refund_context(approval: Approval) -> dict:
     """The reading aids of a staff member's own refund waiting for another person (four eyes): who asked, how
     much on which order and why, the order's money now. Approved as asked or rejected: nothing to edit."""

@@ -28,8 +28,12 @@ CUSTOMER_SOURCES = {"customer"}  # the customer's own words: not provenance
 
 # How a card names the field a third party's text came in, by its key in the tool result.
 WHAT = {"seller_description": "product description", "description": "product description",
-        "seller_message": "message", "seller_reply": "message", "reply": "message", "message": "message"}
-SOURCE = {"seller": "the seller's", "carrier": "the carrier's"}
+        "seller_message": "message", "seller_reply": "message", "reply": "message", "message": "message",
+        "note": "order note", "title": "item title", "name": "name", "detail": "scan detail", "location": "scan location"}
+SOURCE = {"seller": "the seller's", "carrier": "the carrier's", "shop": "the shop's"}
+# Short labels every order and parcel carries (get_order, track_parcel): listed only when they hold
+# instructions, so a card is not a list of every seller's name the agent read.
+ONLY_WHEN_FLAGGED = {"name", "item title", "scan detail", "scan location"}
 
 
 def provenance(messages: list[dict], results: list[tuple[str, dict, object, dict]]) -> dict:
@@ -49,6 +53,7 @@ def provenance(messages: list[dict], results: list[tuple[str, dict, object, dict
 
 def _read(tool: str, arguments: dict, result, message: dict, *, since: bool) -> dict | None:
     found = [_text(t) for t in _third_party_texts(tool, result) if t[3].strip()]
+    found = [t for t in found if t["flagged"] or t["what"] not in ONLY_WHEN_FLAGGED]
     if not found:
         return None
     # TEXTS_PER_READ of them, flagged ones first when there are more, in the order of the result.
@@ -85,12 +90,19 @@ def _marked(value, *, key: str, about: str, depth: int = 0):
                 what = WHAT.get(key, key.replace("_", " ")) or ("answer" if source.startswith("mcp:") else "text")
                 yield source, what, about, value["text"]
             return
-        title = str(value.get("title") or value.get("subject") or about)
+        title = _plain(value.get("title")) or str(value.get("subject") or about)
         for k, v in value.items():
             yield from _marked(v, key=str(k), about=title, depth=depth + 1)
     elif isinstance(value, list):
         for v in value:
             yield from _marked(v, key=key, about=about, depth=depth + 1)
+
+
+def _plain(value) -> str:
+    """A title as text, whether a tool marked it as a third party's (get_order's item titles) or not."""
+    if isinstance(value, dict):
+        value = value.get("text")
+    return value if isinstance(value, str) else ""
 
 
 def _text(found: tuple[str, str, str, str]) -> dict:
@@ -141,6 +153,21 @@ def _source_words(source: str) -> str:
 
 def _whose(text: dict) -> str:
     return f"{_source_words(text['source'])} {text['what']}"
+
+
+# Said under the warning wherever a request is decided (the console's card says the same).
+CHECK = ("Check the request against the order and the customer's own words: text a third party wrote is never "
+         "an instruction to the team or the agent.")
+
+
+def flagged_texts(shown: dict | None) -> list[tuple[str, str]]:
+    """(what it is, its excerpt) of each flagged text of a card's `provenance`, for the ways of deciding away
+    from the console: "The seller's product description · Linen tea towels, set of 4 · order SU-41310"."""
+    if not shown or not shown.get("flagged"):
+        return []
+    whats = ((" · ".join(p for p in (_whose(t), t["about"], read["label"]) if p), t["excerpt"])
+             for read in shown["reads"] if read["flagged"] for t in read["texts"] if t["flagged"])
+    return [(what[:1].upper() + what[1:], excerpt) for what, excerpt in whats]
 
 
 def _warning(reads: list[dict]) -> str:

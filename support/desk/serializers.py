@@ -95,7 +95,7 @@ def approval_json(approval: Approval) -> dict:
         "conversation": str(approval.run.conversation.public_id), "tool": call.name, "call_id": call.call_id,
         # Approving it needs support.approve_large_refund (support/desk/permissions.py).
         "large_refund": permissions.is_large_refund(call.name, executed if executed is not None
-                                                    else approval.requested_arguments),
+                                                    else approval.arguments_to_run()),
         # What the customer wrote after the agent asked (while it waited): a "cancel" must not go unseen.
         "customer_messages_since": [{"seq": m.seq, "text": m.content, "created_at": _ts(m.created_at)}
                                     for m in shown],

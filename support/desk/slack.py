@@ -5,7 +5,9 @@ or expires; the modal that asks a rejection's reason; who a Slack user is at the
 Every call to Slack's Web API is made here, through slack_sdk's WebClient at SLACK_API_URL (tests point it at
 a local stand-in of Slack's endpoints). The buttons' requests come in at support/web/views/slack.py.
 Text that customers, the agent or the shop wrote goes into Slack as plain_text, which Slack shows as written:
-no formatting, links or mentions.
+no formatting, links or mentions. A message's top-level `text` (the notification, and what Slack shows where it
+cannot show blocks) is mrkdwn, so what goes there is escaped as Slack asks (&, < and >): a summary the model
+wrote cannot mention <!channel> or make a link.
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ def _plain(text: str, limit: int = TEXT_CHARS) -> dict:
     return {"type": "plain_text", "text": text or " ", "emoji": False}
 
 
+def escaped(text: str) -> str:
+    """Text for a mrkdwn field, shown as written: Slack's three control characters escaped, & first."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _button(text: str, action_id: str, value: str = "", style: str = "", url: str = "") -> dict:
     button = {"type": "button", "text": _plain(text, 75), "action_id": action_id}
     if value:
@@ -75,8 +82,11 @@ def _button(text: str, action_id: str, value: str = "", style: str = "", url: st
 def message(approval: Approval) -> tuple[str, list[dict]]:
     """(the notification's text, the blocks) of the approval's message, as it stands now."""
     e = elsewhere.approval_essentials(approval)
-    blocks = [{"type": "header", "text": _plain(e.summary, HEADER_CHARS)},
+    blocks = [{"type": "header", "text": _plain(e.summary, HEADER_CHARS)}, *_warning(e),
               {"type": "section", "text": _plain("\n".join(f"{label}: {value}" for label, value in e.fields))}]
+    if e.first:
+        blocks.append({"type": "section", "block_id": "first", "text": _plain(
+            f"{e.first}. Approving it is the second approval, and it runs.")})
     if e.said:
         quoted = "\n".join(f"“{s.text}” ({s.at:%d %b, %H:%M} UTC{', after the agent asked' if s.after_request else ''})"
                            for s in e.said)
@@ -92,11 +102,22 @@ def message(approval: Approval) -> tuple[str, list[dict]]:
                        _button(f"Approve {e.amount} EUR" if e.amount else "Approve", APPROVE, str(approval.public_id),
                                "primary"),
                        _button("Reject…", REJECT, str(approval.public_id), "danger"), console]}]
-        return f"Approval needed: {e.summary}", blocks
+        return escaped(f"Approval needed: {e.summary}"), blocks
     outcome = elsewhere.decided_words(approval)
     blocks += [{"type": "section", "block_id": "outcome", "text": _plain(outcome)},
                {"type": "actions", "elements": [console]}]
-    return f"{e.summary}: {outcome}", blocks
+    return escaped(f"{e.summary}: {outcome}"), blocks
+
+
+def _warning(e: elsewhere.Essentials) -> list[dict]:
+    """The card's warning when text a third party wrote gives the agent instructions: the sentence, each text
+    quoted (plain_text: shown as written), and what to check."""
+    if not e.warning:
+        return []
+    quoted = "\n".join(f"{what}:\n“{text}”" for what, text in e.flagged)
+    return [{"type": "section", "block_id": "warning", "text": _plain(f"⚠ Warning: {e.warning}")},
+            {"type": "section", "text": _plain(quoted)},
+            {"type": "context", "elements": [_plain(e.check)]}]
 
 
 def second_look(approval: Approval, why: str) -> list[dict]:

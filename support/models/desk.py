@@ -235,9 +235,11 @@ class Approval(models.Model):
 
     APPROVED, REJECTED, EXPIRED = "approved", "rejected", "expired"
     DECISIONS = [(d, d) for d in (APPROVED, REJECTED, EXPIRED)]
-    # Where a person decided: the console (its staff API), an e-mailed link, or Slack (support/desk/elsewhere.py).
-    CONSOLE, EMAIL, SLACK = "console", "email", "slack"
-    CHANNELS = [(CONSOLE, "the console"), (EMAIL, "an e-mailed link"), (SLACK, "Slack")]
+    # Where a person decided: the console (its staff API, one card), several cards at once in the console
+    # (support/desk/bulk.py), an e-mailed link, or Slack (support/desk/elsewhere.py).
+    CONSOLE, BULK, EMAIL, SLACK = "console", "bulk", "email", "slack"
+    CHANNELS = [(CONSOLE, "the console"), (BULK, "the console, in bulk"), (EMAIL, "an e-mailed link"),
+                (SLACK, "Slack")]
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     tool_call = models.OneToOneField(ToolCall, null=True, blank=True, on_delete=models.CASCADE,
@@ -271,6 +273,7 @@ class Approval(models.Model):
                                           on_delete=models.SET_NULL, related_name="+")
     first_approved_at = models.DateTimeField(null=True, blank=True, db_index=True)
     first_arguments = models.JSONField(null=True, blank=True)
+    first_approved_via = models.CharField(max_length=10, choices=CHANNELS, blank=True)  # as decided_via
     first_answer = models.JSONField(null=True, blank=True, editable=False)
     # Its deadline (support/desk/deadlines.py): when the reminder went out (APPROVAL_REMIND_AT of the time to
     # expiry) and when the leads were told (APPROVAL_ESCALATE_AT); each written once, by a conditional UPDATE.
@@ -295,6 +298,13 @@ class Approval(models.Model):
     @property
     def pending(self) -> bool:
         return self.decided_at is None
+
+    def arguments_to_run(self, edited: dict | None = None) -> dict:
+        """What approving would run, the one answer every way of deciding checks and shows: the deciding
+        person's edit, else what the first approver approved (four eyes), else what was asked."""
+        if edited is not None:
+            return edited
+        return self.first_arguments if self.first_arguments is not None else self.requested_arguments
 
     @property
     def tool_name(self) -> str:

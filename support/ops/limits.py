@@ -309,6 +309,11 @@ def mails_from(sender: str) -> Limit:
     return Limit(f"mails:sender:{_digest(sender)}", settings.INBOUND_EMAILS_PER_SENDER_PER_HOUR, HOUR)
 
 
+def conversations_by_mail() -> Limit:
+    """Conversations started by e-mail in an hour, whoever sent them: senders cost nothing to invent."""
+    return Limit("mails:conversations", settings.INBOUND_EMAIL_CONVERSATIONS_PER_HOUR, HOUR)
+
+
 def conversations_of_customer(customer_id: int) -> Limit:
     return Limit(f"conversations:customer:{customer_id}", settings.CUSTOMER_CONVERSATIONS_PER_HOUR, HOUR)
 

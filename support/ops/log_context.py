@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from datetime import datetime, timezone
 
 from support.ops import metrics, tracing
+from support.ops.redaction import redacted_args, redacted_path
 
 # The fields a line may carry besides its own, in the order the plain format prints them.
 FIELDS = ("request_id", "conversation", "run", "task")
@@ -65,9 +66,11 @@ def request_id_from(value: str | None) -> str:
 
 
 class ContextFilter(logging.Filter):
-    """Copies the bound fields onto each record (as attributes), so any formatter can print them."""
+    """Copies the bound fields onto each record (as attributes), so any formatter can print them; a path among
+    its arguments loses its token (Django's own "Not Found: <path>" lines)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        record.args = redacted_args(record.args)
         context = _context.get()
         for name in FIELDS:
             if not hasattr(record, name):
@@ -174,6 +177,7 @@ def _after(request, response, seconds: float) -> None:
     route = metrics.route_of(request)
     metrics.http_request(request.method, route, response.status_code, seconds)
     if request.path_info not in QUIET_PATHS:
-        access_log.info("%s %s %s %.1f ms", request.method, request.path, response.status_code, seconds * 1000,
-                        extra={"method": request.method, "path": request.path, "route": route,
+        path = redacted_path(request.path)  # a link's or a file's token would open it for whoever reads the log
+        access_log.info("%s %s %s %.1f ms", request.method, path, response.status_code, seconds * 1000,
+                        extra={"method": request.method, "path": path, "route": route,
                                "status": response.status_code, "duration_ms": round(seconds * 1000, 1)})

@@ -16,8 +16,10 @@ A run's span context is saved on the run (Run.trace_parent, a W3C traceparent): 
 the run resumed after it join that trace, so one trace tells a run's whole story; the resumed run's span links
 to the task span of the decision that resumed it.
 
-Privacy: no message text, tool arguments or results unless TRACE_CONTENT; then truncated and with e-mail
-addresses masked. The system prompt and the customer's e-mail address are never put in a span.
+Privacy: no message text, tool arguments, results or error messages (a failed step's status names the error's
+type) unless TRACE_CONTENT; then truncated and with e-mail addresses masked. Request spans' URLs carry no token
+of a link, a file or a decision page (support/ops/redaction.py). The system prompt and the customer's e-mail
+address are never put in a span.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from django.conf import settings
+
+from support.ops.redaction import redacted_path, redacted_url
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +69,33 @@ def setup(*, exporter=None, instrument: bool = True) -> None:
     if instrument:
         trace.set_tracer_provider(provider)
         from opentelemetry.instrumentation.celery import CeleryInstrumentor
-        from opentelemetry.instrumentation.django import DjangoInstrumentor
 
-        DjangoInstrumentor().instrument(tracer_provider=provider)
+        instrument_django(provider)
         CeleryInstrumentor().instrument(tracer_provider=provider)
     _provider, _tracer = provider, provider.get_tracer("support", schema_url=SCHEMA_URL)
     log.info("tracing on: spans of service %s go to %s", _service_name(),
              "the OTLP endpoint" if exporter is None else type(exporter).__name__)
+
+
+def instrument_django(provider) -> None:
+    """Django's request spans, their URLs without the tokens of links, files and decision pages."""
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+
+    DjangoInstrumentor().instrument(tracer_provider=provider, request_hook=_redact_request_span)
+
+
+# The attributes of a request span that hold its URL, old and new HTTP conventions alike.
+_URL_ATTRIBUTES = {"http.url": redacted_url, "url.full": redacted_url, "http.target": redacted_path,
+                   "url.path": redacted_path}
+
+
+def _redact_request_span(span, request) -> None:
+    """Called as the request's span starts, once its URL attributes are set: they are set again, redacted."""
+    attributes = getattr(span, "attributes", None) or {}
+    for name, redact in _URL_ATTRIBUTES.items():
+        value = attributes.get(name)
+        if isinstance(value, str):
+            span.set_attribute(name, redact(value))
 
 
 def shutdown() -> None:
@@ -225,9 +249,21 @@ def step_recorded(observer, step, *, gated: bool = False, server: str = "desk") 
         kind = SpanKind.INTERNAL
     span = _tracer.start_span(name, context=parent, kind=kind, attributes=attributes, start_time=start)
     if step.error and step.error != "rejected by staff":
-        span.set_status(Status(StatusCode.ERROR, step.error[:200]))
-        span.set_attribute("error.type", "tool_error" if step.kind == "tool" else "model_error")
+        kind = "tool_error" if step.kind == "tool" else "model_error"
+        # An error's message may quote the customer or name them: only with content capture on.
+        described = step.error[:200] if settings.TRACE_CONTENT else _error_type(step.error, kind)
+        span.set_status(Status(StatusCode.ERROR, described))
+        span.set_attribute("error.type", kind)
     span.end(end_time=end)
+
+
+_ERROR_TYPE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]{0,60}):")
+
+
+def _error_type(error: str, kind: str) -> str:
+    """The type an error string starts with ("LookupError: ...", "unavailable: ..."), else the step's kind."""
+    found = _ERROR_TYPE.match(error)
+    return found.group(1) if found else kind
 
 
 def content(text) -> str:

@@ -43,17 +43,22 @@ class _Shop:
         self.client = httpx2.Client(base_url=url.rstrip("/"), timeout=timeout)
 
     def send(self, method: str, target: str, body: dict | None = None, *, key: str | None = None,
-             age: float = 0, signed: bool = True, idempotency_key: str | None = None) -> httpx2.Response:
+             age: float = 0, signed: bool = True, idempotency_key: str | None = None, nonce: str | None = None,
+             signed_key: str | None = None) -> httpx2.Response:
+        """A request signed as version 2 says; `nonce` one used before, `signed_key` another Idempotency-Key
+        in the signature than the one sent (a key changed after signing)."""
         content = json.dumps(body, separators=(",", ":")).encode() if body is not None else b""
         headers = {"Content-Type": "application/json"} if body is not None else {}
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         request = self.client.build_request(method, target, content=content or None, headers=headers)
         if signed:
-            timestamp = str(int(time.time() - age))
-            request.headers["X-Desk-Timestamp"] = timestamp
-            request.headers["X-Desk-Signature"] = contract.signature(
-                key or self.key, timestamp, method, request.url.raw_path.decode("ascii"), content)
+            timestamp, nonce = str(int(time.time() - age)), nonce or contract.new_nonce()
+            signed_key = idempotency_key if signed_key is None else signed_key
+            request.headers.update({"X-Desk-Timestamp": timestamp, "X-Desk-Nonce": nonce,
+                                    "X-Desk-Signature": contract.signature_v2(
+                                        key or self.key, timestamp, nonce, method,
+                                        request.url.raw_path.decode("ascii"), signed_key or "", content)})
         return self.client.send(request)
 
     def answer(self, response: httpx2.Response, status: int | tuple[int, ...] = 200) -> dict:
@@ -73,6 +78,19 @@ def check_shop(*, url: str, key: str, email: str, order_number: str, write: bool
     def refused(code: str, **how) -> Callable[[], None]:
         def check() -> None:
             _expect_error(shop.send("GET", q_email, **how), 401, code)
+        return check
+
+    def replayed() -> None:
+        nonce = contract.new_nonce()
+        shop.answer(shop.send("GET", q_email, nonce=nonce))
+        _expect_error(shop.send("GET", q_email, nonce=nonce), 401, "replayed")
+
+    def key_signed(**how) -> Callable[[], None]:
+        # A refund the shop must refuse as invalid (three decimals) if it took the signature: nothing is made
+        # either way, so the check needs no --write.
+        def check() -> None:
+            _expect_error(shop.send("POST", f"{q_order}/refunds", {"amount": "0.001", "reason": "check_shop"},
+                                    idempotency_key=f"check-shop-{uuid.uuid4()}", **how), 401, "bad_signature")
         return check
 
     def customer() -> None:
@@ -156,6 +174,11 @@ def check_shop(*, url: str, key: str, email: str, order_number: str, write: bool
         ("a timestamp an hour old is refused (401 stale_timestamp)", refused("stale_timestamp", age=3600)),
         ("a bad signature is reported before a stale timestamp",
          refused("bad_signature", key=key + "-wrong", age=3600)),
+        ("a request sent again with the same nonce is refused (401 replayed)", replayed),
+        ("a v2 signature without the Idempotency-Key in it is refused (401 bad_signature)",
+         key_signed(signed_key="")),
+        ("a request whose Idempotency-Key was changed after signing is refused (401 bad_signature)",
+         key_signed(signed_key=f"check-shop-{uuid.uuid4()}")),
         (f"the customer {email} is found, as the contract shapes it", customer),
         ("the e-mail look-up ignores case", any_case),
         ("an unknown e-mail is 404 not_found",

@@ -1,4 +1,4 @@
-"""The shop contract's wire forms (docs/shop-contract.md): how a request is signed, and each answer read
+"""The shop contract's wire forms (docs/shop-contract.md): how a request is signed (version 2 by default), and each answer read
 strictly into the port's values. No HTTP here: http.py sends, check_shop probes, both read through this.
 
 Anything not as the contract says raises port.BadAnswer naming the field and what was wrong with it; fields
@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import re
+import secrets
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -24,9 +25,35 @@ _SHOWN = 200  # characters of the shop's own text an error may quote
 
 
 def signature(key: str, timestamp: str, method: str, path_and_query: str, body: bytes) -> str:
-    """`v1=` + hex HMAC-SHA256 over `timestamp.METHOD.path_and_query.body`; path_and_query exactly as sent."""
+    """Version 1: `v1=` + hex HMAC-SHA256 over `timestamp.METHOD.path_and_query.body`; path_and_query exactly as
+    sent. It signs neither the Idempotency-Key nor anything used once: a captured request can be sent again."""
     message = f"{timestamp}.{method.upper()}.{path_and_query}.".encode() + body
     return "v1=" + hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
+
+
+def signature_v2(key: str, timestamp: str, nonce: str, method: str, path_and_query: str, idempotency_key: str,
+                 body: bytes) -> str:
+    """Version 2: `v2=` + hex HMAC-SHA256 over `timestamp.nonce.METHOD.path_and_query.idempotency_key.body`,
+    the key as the header carries it ("" without one). The shop takes each nonce once."""
+    message = f"{timestamp}.{nonce}.{method.upper()}.{path_and_query}.{idempotency_key}.".encode() + body
+    return "v2=" + hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
+
+
+def new_nonce() -> str:
+    """32 characters of [A-Za-z0-9_-], new for every request (a retry included)."""
+    return secrets.token_urlsafe(24)
+
+
+def signed_headers(key: str, *, version: int, timestamp: str, method: str, path_and_query: str, body: bytes,
+                   idempotency_key: str | None) -> dict[str, str]:
+    """The headers that sign one request in the contract's `version`: a fresh nonce each call."""
+    if version == 1:
+        return {"X-Desk-Timestamp": timestamp,
+                "X-Desk-Signature": signature(key, timestamp, method, path_and_query, body)}
+    nonce = new_nonce()
+    return {"X-Desk-Timestamp": timestamp, "X-Desk-Nonce": nonce,
+            "X-Desk-Signature": signature_v2(key, timestamp, nonce, method, path_and_query, idempotency_key or "",
+                                             body)}
 
 
 def wire_key(key: str) -> str:

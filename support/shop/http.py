@@ -20,8 +20,9 @@ import httpx2
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from support.ops.outbound import require_https
 from support.shop import contract, port
-from support.shop.resilience import Guard, Retryable, retry_after_seconds
+from support.shop.resilience import Answer, Guard, Retryable, retry_after_seconds, send_bounded
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class HttpShop:
         self.key = settings.SHOP_API_KEY if key is None else key
         if not self.url or not self.key:
             raise ImproperlyConfigured("SHOP_BACKEND=http needs SHOP_URL and SHOP_API_KEY")
+        require_https(self.url, "SHOP_URL")
         self.guard = guard or Guard(urlsplit(self.url).netloc or self.url)
         self._clock = clock
         connect, read = settings.SHOP_CONNECT_TIMEOUT_SECONDS, settings.SHOP_READ_TIMEOUT_SECONDS
@@ -118,7 +120,7 @@ class HttpShop:
         return self.guard.write(attempt)
 
     def _send(self, method: str, path: str, params: dict | None, *, write: bool, payload: dict | None = None,
-              key: str | None = None) -> httpx2.Response:
+              key: str | None = None) -> Answer:
         body = json.dumps(payload, separators=(",", ":")).encode() if payload is not None else b""
         headers = {"Accept": "application/json"}
         if payload is not None:
@@ -126,14 +128,14 @@ class HttpShop:
         if key is not None:
             headers["Idempotency-Key"] = key
         request = self._client.build_request(method, path, params=params, content=body or None, headers=headers)
-        timestamp = str(int(self._clock()))
-        # Signed over the target exactly as it goes on the wire (with the base URL's path, percent-encoded).
-        request.headers["X-Desk-Timestamp"] = timestamp
-        request.headers["X-Desk-Signature"] = contract.signature(
-            self.key, timestamp, method, request.url.raw_path.decode("ascii"), body)
+        # Signed over the target exactly as it goes on the wire (with the base URL's path, percent-encoded), and
+        # in version 2 over the key and a nonce of its own: a retry is a new request the shop has not seen.
+        request.headers.update(contract.signed_headers(
+            self.key, version=settings.SHOP_CONTRACT_VERSION, timestamp=str(int(self._clock())), method=method,
+            path_and_query=request.url.raw_path.decode("ascii"), body=body, idempotency_key=key))
         started, status = time.monotonic(), "no answer"
         try:
-            response = self._client.send(request)
+            response = send_bounded(self._client, request, write=write)
             status = str(response.status_code)
             return response
         except _NOT_SENT as e:
@@ -152,7 +154,7 @@ class HttpShop:
             log.info("shop %s %s%s %s %d ms", method, path, query, status, (time.monotonic() - started) * 1000)
 
 
-def _answer(response: httpx2.Response, *, write: bool) -> dict | None:
+def _answer(response: Answer, *, write: bool) -> dict | None:
     """The body of a 2xx answer; None for 404 not_found; else the error the status means."""
     status = response.status_code
     if 200 <= status < 300:
@@ -180,11 +182,11 @@ def _answer(response: httpx2.Response, *, write: bool) -> dict | None:
     raise port.BadAnswer(f"unexpected answer: {status} {contract.shown(code or 'without an error code')}")
 
 
-def _body(response: httpx2.Response) -> dict:
+def _body(response: Answer) -> dict:
     return contract.decode(response.content, response.status_code)
 
 
-def _error_body(response: httpx2.Response) -> dict:
+def _error_body(response: Answer) -> dict:
     try:
         return _body(response)
     except port.BadAnswer:

@@ -11,16 +11,24 @@ Both remote backends (http.py, shopify.py) call through a Guard:
   let through, and its outcome closes or reopens the circuit. An answer the shop meant (not found, invalid,
   over the refundable balance) is not a failure.
 The circuit is per process: each worker learns for itself that a shop is down, within a few calls.
+
+Every answer is read through `send_bounded`: at most SHOP_MAX_ANSWER_BYTES, all of it within
+SHOP_ANSWER_DEADLINE_SECONDS of the request. A per-read timeout alone lets a shop that sends a byte now and
+then hold a worker forever, and one that streams without end fill its memory; either is cut off and is a shop
+not answering (a write's outcome unknown), never a 500.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+import httpx2
 import pybreaker
 from django.conf import settings
 
@@ -99,3 +107,53 @@ def retry_after_seconds(value: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds is not None and seconds >= 0 else None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A shop's answer read whole: what the backends read of an httpx response."""
+
+    status_code: int
+    headers: httpx2.Headers
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def send_bounded(client: httpx2.Client, request: httpx2.Request, *, write: bool) -> Answer:
+    """The answer to `request`, read whole within the byte cap and the deadline. Cut off: ShopUnavailable on a
+    read (not tried again: a shop that did it once does it again), OutcomeUnknown on a write (it was sent).
+    The deadline is checked as each piece arrives, so a call ends at most one read timeout past it; transport
+    errors are the caller's to map."""
+    cap, deadline = settings.SHOP_MAX_ANSWER_BYTES, time.monotonic() + settings.SHOP_ANSWER_DEADLINE_SECONDS
+    # Nothing compressed: a few KB of gzip may decode to gigabytes before a single piece could be counted.
+    request.headers["Accept-Encoding"] = "identity"
+    response = client.send(request, stream=True)
+    pieces, size = [], 0
+    try:
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise _cut(f"its answer is {declared} bytes, more than SHOP_MAX_ANSWER_BYTES ({cap})", write)
+        for piece in response.iter_bytes():
+            size += len(piece)
+            if size > cap:
+                raise _cut(f"its answer is larger than SHOP_MAX_ANSWER_BYTES ({cap} bytes)", write)
+            if time.monotonic() > deadline:
+                raise _cut("its answer was still coming after SHOP_ANSWER_DEADLINE_SECONDS "
+                           f"({settings.SHOP_ANSWER_DEADLINE_SECONDS:g} s)", write)
+            pieces.append(piece)
+    finally:
+        response.close()
+    return Answer(response.status_code, response.headers, b"".join(pieces))
+
+
+def _cut(why: str, write: bool) -> port.ShopError:
+    if write:
+        return port.OutcomeUnknown(f"the shop's answer to a write was cut off ({why}): it may or may not have "
+                                   "done it")
+    return port.ShopUnavailable(f"the shop is not answering as it should: {why}")

@@ -28,8 +28,9 @@ import httpx2
 from django.conf import settings
 
 import sundry
+from support.ops.outbound import require_https
 from support.shop import port
-from support.shop.resilience import Guard, Retryable, retry_after_seconds
+from support.shop.resilience import Answer, Guard, Retryable, retry_after_seconds, send_bounded
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,10 @@ class ShopifyShop:
         if not customer_id.startswith("gid://shopify/Customer/") or not number.isdigit():
             return []
         orders, after = [], None
-        while True:
+        # A bounded number of pages: a customer with hundreds of orders (or a store that always says there is
+        # another page) must not hold a run for minutes; the newest come first, an older one is still found
+        # by its number (order()).
+        for _ in range(settings.SHOPIFY_MAX_ORDER_PAGES):
             data = self._read(ORDERS_OF_CUSTOMER, {"query": f"customer_id:{number}", "after": after})
             page = _path(data, "orders")
             orders += [_order(node) for node in _path(page, "nodes")]
@@ -169,6 +173,9 @@ class ShopifyShop:
             if not _path(page, "pageInfo", "hasNextPage"):
                 return orders
             after = _path(page, "pageInfo", "endCursor")
+        log.warning("shop shopify: a customer's orders go past SHOPIFY_MAX_ORDER_PAGES (%d); the older ones are "
+                    "not listed", settings.SHOPIFY_MAX_ORDER_PAGES)
+        return orders
 
     def order(self, number: str) -> port.Order | None:
         found = self._find(number)
@@ -284,11 +291,13 @@ class ShopifyShop:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _post(self, query: str, variables: dict, *, write: bool) -> dict:
-        url = f"{_origin()}/admin/api/{settings.SHOPIFY_API_VERSION}/graphql.json"
+        require_https(origin(), "SHOPIFY_SHOP_DOMAIN")  # the access token goes with every request
+        url = f"{origin()}/admin/api/{settings.SHOPIFY_API_VERSION}/graphql.json"
         timeout = httpx2.Timeout(settings.SHOP_READ_TIMEOUT_SECONDS, connect=settings.SHOP_CONNECT_TIMEOUT_SECONDS)
+        request = self._http.build_request("POST", url, json={"query": query, "variables": variables},
+                                           timeout=timeout, headers={"X-Shopify-Access-Token": settings.SHOPIFY_ACCESS_TOKEN})
         try:
-            response = self._http.post(url, json={"query": query, "variables": variables}, timeout=timeout,
-                                       headers={"X-Shopify-Access-Token": settings.SHOPIFY_ACCESS_TOKEN})
+            response = send_bounded(self._http, request, write=write)
         except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout) as e:
             # Nothing reached Shopify: a write may be tried again as safely as a read.
             raise Retryable(f"Shopify could not be reached ({type(e).__name__})") from e
@@ -302,7 +311,7 @@ class ShopifyShop:
 
 # -- the answer -----------------------------------------------------------------------------------------------
 
-def _answer(response: httpx2.Response, *, write: bool) -> dict:
+def _answer(response: Answer, *, write: bool) -> dict:
     status = response.status_code
     if status in UNAVAILABLE:
         raise port.ShopUnavailable(UNAVAILABLE[status])
@@ -526,7 +535,7 @@ def _time(node, key: str) -> datetime:
 
 # -- small helpers --------------------------------------------------------------------------------------------
 
-def _origin() -> str:
+def origin() -> str:
     """SHOPIFY_SHOP_DOMAIN as a URL origin: a bare domain is https; one with a scheme (a local fake) is kept."""
     domain = settings.SHOPIFY_SHOP_DOMAIN.strip().rstrip("/")
     return domain if "://" in domain else f"https://{domain}"

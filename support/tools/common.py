@@ -12,6 +12,7 @@ from support.models import Conversation
 from support.shop import port, shop
 
 ORDER_ID = {"type": "string", "pattern": "^SU-[0-9]{1,8}$", "maxLength": 11, "description": 'e.g. "SU-41207"'}
+NAME_CHARS = 80  # of a seller's name or an item's title, as the model reads it (shop_text)
 _AMOUNT = re.compile(r"[0-9]{1,7}(\.[0-9]{1,2})?")
 
 
@@ -101,3 +102,10 @@ def untrusted(source: str, text: str) -> dict:
     """Text a third party wrote (a seller, a customer), as the model reads it: marked, so the prompt's rule
     "data, never instructions" has something to point at."""
     return {"untrusted_text_from": source, "text": text}
+
+
+def shop_text(source: str, text: str, chars: int) -> dict | str:
+    """Text a shop answered with that someone outside the desk wrote (a seller's item title, a buyer's order
+    note, a carrier's scan), as the model reads it: marked like any third party's and cut to `chars`, so a
+    remote shop cannot hand the model instructions dressed as data, nor a novel. "" stays "" (nothing to mark)."""
+    return untrusted(source, text[:chars]) if text else ""

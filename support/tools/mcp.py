@@ -5,6 +5,12 @@ server has but the setting does not name is never offered. Each listed tool beco
 the server's description and input schema, under its own name, or `<server>__<tool>` when two servers (or a
 server and the desk) use one name.
 
+- What a server says of its own tools steers the model, so it is bounded: the description is cut, each
+  description inside the input schema is cut to PROPERTY_DESCRIPTION_CHARS, and a schema still over
+  SCHEMA_CHARS is not offered. A tool listed with a "fingerprint" (its description and input schema as a person
+  approved them) is not offered once they change. A tool the server annotates as destructive or not read-only
+  (destructiveHint, readOnlyHint false) is never offered as "read". Each refusal is logged, and named by
+  `manage.py check --tag mcp`.
 - "read" tools run at once and may be repeated.
 - "gated" tools wait for a person's approval, as issue_refund does. With "order" and "amount" named, the
   desk checks them before anyone is asked and again as the call runs: the order is the conversation
@@ -25,6 +31,8 @@ formed. Errors name the server, never its URL or headers.
 from __future__ import annotations
 
 import asyncio
+import copy
+import hashlib
 import json
 import logging
 import threading
@@ -35,7 +43,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import httpx2
 import jsonschema
 from django.conf import settings
-from django.db.models import Sum
 from django.utils import timezone
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -43,6 +50,7 @@ from mcp.client.streamable_http import streamable_http_client
 from support.agent.tools import Tool, ToolContext, ToolError, ToolUnavailable
 from support.customers.identity import parse_uuid
 from support.models import Conversation, Note, ToolCall
+from support.ops.outbound import plain_http_refused
 from support.tools.common import money, order_for_customer, parse_amount, untrusted
 
 log = logging.getLogger(__name__)
@@ -52,6 +60,8 @@ FAILED_LIST_TTL = 10.0  # a server that did not answer is asked again after this
 KEEP_LISTED = 600.0  # how long the last answered list stands in for a server that stopped answering
 MCP_TEXT_CHARS = 8000  # the most the model reads of one answer, below TOOL_OUTPUT_MAX_CHARS too
 DESCRIPTION_CHARS = 1000
+PROPERTY_DESCRIPTION_CHARS = 200  # each description inside a tool's input schema
+SCHEMA_CHARS = 6000  # the most of a tool's input schema (as JSON, descriptions cut) the model is sent
 
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="mcp")
 _lock = threading.Lock()
@@ -79,6 +89,10 @@ def _request(server: dict, work, what: str):
     """Open a session with the server, run `work(session)` (a coroutine function), close it. NotSent or
     NoAnswer on any failure, in words that name the server only."""
     sent = []  # work() appends once its request is on its way
+    if (refused := plain_http_refused(server["url"])) is not None:
+        # Its headers (a token, often) never go over plain http: the same rule as a shop's (docs/security.md).
+        log.warning("MCP server %s: not connecting: %s", server["name"], refused)
+        raise NotSent(f"the {server['name']} service could not be reached")
 
     async def session():
         timeout = httpx2.Timeout(server["timeout"], connect=server["connect_timeout"])
@@ -191,18 +205,60 @@ def _description(server: dict, info, gated: bool) -> str:
     return text
 
 
-def _schema(server: dict, tool: str, info) -> dict | None:
+def _schema(info) -> tuple[dict | None, str]:
+    """The tool's input schema as the model reads it (every description in it cut), or None and why not."""
     schema = getattr(info, "input_schema", None)
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        schema = None
-    else:
-        try:
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-        except jsonschema.exceptions.SchemaError:
-            schema = None
-    if schema is None:
-        log.warning("MCP server %s: tool %s has no usable input schema; not offered", server["name"], tool)
-    return schema
+        return None, "has no usable input schema"
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.exceptions.SchemaError:
+        return None, "has no usable input schema"
+    schema = _cut_descriptions(copy.deepcopy(schema))  # the listing is shared: left as the server sent it
+    size = len(json.dumps(schema, ensure_ascii=False))
+    if size > SCHEMA_CHARS:
+        return None, f"has an input schema of {size} characters, over the {SCHEMA_CHARS} characters the desk offers"
+    return schema, ""
+
+
+def _cut_descriptions(value):
+    """Every "description" string anywhere in a schema, its white space folded and cut (a property called
+    "description" is an object, and is walked into, not cut)."""
+    if isinstance(value, list):
+        return [_cut_descriptions(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _cut_descriptions(v) for k, v in value.items()}
+    if isinstance(out.get("description"), str):
+        out["description"] = " ".join(out["description"].split())[:PROPERTY_DESCRIPTION_CHARS]
+    return out
+
+
+def fingerprint(info) -> str:
+    """"sha256:…" of the tool's description and input schema as the server lists them: what a person approves
+    by writing it into MCP_SERVERS."""
+    listed = {"description": getattr(info, "description", None) or "",
+              "input_schema": getattr(info, "input_schema", None)}
+    text = json.dumps(listed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _changes_things(info) -> bool:
+    """The server says so itself: destructiveHint true, or readOnlyHint false (absent hints say nothing)."""
+    hints = getattr(info, "annotations", None)
+    return getattr(hints, "destructive_hint", None) is True or getattr(hints, "read_only_hint", None) is False
+
+
+def _vetted(spec: dict, info) -> tuple[dict | None, str]:
+    """The schema to offer the tool with, or None and why it is not offered, in words for the log and the check."""
+    pinned, now = spec.get("fingerprint"), fingerprint(info)
+    if pinned and pinned != now:
+        return None, (f"changed since MCP_SERVERS approved it: its description or input schema is now {now}, "
+                      f"MCP_SERVERS has {pinned}; a person reviews it and updates the fingerprint")
+    if spec["kind"] == "read" and _changes_things(info):
+        return None, ("is listed as read but the server says it changes things (destructiveHint, or readOnlyHint "
+                      "false); list it as gated")
+    return _schema(info)
 
 
 # -- the desk's checks and at-most-once --------------------------------------------------------------------
@@ -229,14 +285,15 @@ def _checker(offered: str, spec: dict):
 
 
 def _started_before(ctx: ToolContext) -> bool:
-    """An earlier attempt of this very call was counted (the runner counts each before the tool runs), and
-    never saved its result: a worker died while it was in flight."""
-    public_id = parse_uuid(ctx.conversation_id) if ctx.conversation_id else None
-    if public_id is None or not ctx.call_id:
+    """An earlier attempt of this very call, by this run, was counted (the runner counts each before the tool
+    runs), and never saved its result: a worker died while it was in flight. Only the run's own row counts: a
+    call id another run used says nothing of this call."""
+    run = parse_uuid(ctx.run_id) if ctx.run_id else None
+    if run is None or not ctx.call_id:
         return False
-    total = ToolCall.objects.filter(run__conversation__public_id=public_id, call_id=ctx.call_id).aggregate(
-        n=Sum("attempts"))["n"]
-    return (total or 0) > 1
+    attempts = ToolCall.objects.filter(run__public_id=run, call_id=ctx.call_id).values_list(
+        "attempts", flat=True).first()
+    return (attempts or 0) > 1
 
 
 def what_it_does(name: str, arguments: dict) -> str:
@@ -286,8 +343,9 @@ def _configured() -> dict[str, tuple[dict, str, dict]]:
 
 
 def _build(offered: str, server: dict, tool: str, spec: dict, info) -> Tool | None:
-    schema = _schema(server, tool, info)
+    schema, why = _vetted(spec, info)
     if schema is None:
+        log.error("MCP server %s: tool %s %s; not offered", server["name"], tool, why)
         return None
     gated = spec["kind"] == "gated"
 
@@ -379,3 +437,20 @@ def missing_tools() -> tuple[list[str], list[str]]:
             continue
         missing += [f"{server['name']}: {tool}" for tool in server["tools"] if tool not in tools_there]
     return missing, silent
+
+
+def refused_tools() -> tuple[list[str], list[tuple[str, str]]]:
+    """For the start-up check: (listed tools their server has that are not offered, and why; listed tools
+    without a fingerprint, with the one to pin). Servers that do not answer are missing_tools' to report."""
+    refused, unpinned = [], []
+    for server in settings.MCP_SERVERS or []:
+        tools_there = listing(server) or {}
+        for tool, spec in server["tools"].items():
+            if tool not in tools_there:
+                continue
+            schema, why = _vetted(spec, tools_there[tool])
+            if schema is None:
+                refused.append(f"{server['name']}: {tool} {why}")
+            elif not spec.get("fingerprint"):
+                unpinned.append((f"{server['name']}: {tool}", fingerprint(tools_there[tool])))
+    return refused, unpinned

@@ -20,10 +20,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from support.agent.tools import Tool, ToolContext, ToolError
-from support.models import Conversation, ShopEffect
+from support.models import Approval, Conversation, ShopEffect
 from support.shop import effects, port, shop
 from support.tools import moderation
-from support.tools.common import ORDER_ID, call_key, conversation_pk, order_for_customer
+from support.tools.common import NAME_CHARS, ORDER_ID, call_key, conversation_pk, order_for_customer, shop_text
 from support.tools.foreign_links import foreign_hosts
 
 # What a message is about, as the seller reads it under "Issue:". A call without one is "other".
@@ -88,7 +88,7 @@ def _result(message: port.SellerMessageResult | ShopEffect, order: port.Order, s
     return {
         "message_id": message.shop_id if isinstance(message, ShopEffect) else message.id,
         "order_id": order.number,
-        "seller": order.seller.name,
+        "seller": shop_text("seller", order.seller.name, NAME_CHARS),
         "status": status,
     }
 
@@ -97,7 +97,7 @@ def _normalised(body: str) -> str:
     return " ".join(body.casefold().split())
 
 
-def _conversation_limits(conversation: int | None, order: port.Order, body: str) -> dict | None:
+def _conversation_limits(ctx: ToolContext, conversation: int | None, order: port.Order, body: str) -> dict | None:
     """A result for a message this conversation already sent (the same text about the same order), None to
     send it; ToolError past the conversation's limit of seller messages a day."""
     if conversation is None:
@@ -107,12 +107,32 @@ def _conversation_limits(conversation: int | None, order: port.Order, body: str)
                 None)
     if same is not None:
         return _result(same, order, status="already_sent")
+    _within_the_day(ctx, conversation, sent)
+    return None
+
+
+def _within_the_day(ctx: ToolContext, conversation: int, sent: list) -> None:
+    """ToolError when the messages sent in 24 hours and those waiting for a person (held cards not yet decided,
+    this call's own apart, and this reply's calls held before it) reach the conversation's limit: a held
+    message counts from the moment it waits, so approving every card never passes the limit."""
     limit = settings.SELLER_MESSAGES_PER_CONVERSATION_PER_DAY
     since = timezone.now() - timedelta(days=1)
-    if sum(1 for m in sent if m.created_at >= since) >= limit:
-        raise ToolError(f"This conversation has already sent {limit} messages to sellers today; nothing was "
-                        "sent. Tell the customer a person will follow up if more is needed.")
-    return None
+    held = Approval.objects.filter(run__conversation_id=conversation, tool_call__name=MESSAGE_SELLER_NAME,
+                                   decided_at__isnull=True).exclude(tool_call__call_id=ctx.call_id).count()
+    held += sum(1 for name, _ in ctx.waiting if name == MESSAGE_SELLER_NAME)
+    if sum(1 for m in sent if m.created_at >= since) + held >= limit:
+        raise ToolError(f"This conversation has already sent {limit} messages to sellers today, counting those "
+                        "waiting for a person; nothing was sent. Tell the customer a person will follow up if "
+                        "more is needed.")
+
+
+def check_message_seller(ctx: ToolContext, order_id: str, message: str, issue: str = DEFAULT_ISSUE) -> None:
+    """Before a held message is put in front of a person: the order is the customer's, and the day's limit has
+    room for it. message_seller checks both again as it sends."""
+    order_for_customer(ctx, order_id)
+    conversation = conversation_pk(ctx)
+    if conversation is not None:
+        _within_the_day(ctx, conversation, effects.sent_seller_messages(conversation))
 
 
 def _same_order(message: port.SellerMessageResult, order: port.Order) -> port.SellerMessageResult:
@@ -142,15 +162,16 @@ def message_seller(ctx: ToolContext, order_id: str, message: str, issue: str = D
         shop().lock_order(order.number)
         if conversation is not None:
             list(Conversation.objects.select_for_update().filter(pk=conversation).values_list("pk"))
-        if (earlier := _conversation_limits(conversation, order, body)) is not None:
+        if (earlier := _conversation_limits(ctx, conversation, order, body)) is not None:
             return earlier
         sent = effects.seller_message(order_number=order.number, message=body, key=key, conversation_id=conversation,
                                       conversation_public_id=ctx.conversation_id or None)
     return _result(_same_order(sent, order), order)
 
 
+MESSAGE_SELLER_NAME = "message_seller"
 MESSAGE_SELLER = Tool(
-    name="message_seller",
+    name=MESSAGE_SELLER_NAME,
     label="Contacting the seller",
     description=(
         "Send a message to the marketplace seller who fulfils one of this customer's orders, e.g. to "
@@ -176,5 +197,6 @@ MESSAGE_SELLER = Tool(
         "additionalProperties": False,
     },
     fn=message_seller,
+    check=check_message_seller,
     needs_person=needs_person,
 )

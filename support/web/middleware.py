@@ -17,6 +17,7 @@ from django.core.signals import got_request_exception
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 
+from support.ops.redaction import redacted_path
 from support.shop import port
 from support.web.views.common import json_error
 
@@ -61,10 +62,10 @@ def error_response(request, exception: BaseException):
         return json_error(400, "The request was refused as malformed.")
     unavailable = unavailable_message(exception)
     if unavailable is not None:
-        log.warning("%s %s: answered 503: %s: %s", request.method, request.path,
+        log.warning("%s %s: answered 503: %s: %s", request.method, redacted_path(request.path),
                     type(exception).__name__, str(exception).strip())
         return json_error(503, unavailable, {"Retry-After": str(RETRY_AFTER_SECONDS)})
-    log.error("%s %s: answered 500", request.method, request.path,
+    log.error("%s %s: answered 500", request.method, redacted_path(request.path),
               exc_info=(type(exception), exception, exception.__traceback__))
     return json_error(500, INTERNAL)
 
@@ -126,7 +127,7 @@ class ApiErrorsMiddleware:
         if is_api(request):
             return error_response(request, exception)
         if isinstance(exception, port.ShopUnavailable):  # a page (a sign-in link, the console): plain words
-            log.warning("%s %s: answered 503: %s", request.method, request.path, exception)
+            log.warning("%s %s: answered 503: %s", request.method, redacted_path(request.path), exception)
             return HttpResponse(SHOP_DOWN, status=503, content_type="text/plain; charset=utf-8",
                                 headers={"Retry-After": "60"})
         return None

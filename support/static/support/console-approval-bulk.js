@@ -1,8 +1,9 @@
 // Several approval cards decided together on the approvals page: tick cards (or all those shown, or X on a
 // card), write one reason, approve or reject them (POST /api/staff/approvals/bulk, at most 50). The server
 // decides each card on its own and reports each: decided, skipped (decided meanwhile, expired) or refused
-// with the reason (a second look, four eyes, a lead's permission); the page lists those outcomes and the
-// cards show what became of them. The selection lives here; each card draws its own tick box from it.
+// with the reason (a second look, four eyes, a lead's permission, a warning of instructions read); the page
+// lists those outcomes and the cards show what became of them. The selection lives here; each card draws its
+// own tick box from it.
 
 import { ApiError, staffApi } from "./console-api.js";
 import { announce, h } from "./console-dom.js";

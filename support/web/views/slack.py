@@ -1,7 +1,8 @@
 """Slack's requests to the desk (the app's Interactivity Request URL, /slack/interactive/): the Approve and
 Reject buttons of an approval's message and the modal that asks a rejection's reason.
 
-slack_bolt's Django adapter checks each request's signature (HMAC-SHA256 of "v0:<timestamp>:<body>" with
+A request without a well-formed signature header and a timestamp within five minutes is refused (401) here,
+from its headers, before its body is read. Then slack_bolt's Django adapter checks each request's signature (HMAC-SHA256 of "v0:<timestamp>:<body>" with
 SLACK_SIGNING_SECRET) and refuses a bad one, or one whose timestamp is more than five minutes off, with 401.
 The Slack user who pressed is the staff account linked to them (SlackAccount, set in /admin/); an unlinked one
 is told so and decides nothing. Deciding goes through the desk's one decision service, with the console's
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
+import time
 
 from django.conf import settings
-from django.http import HttpResponseNotFound
+from django.http import HttpResponse, HttpResponseNotFound
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from slack_bolt import App
@@ -27,13 +30,28 @@ from support.models import Approval
 log = logging.getLogger(__name__)
 security_log = logging.getLogger("support.security")
 
+SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
+MAX_CLOCK_SKEW_SECONDS = 5 * 60  # as slack_bolt's own check
+
 
 @csrf_exempt  # Slack signs its requests (checked below); it sends no cookie nor CSRF token
 @require_POST
 def interactive(request):
     if not slack.enabled():
         return HttpResponseNotFound()
+    if not _signed_and_fresh(request):
+        security_log.warning("Slack request refused: no well-formed signature or a stale timestamp")
+        return HttpResponse("", status=401)
     return _handler(settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET, settings.SLACK_API_URL).handle(request)
+
+
+def _signed_and_fresh(request) -> bool:
+    """What can be checked from the headers alone: a signature in Slack's form and a fresh timestamp. The
+    signature itself (over the body) is bolt's to check, once the body is worth reading."""
+    timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
+    if not SIGNATURE.fullmatch(request.headers.get("X-Slack-Signature", "")) or not timestamp.isdigit():
+        return False
+    return abs(time.time() - int(timestamp)) <= MAX_CLOCK_SKEW_SECONDS
 
 
 @functools.lru_cache(maxsize=4)
@@ -141,4 +159,4 @@ def _update(approval: Approval) -> None:
 def _tell(client, body, text: str, blocks=None) -> None:
     """A message only the person who pressed sees, where they pressed."""
     channel = (body.get("channel") or {}).get("id") or settings.SLACK_APPROVALS_CHANNEL
-    client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text, blocks=blocks)
+    client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=slack.escaped(text), blocks=blocks)

@@ -78,7 +78,7 @@ def approve(request, public_id):
     if not isinstance(confirm_seen, bool):
         raise ApiError(400, "confirm_seen must be true or false.")
     arguments = body.get("arguments")
-    _may_decide(request, approval, approve=True, arguments=gate.to_run(approval, arguments))
+    _may_decide(request, approval, approve=True, arguments=approval.arguments_to_run(arguments))
     return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen)
 
 
