@@ -27,6 +27,8 @@ settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
 # made at the first query would not follow. The worker and site processes the tests start use the pool.
 settings.DATABASES["default"]["OPTIONS"].pop("pool", None)
 settings.DB_POOLED = False
+# Passwords hashed with PBKDF2's name but few rounds (tests/hashers.py): hashing is not what the tests test.
+settings.PASSWORD_HASHERS = ["tests.hashers.QuickPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
 
 
 @pytest.fixture(scope="session", autouse=True)
