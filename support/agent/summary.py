@@ -171,12 +171,20 @@ def money_words(total, refunded, refundable, currency: str = "EUR") -> str:
     return f"{done:.2f} {currency} refunded, {left:.2f} {currency} still refundable"
 
 
+def plain(value) -> str:
+    """Shop text as the tools hand it to the model, marked as someone else's words ({"untrusted_text_from": ...,
+    "text": ...}), or as it was before it was marked: its words. Here it is quoted to staff, never obeyed."""
+    if isinstance(value, dict):
+        value = value.get("text")
+    return "" if value is None else str(value)
+
+
 def parcel_words(parcel: dict) -> str:
     """"delivered 26 Nov (DPD, Leeds)", or "in transit (DPD, last scan 1 Dec, Wakefield)", from track_parcel."""
     last = parcel.get("last_scan") or {}
     status = str(parcel.get("status") or "?").replace("_", " ")
     when = day(last.get("at")) if last else ""
-    where = [x for x in (parcel.get("carrier"), last.get("location")) if x]
+    where = [x for x in (plain(parcel.get("carrier")), plain(last.get("location"))) if x]
     if status == "delivered":
         return f"delivered {when}".strip() + (f" ({', '.join(where)})" if where else "")
     if when:
@@ -189,7 +197,7 @@ def order_words(order: dict, parcels: dict[str, dict], money: dict | None = None
     nothing refunded yet". `money` (total, refunded, refundable) replaces the tool result's, which was true
     when the agent looked (the desk passes the shop's balance now)."""
     seller = order.get("fulfilled_by") or {}
-    who = "Sundry" if seller.get("type") == "sundry" else seller.get("name") or "a marketplace seller"
+    who = "Sundry" if seller.get("type") == "sundry" else plain(seller.get("name")) or "a marketplace seller"
     money = money or {k: order.get(k) for k in ("total", "refunded", "refundable")}
     total = _amount(money.get("total"))
     head = f"{order.get('order_id')} ({total:.2f} EUR, {who})" if total is not None else f"{order.get('order_id')} ({who})"
