@@ -620,7 +620,7 @@ CHANNEL_LAYERS = {
 WIDGET_ALLOWED_ORIGINS = env_origins("WIDGET_ALLOWED_ORIGINS")
 # The customer API answers those shops' pages too: bearer tokens, never cookies, so no credentials.
 CORS_ALLOWED_ORIGINS = WIDGET_ALLOWED_ORIGINS
-CORS_URLS_REGEX = r"^/api/conversations"
+CORS_URLS_REGEX = r"^/api/(conversations|widget$)"
 CORS_ALLOW_HEADERS = ["authorization", "content-type"]
 CORS_ALLOW_CREDENTIALS = False
 
