@@ -146,7 +146,7 @@ def version_rollback(*, number: int, by) -> ProfileRelease:
 
 def version_seed(*, profile: Profile) -> ProfileVersion | None:
     """Publish `profile` as version 1 when the desk has no version yet (the demo's seeding, by no one); None
-    when one exists."""
+    when one exists. Not a release in the audit: no person changed anything."""
     if ProfileVersion.objects.filter(state=ProfileVersion.PUBLISHED).exists():
         return None
     now = timezone.now()
@@ -156,7 +156,6 @@ def version_seed(*, profile: Profile) -> ProfileVersion | None:
             version = ProfileVersion.objects.create(state=ProfileVersion.PUBLISHED, number=1, data=_stored(profile),
                                                     published_at=now)
             _pointer_move(live_id, version.pk, now)
-            ProfileRelease.objects.create(kind=ProfileRelease.PUBLISH, version=version, previous_id=live_id, at=now)
     except (IntegrityError, ProfileRefused):
         return None  # seeded at the same moment elsewhere
     return version
