@@ -89,7 +89,8 @@ def test_with_four_eyes_the_api_says_a_second_person_must_confirm(as_lee, demo, 
     asked = post(as_lee, PUBLISH)
     assert asked.status_code == 200 and asked.json()["outcome"] == "awaiting_second_person"
     again = post(as_lee, PUBLISH)
-    assert again.status_code == 409 and "another person" in again.json()["error"]
+    assert again.status_code == 409 and again.json()["code"] == "same_person"
+    assert "another person" in again.json()["error"]
     kim = signed_in(member("kim", permissions.LEADS))
     assert post(kim, PUBLISH).json()["outcome"] == "published" and profiles.live().agent_name == "Mila"
 

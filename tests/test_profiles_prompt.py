@@ -14,6 +14,9 @@ import pytest
 from support import profiles
 from support.desk import assistant, runner, services
 from support.desk.serializers import run_json
+from support.evaluation import evaluate, report
+from support.evaluation.customer import CustomerModel
+from support.evaluation.scenario import SCENARIO_DIR, load
 from support.models import Message, Run
 from support.profiles import Limits, Profile, Voice
 from tests.desk_factories import make_user
@@ -197,3 +200,17 @@ def test_a_conversation_in_progress_takes_the_new_version_at_its_next_run(desk, 
     assert Run.objects.get(pk=second).profile_version.number == number == 2
     assert conversation.messages.get(seq=1).content == saved_prompt  # saved messages stay as they were
     assert Message.objects.filter(conversation=conversation, content__contains="Mila").count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_evaluation_report_names_the_profile_version_in_its_header(desk, queued):
+    profile = profiles.live()
+    result = evaluate([load(SCENARIO_DIR / "su-41210-delivered-status.toml")],
+                      customer_model=CustomerModel(assistant.model()), model={"name": "sundry-standin-1"},
+                      prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint(),
+                              "profile": {"shop": profile.shop_name, "version": profile.version}})
+    data = report.as_json(result)
+    assert "· profile Sundry v1 ·" in report.summary(data)
+    assert "<th>agent profile</th><td colspan=\"3\">profile Sundry v1</td>" in report.as_html(data)
+    runs = [r for attempts in result.runs.values() for r in attempts]
+    assert runs and Run.objects.filter(profile_version__number=1).exists()

@@ -4,6 +4,8 @@ every call needs `support.change_agent_profile`; a refusal is logged like every 
 
 from __future__ import annotations
 
+import functools
+
 from django.http import JsonResponse
 
 from support import profiles
@@ -19,11 +21,18 @@ def _allowed(request) -> None:
         raise ApiError(403, refusal)
 
 
-def _answer(call):
-    try:
-        return call()
-    except profiles.ProfileRefused as refused:
-        raise ApiError(refused.status, str(refused)) from None
+def refusals_answered(view):
+    """A refused change answers in the API's error shape with its own code (`same_person` among them)."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except profiles.ProfileRefused as refused:
+            return JsonResponse({"error": str(refused), "code": refused.code, "retryable": False},
+                                status=refused.status)
+
+    return wrapper
 
 
 @api("GET")
@@ -35,42 +44,46 @@ def profile(request):
 
 @api("PUT")
 @staff_required
+@refusals_answered
 def draft(request):
     _allowed(request)
     body = json_body(request)
     if not isinstance(body.get("profile"), dict):
         raise ApiError(400, "Send the draft as {\"profile\": {...}}.")
-    saved = _answer(lambda: agent_profile.draft_save(data=body["profile"], by=request.user))
+    saved = agent_profile.draft_save(data=body["profile"], by=request.user)
     return JsonResponse({"draft": agent_profile.version_json(saved)})
 
 
 @api("POST")
 @staff_required
+@refusals_answered
 def publish(request):
     _allowed(request)
     body = json_body(request) if request.body else {}
     revision = body.get("revision")
     if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int)):
         raise ApiError(400, "revision must be the draft's revision number, as read.")
-    released = _answer(lambda: profiles.draft_publish(by=request.user, revision=revision))
+    released = profiles.draft_publish(by=request.user, revision=revision)
     outcome = "published" if released.kind == "publish" else "awaiting_second_person"
     return JsonResponse({"outcome": outcome, "version": agent_profile.version_json(released.version)})
 
 
 @api("POST")
 @staff_required
+@refusals_answered
 def rollback(request, number: int):
     _allowed(request)
-    release = _answer(lambda: profiles.version_rollback(number=number, by=request.user))
+    release = profiles.version_rollback(number=number, by=request.user)
     return JsonResponse({"outcome": "rolled_back", "version": agent_profile.version_json(release.version)})
 
 
 @api("GET")
 @staff_required
+@refusals_answered
 def diff(request):
     _allowed(request)
     a, b = _ref(request, "a"), _ref(request, "b")
-    return JsonResponse({"a": a, "b": b, "changes": _answer(lambda: profiles.versions_diff(a=a, b=b))})
+    return JsonResponse({"a": a, "b": b, "changes": profiles.versions_diff(a=a, b=b)})
 
 
 def _ref(request, name: str):
