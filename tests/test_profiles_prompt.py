@@ -17,7 +17,7 @@ from support.desk.serializers import run_json
 from support.evaluation import evaluate, report
 from support.evaluation.customer import CustomerModel
 from support.evaluation.scenario import SCENARIO_DIR, load
-from support.models import Message, Run
+from support.models import Approval, Message, Run
 from support.profiles import Limits, Profile, Voice
 from tests.desk_factories import make_user
 from tests.standin_fixture import standin  # noqa: F401
@@ -214,3 +214,12 @@ def test_the_evaluation_report_names_the_profile_version_in_its_header(desk, que
     assert "<th>agent profile</th><td colspan=\"3\">profile Sundry v1</td>" in report.as_html(data)
     runs = [r for attempts in result.runs.values() for r in attempts]
     assert runs and Run.objects.filter(profile_version__number=1).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_the_profile_gates_pauses_the_run_for_a_persons_decision(desk, queued, lee):
+    publish(lee, limits=Limits(gated_tools=("get_order",)))
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"
+    assert Approval.objects.get(run__conversation=conversation).tool_name == "get_order"
