@@ -448,6 +448,10 @@ MCP_SERVERS = env_mcp_servers("MCP_SERVERS")
 SHOPIFY_SHOP_DOMAIN = env_str("SHOPIFY_SHOP_DOMAIN", "")
 SHOPIFY_ACCESS_TOKEN = env_str("SHOPIFY_ACCESS_TOKEN", "")
 SHOPIFY_API_VERSION = env_str("SHOPIFY_API_VERSION", "2026-01")
+# A Shopify store is a single-brand store: no sellers, so the agent is not offered message_seller and is told
+# of no marketplace. On a store whose vendors are marketplace sellers, true: each order's seller is its
+# vendor, and seller messages are kept as order metafields (docs/shopify.md).
+SHOPIFY_VENDORS_ARE_SELLERS = env_bool("SHOPIFY_VENDORS_ARE_SELLERS", False)
 # Any remote shop: how long to wait to connect and for an answer; how often a read is tried again (a write is
 # never repeated blindly); the longest wait a Retry-After may ask for; after how many failures in a row the
 # desk stops calling the shop, and for how long before it tries one call again.
@@ -619,7 +623,7 @@ CHANNEL_LAYERS = {
 WIDGET_ALLOWED_ORIGINS = env_origins("WIDGET_ALLOWED_ORIGINS")
 # The customer API answers those shops' pages too: bearer tokens, never cookies, so no credentials.
 CORS_ALLOWED_ORIGINS = WIDGET_ALLOWED_ORIGINS
-CORS_URLS_REGEX = r"^/api/conversations"
+CORS_URLS_REGEX = r"^/api/(conversations|widget$)"
 CORS_ALLOW_HEADERS = ["authorization", "content-type"]
 CORS_ALLOW_CREDENTIALS = False
 

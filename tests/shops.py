@@ -83,6 +83,7 @@ def _use(request, settings, name: str):
         settings.SHOP_READ_TIMEOUT_SECONDS = 2.0
     elif name == "shopify":
         server = request.getfixturevalue("fake_shopify")
+        settings.SHOPIFY_VENDORS_ARE_SELLERS = True  # the fake serves the Sundry catalogue: a marketplace
     settings.SHOP_BACKEND = name
     _fresh(name)
     yield ShopUnderTest(name, server)

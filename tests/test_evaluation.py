@@ -17,6 +17,7 @@ from support.evaluation.customer import CustomerModel
 from support.evaluation.scenario import SCENARIO_DIR, ScenarioError, load, load_all, parse
 from support.models import PolicyDocument, PolicyVersion
 from tests.mcp_fixture import mcp_server  # noqa: F401
+from tests.redis_fixture import free_port
 from tests.standin_fixture import standin  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -150,6 +151,23 @@ def test_the_command_works_on_a_throwaway_database_and_fails_below_the_threshold
     passed = subprocess.run(command + ["--min-pass-rate", "0.5"], env=env, capture_output=True, text=True,
                             timeout=300, cwd=settings_module_dir())
     assert passed.returncode == 0, passed.stderr[-2000:]
+
+
+def test_without_a_redis_the_command_counts_limits_in_one_of_its_own_as_a_site_does(tmp_path):
+    # Mail names an order number: it is a sign-in guess, which needs the counters (with none, nothing is tried,
+    # and the scenario would fail). A process of its own whose LIMITS_REDIS_URL answers nowhere.
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    shutil.copy(SCENARIO_DIR / "email-missing-parcel-refund-approved.toml", scenarios)
+    env = {**os.environ, "VAR_DIR": str(tmp_path / "var"), "MODEL_BASE_URL": "",
+           "LIMITS_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run([sys.executable, "manage.py", "evaluate", "--scenario-dir", str(scenarios), "--report",
+                           str(tmp_path / "out" / "r.json")], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=settings_module_dir())
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "rate limits counted in an embedded Redis started for it" in done.stdout
+    assert json.loads((tmp_path / "out" / "r.json").read_text())["passed"] == 1
 
 
 def settings_module_dir() -> str:

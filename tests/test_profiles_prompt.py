@@ -42,7 +42,7 @@ once nor more than the order's refundable balance; above the limit, use escalate
 
 
 def prompt(profile: Profile) -> str:
-    return assistant.system_prompt(profile, now=NOW)
+    return assistant.system_prompt(NOW, profile=profile)
 
 
 def test_the_demo_profile_gives_sundrys_prompt_word_for_word(db):
@@ -109,7 +109,7 @@ def test_the_rules_come_right_after_the_system_prompt_and_before_what_each_run_a
     history = [{"role": "system", "content": "saved prompt"}, {"role": "user", "content": "hi"}]
     read = assistant.with_profile(history, conversation, profile)
     assert [m["role"] for m in read] == ["system", "system", "user"]
-    assert read[0]["content"] == assistant.system_prompt(profile, now=conversation.created_at)
+    assert read[0]["content"] == assistant.system_prompt(conversation.created_at, profile=profile)
     assert read[1] == assistant.guidance_message(profile)
     assert history[0]["content"] == "saved prompt"  # the saved message is not rewritten
     with_zone = assistant.with_time_zone_line(read, conversation)  # what each run adds goes after the rules

@@ -342,7 +342,7 @@ def test_the_openapi_description_is_valid_openapi_3_1():
     assert spec["openapi"].startswith("3.1")
     assert set(spec["paths"]) == {"/customers", "/customers/{customer_id}/orders", "/orders/{number}",
                                   "/orders/{number}/refunds", "/orders/{number}/seller-messages", "/refunds",
-                                  "/seller-messages"}
+                                  "/seller-messages", "/capabilities"}
 
 
 def _check_against_openapi(spec: dict, path: str, method: str, answer: httpx2.Response) -> None:
@@ -375,11 +375,12 @@ def test_the_reference_shops_answers_are_as_the_openapi_description_says(referen
         ("/orders/{number}/seller-messages", call(reference_shop, "POST", "/orders/SU-41290/seller-messages",
                                                   message, headers={"Idempotency-Key": "k-doc-own"})),
         ("/seller-messages", call(reference_shop, "GET", "/seller-messages?idempotency_key=k-doc")),
+        ("/capabilities", call(reference_shop, "GET", "/capabilities")),
     ]
     reference_shop.configure(fail_next=[429, 503], retry_after=1)
     answers += [("/orders/{number}", call(reference_shop, "GET", "/orders/SU-41290")) for _ in range(2)]
     statuses = [a.status_code for _, a in answers]
-    assert statuses == [200, 404, 401, 200, 200, 404, 201, 200, 409, 422, 200, 404, 201, 422, 200, 429, 503]
+    assert statuses == [200, 404, 401, 200, 200, 404, 201, 200, 409, 422, 200, 404, 201, 422, 200, 200, 429, 503]
     for path, answer in answers:
         _check_against_openapi(spec, path, answer.request.method, answer)
 

@@ -59,9 +59,10 @@ class ShopServer:
 
 def start_in_thread(host: str = "127.0.0.1", port: int = 0, keys: tuple[str, ...] = (DEFAULT_KEY,),
                     db_path: str | None = None, control_token: str | None = None,
-                    timeout: float = 10.0) -> ShopServer:
+                    timeout: float = 10.0, single_brand: str | None = None) -> ShopServer:
+    """single_brand: run as a single-brand store of that name (no sellers) instead of the Sundry marketplace."""
     keys = tuple(keys)
-    store, state = Store(db_path), ShopState()
+    store, state = Store(db_path, single_brand), ShopState()
     # h11: a fault closes a connection without answering, through h11's transport (app.py says how).
     running = serve_in_thread(create_app(store, state, keys, control_token), host, port, "reference shop",
                               timeout=timeout, http="h11")

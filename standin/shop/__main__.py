@@ -1,5 +1,5 @@
-"""`python -m standin.shop --port 8002 --key K [--key K2] [--db PATH] [--control-token T]`: the reference shop
-in the foreground. With --db its refunds, messages and keys survive a restart; --control-token opens
+"""`python -m standin.shop --port 8002 --key K [--key K2] [--db PATH] [--control-token T] [--single-brand NAME]`:
+the reference shop in the foreground. With --db its refunds, messages and keys survive a restart; --control-token opens
 POST /_control (faults as JSON, header X-Control-Token) to a test in another process."""
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="a key the desk may sign with; give two while rotating")
     parser.add_argument("--db", default=None, help="an SQLite file (default: in memory, gone at exit)")
     parser.add_argument("--control-token", default=None)
+    parser.add_argument("--single-brand", metavar="NAME", default=None,
+                        help="run as a single-brand store of that name: it fulfils every order itself and has no "
+                             "sellers (GET /capabilities says so)")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
-    app = create_app(Store(args.db), ShopState(), tuple(args.key), args.control_token)
+    app = create_app(Store(args.db, args.single_brand), ShopState(), tuple(args.key), args.control_token)
     print(f"reference shop on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
                 lifespan="off", timeout_graceful_shutdown=1, http="h11")

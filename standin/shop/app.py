@@ -37,6 +37,9 @@ DEFAULT_FAULTS = {"latency_ms": 0.0, "fail_next": [], "retry_after": None, "malf
                   "hold_after_write_seconds": 0.0, "drop_after_write": False, "down": False,
                   "accept_v1": False, "endless_answer": None}
 # accept_v1: a shop not moved to version 2 yet (replayable); endless_answer: "huge" or "trickle" (standin/endless.py)
+# What GET /capabilities answers: the Sundry marketplace, or a single-brand store (Store(single_brand=...)).
+MARKETPLACE = {"sellers": True, "seller_messages": True, "seller_policies": True, "parcel_tracking": True}
+SINGLE_BRAND = {**MARKETPLACE, "sellers": False, "seller_messages": False, "seller_policies": False}
 ERROR_CODES = {429: "rate_limited", 500: "internal", 502: "bad_gateway", 503: "unavailable", 504: "timeout"}
 
 
@@ -231,6 +234,9 @@ def create_app(store: Store, state: ShopState, keys: tuple[str, ...], control_to
             return _invalid("this order is shipped by the shop itself: it has no seller to message")
         return _Answer(201 if new else 200, {"message": made}, wrote=new)
 
+    async def capabilities(request: Request, body: bytes) -> _Answer:
+        return _Answer(200, {"capabilities": SINGLE_BRAND if store.single_brand else MARKETPLACE})
+
     async def control(request: Request) -> Response:
         given = request.headers.get("x-control-token", "").encode()
         if not control_token or not hmac.compare_digest(given, control_token.encode()):
@@ -245,6 +251,7 @@ def create_app(store: Store, state: ShopState, keys: tuple[str, ...], control_to
             return JSONResponse({"error": "invalid", "detail": str(e)}, status_code=422)
 
     routes = [
+        Route("/capabilities", served(capabilities), methods=["GET"]),
         Route("/customers", served(customer), methods=["GET"]),
         Route("/customers/{customer_id}/orders", served(orders_of), methods=["GET"]),
         Route("/orders/{number}", served(order), methods=["GET"]),

@@ -53,7 +53,11 @@ class ShippedByShop(Exception):
 
 
 class Store:
-    def __init__(self, path: str | None = None):
+    """single_brand: the name of a single-brand store this one is instead (every order fulfilled by the shop
+    itself, under that name; no sellers); None: the Sundry marketplace."""
+
+    def __init__(self, path: str | None = None, single_brand: str | None = None):
+        self.single_brand = single_brand
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None, timeout=10)
         self._db.row_factory = sqlite3.Row
@@ -77,15 +81,16 @@ class Store:
             for pos, (name, email) in enumerate(sundry.CUSTOMERS, start=1):
                 ids[email] = f"cus_{pos}"
                 self._db.execute("INSERT INTO customers VALUES (?, ?, ?, ?)", (ids[email], name, email, pos))
-            for code, name, is_shop in sundry.SELLERS:
+            sellers = [("shop", self.single_brand, True)] if self.single_brand else sundry.SELLERS
+            for code, name, is_shop in sellers:
                 self._db.execute("INSERT INTO sellers VALUES (?, ?, ?)", (code, name, int(not is_shop)))
             for order in sundry.ORDERS:
                 self._seed_order(order, ids[order.customer], ago)
 
     def _seed_order(self, order: sundry.DemoOrder, customer_id: str, ago) -> None:
         self._db.execute("INSERT INTO orders VALUES (?, ?, ?, ?, ?, 'EUR', ?, '')",
-                         (order.number, customer_id, order.seller, order.status, ago(order.placed),
-                          cents(order.shipping_fee)))
+                         (order.number, customer_id, "shop" if self.single_brand else order.seller, order.status,
+                          ago(order.placed), cents(order.shipping_fee)))
         for pos, (sku, title, qty, price, description) in enumerate(order.items):
             self._db.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)",
                              (order.number, pos, sku, title, qty, cents(price), description))

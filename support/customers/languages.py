@@ -10,13 +10,21 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils import translation
 
+from support.profiles import selectors
+
 
 def supported() -> list[str]:
     return [code for code, _ in settings.LANGUAGES]
 
 
+def offered() -> list[str]:
+    """The languages the shop's profile offers that the desk speaks (all of them if it names none of those)."""
+    return [code for code in selectors.live().languages if code in supported()] or supported()
+
+
 def default() -> str:
-    return supported()[0]
+    """The shop's first language: a German shop's e-mail to a customer who never chose is German."""
+    return offered()[0]
 
 
 def language_code(raw) -> str | None:

@@ -29,7 +29,7 @@ from django.template.loader import render_to_string
 from django.utils import dateformat, timezone, translation
 from django.utils.translation import gettext, ngettext
 
-from support.customers import languages, reply_address
+from support.customers import faces, languages, reply_address
 from support.customers.identity import current_link_version, parse_uuid
 from support.customers.words import staff_name
 from support.live.events import conversation_group
@@ -265,8 +265,9 @@ def _send_one(conversation_pk: int, now: datetime) -> Sent | None:
 
 def _author(message: Message) -> str:
     if message.author == Message.STAFF and message.author_user_id:
-        return gettext("%(name)s from Sundry support") % {"name": staff_name(message.author_user)}
-    return gettext("Sundry's assistant")
+        return gettext("%(name)s from %(shop)s support") % {"name": staff_name(message.author_user),
+                                                            "shop": faces.shop_name()}
+    return faces.agent_label()
 
 
 def _email(conversation: Conversation, replies: list[Message], follow_up: FollowUp) -> EmailMultiAlternatives:
@@ -280,6 +281,7 @@ def _email_in_language(conversation: Conversation, replies: list[Message], follo
     customer = conversation.customer
     unsubscribe = desk_url(f"/c/unsubscribe/{unsubscribe_token(customer)}/")
     context = {
+        **faces.email_context(),
         "name": customer.name.split()[0] if customer.name.strip() else "",
         "replies": [{"author": _author(m), "at": local_time(m.created_at, zone), "text": m.content} for m in replies],
         "link": desk_url(f"/c/{link_token(conversation)}/"),
@@ -287,15 +289,15 @@ def _email_in_language(conversation: Conversation, replies: list[Message], follo
         "language": translation.get_language(),
     }
     count = len(replies)
-    subject = ngettext("New reply from Sundry support", "%(count)d new replies from Sundry support",
-                       count) % {"count": count}
+    subject = ngettext("New reply from %(shop)s support", "%(count)d new replies from %(shop)s support",
+                       count) % {"count": count, "shop": faces.shop_name()}
     headers = {"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
                "Auto-Submitted": "auto-generated", **_thread_headers(conversation)}
     if headers.get("Subject"):
         subject = headers.pop("Subject")
     message = EmailMultiAlternatives(
         subject=subject, body=render_to_string("support/email/replies.txt", context), to=[customer.email],
-        headers=headers)
+        from_email=faces.sender(), headers=headers)
     message.attach_alternative(render_to_string("support/email/replies.html", context), "text/html")
     return message
 

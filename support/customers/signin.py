@@ -30,7 +30,7 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 
 from agentsite.celery import app
-from support.customers import identity
+from support.customers import faces, identity
 from support.models import Customer
 from support.ops import limits, metrics
 from support.shop import port
@@ -208,11 +208,12 @@ def send_code(email: str, request_id: str) -> None:
         pipe.execute()
     except redis.RedisError as error:
         raise limits.Unavailable(str(error)) from error
-    context = {"customer": customer, "code": code, "minutes": settings.SIGNIN_CODE_TTL // 60}
+    context = {"customer": customer, "code": code, "minutes": settings.SIGNIN_CODE_TTL // 60,
+               **faces.email_context()}
     try:
         send_mail(subject=render_to_string("support/email/signin_code_subject.txt", context).strip(),
                   message=render_to_string("support/email/signin_code.txt", context),
-                  from_email=None, recipient_list=[customer.email])
+                  from_email=faces.sender(), recipient_list=[customer.email])
     except Exception:  # the mail server is down or refused: the customer can ask again
         log.exception("sign-in code for customer %s not sent", customer.pk)
         return

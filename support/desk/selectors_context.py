@@ -42,13 +42,15 @@ def _refund_json(refund: port.RefundRecord, by_staff: dict) -> dict:
             "amount": money(refund.amount), "reason": refund.reason, "created_at": _ts(refund.created_at), "by": by}
 
 
-def _order_json(order: port.Order, scope: str | None, by_staff: dict, user) -> dict:
+def _order_json(order: port.Order, scope: str | None, by_staff: dict, user, can_message: bool) -> dict:
     seller = order.seller
     limit = staff_actions.refund_limit(user, order)
     return {
         "number": order.number, "status": order.status, "placed_at": _ts(order.placed_at),
         "currency": order.currency,
-        "seller": {"code": seller.id, "name": seller.name, "is_sundry": not seller.is_marketplace},
+        "seller": {"code": seller.id, "name": seller.name, "is_sundry": not seller.is_marketplace,
+                   # "Message the seller" is offered only where there is one and the shop lets the desk write
+                   "can_message": can_message and seller.is_marketplace},
         "items": [{"sku": i.sku, "title": i.title, "qty": i.qty, "unit_price": money(i.unit_price),
                    "line_total": money(i.line_total)} for i in order.items],
         "shipping_fee": money(order.shipping_fee), "total": money(order.total),
@@ -105,6 +107,7 @@ def conversation_context(conversation: Conversation, user) -> dict:
     # Newest first; refunds of one order at the same instant, the later issued first (the sort is stable).
     refunds = sorted((r for o in orders for r in o.refunds[::-1]), key=lambda r: r.created_at, reverse=True)
     limit = staff_actions.refund_limit(user)
+    can_message = shop().capabilities().seller_messages  # a single-brand store has no seller to write to
     scope = conversation.order_scope or None  # "unverified": no order in scope, so no action on any
     undeliverable = UndeliverableAddress.objects.filter(customer=customer).first()
     return {
@@ -117,7 +120,7 @@ def conversation_context(conversation: Conversation, user) -> dict:
         # Started by an e-mail, and no order number of the customer's given yet: the agent sees no order.
         "unverified": scope == Conversation.UNVERIFIED,
         "shop_unavailable": shop_away,  # "" when the shop answered
-        "orders": [_order_json(o, scope, by_staff, user) for o in orders],
+        "orders": [_order_json(o, scope, by_staff, user, can_message) for o in orders],
         "conversations": [{"id": str(c.public_id), "status": c.status, "created_at": _ts(c.created_at),
                            # the inbox's status and words, true for this one too ("Closed", "With Sam")
                            "inbox_status": shown.get(str(c.public_id), {}).get("status"),

@@ -6,9 +6,10 @@ never loosen it past the cap (`caps.py`); `effective_limits()` is what the desk 
 published and rolled back by `services.py`; a run keeps the id of the version it ran with (`version_profile()`).
 """
 
+from support.profiles import selectors
 from support.profiles.caps import EffectiveLimits  # noqa: F401
 from support.profiles.profile import SUNDRY, Appearance, Limits, Profile, Voice  # noqa: F401
-from support.profiles.selectors import effective_limits, live, live_version_id, version_profile  # noqa: F401
+from support.profiles.selectors import effective_limits, live_version_id, version_profile  # noqa: F401
 from support.profiles.services import (  # noqa: F401
     CHANGE_AGENT_PROFILE,
     ProfileRefused,
@@ -18,3 +19,8 @@ from support.profiles.services import (  # noqa: F401
     version_seed,
     versions_diff,
 )
+
+
+def live() -> Profile:
+    """The published profile the desk runs with now: `selectors.live()`, looked up when called (the one reader)."""
+    return selectors.live()

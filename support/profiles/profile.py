@@ -17,7 +17,7 @@ class Voice:
 class Appearance:
     """What the widget shows before anyone writes, read by the widget when it starts."""
 
-    colour: str = "#1f6f5c"
+    colour: str = "#0f5d57"  # the demo's accent (the widget's own default)
     greeting: str = ""  # "" : the widget's own greeting naming the agent and the shop
     launcher_label: str = ""  # "" : "Chat with us"
     logo_url: str = ""

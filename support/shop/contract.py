@@ -7,6 +7,7 @@ the contract does not know are ignored. Shop text in an error is cut short: it e
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -140,6 +141,14 @@ def seller_message(data: Any, order_number: str = "", where: str = "message") ->
     obj = _object(data, where)
     said = _text(obj, "order_number", where, optional=True)
     return port.SellerMessageResult(id=_id(obj, "id", where), order_number=said or order_number)
+
+
+def capabilities(data: Any, where: str = "capabilities") -> port.Capabilities:
+    """What a shop says it has. A field it leaves out takes the single-brand default; one that is there must
+    be true or false."""
+    obj = _object(data, where)
+    said = {f.name: _bool(obj, f.name, where) for f in dataclasses.fields(port.Capabilities) if f.name in obj}
+    return port.Capabilities(**said)
 
 
 def money(value: Any, where: str) -> Decimal:

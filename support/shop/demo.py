@@ -19,6 +19,9 @@ from support.shop import port
 class DemoShop:
     """The Sundry demo shop. Customer ids are the Customer rows' primary keys, as text."""
 
+    def capabilities(self) -> port.Capabilities:
+        return port.MARKETPLACE  # Sundry: its own warehouse and marketplace sellers with their supplements
+
     def customer_by_email(self, email: str) -> port.ShopCustomer | None:
         # The exact address first; otherwise a case-insensitive match, but only when it is unambiguous.
         row = models.Customer.objects.filter(email=email).first()

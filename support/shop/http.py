@@ -26,6 +26,8 @@ from support.shop.resilience import Answer, Guard, Retryable, retry_after_second
 
 log = logging.getLogger(__name__)
 
+CAPABILITIES_MAX_AGE = 300.0  # seconds a shop's answer to GET /capabilities is kept
+
 # Errors before a single byte of the request left: a write may safely be called failed.
 _NOT_SENT = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
 
@@ -42,6 +44,8 @@ class HttpShop:
         require_https(self.url, "SHOP_URL")
         self.guard = guard or Guard(urlsplit(self.url).netloc or self.url)
         self._clock = clock
+        self._capabilities: port.Capabilities | None = None
+        self._capabilities_at = 0.0  # time.monotonic() of the answer
         connect, read = settings.SHOP_CONNECT_TIMEOUT_SECONDS, settings.SHOP_READ_TIMEOUT_SECONDS
         # One client for the process: httpx's pool is thread-safe and keeps connections to the shop open.
         self._client = httpx2.Client(base_url=self.url, timeout=httpx2.Timeout(
@@ -49,6 +53,26 @@ class HttpShop:
 
     def close(self) -> None:
         self._client.close()
+
+    # -- what the shop has -------------------------------------------------------------------------------
+
+    def capabilities(self) -> port.Capabilities:
+        """What the shop says it has (GET /capabilities), kept CAPABILITIES_MAX_AGE seconds: the tool list and
+        the prompt of every run read it. A shop without the route (404) is a single-brand store. A shop that
+        cannot answer now keeps what it said last, or is a single-brand store until it says otherwise: a
+        seller message is never offered on a guess."""
+        now = time.monotonic()
+        if self._capabilities is not None and now - self._capabilities_at < CAPABILITIES_MAX_AGE:
+            return self._capabilities
+        try:
+            data = self._read("/capabilities", any_404=True)
+            known = port.SINGLE_BRAND if data is None else contract.capabilities(
+                contract.envelope(data, "capabilities"))
+        except port.ShopUnavailable as e:
+            log.warning("shop capabilities not read (%s): %s", type(e).__name__, e)
+            return self._capabilities or port.SINGLE_BRAND
+        self._capabilities, self._capabilities_at = known, now
+        return known
 
     # -- reads ------------------------------------------------------------------------------------------
 

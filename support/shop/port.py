@@ -12,6 +12,30 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
+# -- what the shop has -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the shop has, as far as the desk's tools need to know. A tool whose capability the shop lacks is
+    not offered, and the prompt and the tool descriptions name no concept the shop lacks. The defaults are a
+    single-brand store: no sellers."""
+
+    sellers: bool = False  # some orders are fulfilled by marketplace sellers (get_order names them)
+    seller_messages: bool = False  # the desk may write to an order's seller (message_seller)
+    seller_policies: bool = False  # sellers add policy supplements of their own (search_policy's seller_id)
+    parcel_tracking: bool = True  # parcels carry the carrier's scans (track_parcel)
+
+    def __post_init__(self):
+        # Without sellers there is nobody to write to and no supplement to read, whatever a shop said.
+        if not self.sellers:
+            object.__setattr__(self, "seller_messages", False)
+            object.__setattr__(self, "seller_policies", False)
+
+
+MARKETPLACE = Capabilities(sellers=True, seller_messages=True, seller_policies=True)
+SINGLE_BRAND = Capabilities()
+
+
 # -- what the shop answers with ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -152,6 +176,10 @@ class BadAnswer(ShopUnavailable):
 # -- the interface ----------------------------------------------------------------------------------------
 
 class Shop(Protocol):
+    def capabilities(self) -> Capabilities:
+        """What the shop has (sellers, seller messages, seller policies, parcel tracking): read often, so a remote shop's
+        answer is kept for a while; never raises (a shop that cannot say is taken as a single-brand store)."""
+
     def customer_by_email(self, email: str) -> ShopCustomer | None:
         """The customer with that address, compared case-insensitively; None when there is none."""
 

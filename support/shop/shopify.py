@@ -146,6 +146,11 @@ class ShopifyShop:
         self.guard = guard or Guard("shopify", sleep=sleep)
         self._http = httpx2.Client(transport=transport)
 
+    def capabilities(self) -> port.Capabilities:
+        """A single-brand store (its vendors are brands, not sellers) unless SHOPIFY_VENDORS_ARE_SELLERS says
+        the store is a marketplace; read on every call, so a changed setting takes effect."""
+        return port.MARKETPLACE if settings.SHOPIFY_VENDORS_ARE_SELLERS else port.SINGLE_BRAND
+
     # -- reads ---------------------------------------------------------------------------------------------
 
     def customer_by_email(self, email: str) -> port.ShopCustomer | None:

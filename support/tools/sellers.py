@@ -142,6 +142,10 @@ def _same_order(message: port.SellerMessageResult, order: port.Order) -> port.Se
 
 
 def message_seller(ctx: ToolContext, order_id: str, message: str, issue: str = DEFAULT_ISSUE) -> dict:
+    # The agent is not offered this tool on such a shop (support/tools/__init__.py); a person's staff action
+    # comes through here too.
+    if not shop().capabilities().seller_messages:
+        raise ToolError("This shop has no sellers to write to; nothing was sent.")
     text = str(message).strip()[:2000]
     if not text:
         raise ToolError("The message to the seller is empty.")

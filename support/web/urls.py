@@ -3,11 +3,24 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.web.views import attachments, common, customer, desk, feedback, inbox, links, profile, staff, team
+from support.web.views import (
+    attachments,
+    common,
+    customer,
+    desk,
+    feedback,
+    inbox,
+    links,
+    profile,
+    staff,
+    team,
+    widget,
+)
 
 app_name = "api"
 
 urlpatterns = [
+    path("widget", widget.widget_face, name="widget"),  # the shop's face, read by the widget when it starts
     path("conversations", customer.conversations, name="conversations"),
     # Conversations that outlive the tab (support/web/views/links.py): before the <public_id> routes.
     path("conversations/open", links.open_conversation, name="conversations-open"),

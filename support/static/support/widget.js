@@ -1,11 +1,14 @@
-/* Sundry support widget: one <script src=".../static/support/widget.js" data-customer-token="..." defer>
+/* The support widget: one <script src=".../static/support/widget.js" data-customer-token="..." defer>
  * (or data-email + data-order) adds a chat button and panel in a Shadow DOM root. It speaks the desk's
  * customer websocket protocol (docs/events.md). No dependencies, no build step. Every piece of server,
- * customer or model text reaches the DOM through textContent: never innerHTML.
+ * customer or model text reaches the DOM through textContent: never innerHTML. The shop's name, the agent's,
+ * the colour, greeting, logo, languages and hours are the desk's live profile, read when it starts (GET
+ * api/widget): the widget names no shop of its own.
  */
 (function () {
   "use strict";
-  if (window.SundryWidget) return; // embedded twice: the first one wins
+  if (window.SundryWidget || window.__supportWidgetStarting) return; // embedded twice: the first one wins
+  window.__supportWidgetStarting = true;
 
   var script = document.currentScript || document.querySelector('script[src*="widget.js"]');
   if (!script) return;
@@ -39,17 +42,32 @@
     drop: function () { try { localStorage.removeItem(identityKey()); } catch (e) { /* private mode */ } },
   };
 
+  // The shop's face first (names, languages, look, hours; the server checked each value): nothing is built
+  // before it is in. Should the desk not answer, the widget starts with its own words, naming no shop.
+  fetch(BASE + "api/widget", {credentials: "omit"})
+    .then(function (r) { return r.ok ? r.json() : {}; })
+    .catch(function () { return {}; })
+    .then(boot);
+
+  // The widget itself, built once the face is in. (Its body keeps the indentation it had before it waited
+  // for the face, so that its history reads line by line.)
+  function boot(FACE) {
+  FACE = FACE && typeof FACE === "object" ? FACE : {};
+
   // -- fitting the shop: language, position, colours, layout, hours (data-* on the script tag) --------
   // Every option is checked: a value that is not one of the documented ones is ignored, never used as is.
+  // The profile's colour and hours apply unless the script tag sets its own.
   var opt = script.dataset;
-  var LANGS = ["en", "de"];
-  function pickLanguage() {
+  var LANGS = ["en", "de"]; // the widget's catalogues
+  var OFFERED = [].concat(FACE.languages || []).filter(function (l) { return LANGS.indexOf(l) >= 0; });
+  if (!OFFERED.length) OFFERED = LANGS;
+  function pickLanguage() { // data-lang, else the browser's first language the shop offers, else the shop's first
     var wanted = [opt.lang].concat(navigator.languages || [navigator.language]);
     for (var i = 0; i < wanted.length; i++) {
       var base = String(wanted[i] || "").toLowerCase().split(/[-_]/)[0];
-      if (LANGS.indexOf(base) >= 0) return base;
+      if ((i === 0 ? LANGS : OFFERED).indexOf(base) >= 0) return base;
     }
-    return "en";
+    return OFFERED[0];
   }
   var LANG = pickLanguage();
   // Dates and times as the customer's own locale writes them when it is of the widget's language ("en-GB",
@@ -65,22 +83,31 @@
   var FIT = {
     position: opt.position === "left" ? "left" : "right",
     layout: opt.layout === "overlay" ? "overlay" : "dock", // dock: the page shrinks beside the open panel (>= 1024 px)
-    accent: HEX.test(opt.accent || "") ? opt.accent : null,
+    accent: HEX.test(opt.accent || "") ? opt.accent : HEX.test(FACE.colour || "") ? FACE.colour : null,
     accentText: HEX.test(opt.accentText || "") ? opt.accentText : null,
     replyTime: /^\d{1,3}[mhd]$/.test(opt.replyTime || "") ? opt.replyTime : null, // "30m", "4h", "1d"
-    hours: parseHours(opt.hours || ""), // "Mon-Fri 09:00-17:30, Sat 10:00-14:00"
-    zone: validZone(opt.hoursZone) // the hours' IANA time zone; default the customer's own
+    hours: parseHours(opt.hours || FACE.hours || ""), // "Mon-Fri 09:00-17:30, Sat 10:00-14:00"
+    zone: validZone(opt.hours ? opt.hoursZone : FACE.hours_zone) // the hours' IANA time zone; default the customer's own
   };
+  // Whom the customer talks to: the shop's name and the agent's in the widget's language, as the lead wrote them.
+  var SHOP = String(FACE.shop_name || "").trim().slice(0, 80);
+  var AGENT = String((FACE.agent_name || {})[LANG] || "").trim().slice(0, 80);
+  function named(withShop, without) { return SHOP ? t(withShop, {shop: SHOP}) : t(without); }
+  function agentLabel() { return AGENT ? AGENT.charAt(0).toUpperCase() + AGENT.slice(1) : t("Our assistant"); }
   var DOCK_MIN = 1024, DOCK_WIDTH = 400, PHONE_MAX = 639;
 
   // The widget's words in each language: the English text is the key, so an untranslated one shows in English.
   var CATALOG = {de: {
-    "Open Sundry support chat": "Sundry-Support-Chat öffnen", "Close Sundry support chat": "Sundry-Support-Chat schließen",
-    "New message": "Neue Nachricht", "Chat with us": "Chatten Sie mit uns", "Sundry support": "Sundry-Support",
+    "Open {shop} support chat": "{shop}-Support-Chat öffnen", "Close {shop} support chat": "{shop}-Support-Chat schließen",
+    "Open the support chat": "Support-Chat öffnen", "Close the support chat": "Support-Chat schließen",
+    "New message": "Neue Nachricht", "Chat with us": "Chatten Sie mit uns", "{shop} support": "{shop}-Support",
+    "Customer support": "Kundensupport",
     "Our assistant replies in seconds": "Unser Assistent antwortet in Sekunden", "Close chat": "Chat schließen",
     "Back to shop": "Zurück zum Shop", "Reconnecting…": "Verbindung wird wiederhergestellt…", "Conversation": "Gespräch",
-    "Hi! I'm Sundry's assistant. Ask me about an order, a delivery or a refund. A person from our team checks every refund before it's issued.":
-      "Hallo! Ich bin der Assistent von Sundry. Fragen Sie mich zu einer Bestellung, einer Lieferung oder einer Erstattung. Jede Erstattung prüft jemand aus unserem Team, bevor sie ausgezahlt wird.",
+    "Hi! I'm {agent}. Ask me about an order, a delivery or a refund. A person from our team checks every refund before it's issued.":
+      "Hallo! Ich bin {agent}. Fragen Sie mich zu einer Bestellung, einer Lieferung oder einer Erstattung. Jede Erstattung prüft jemand aus unserem Team, bevor sie ausgezahlt wird.",
+    "Hi! Ask me about an order, a delivery or a refund. A person from our team checks every refund before it's issued.":
+      "Hallo! Fragen Sie mich zu einer Bestellung, einer Lieferung oder einer Erstattung. Jede Erstattung prüft jemand aus unserem Team, bevor sie ausgezahlt wird.",
     "Suggestions": "Vorschläge", "Where is my order?": "Wo ist meine Bestellung?",
     "My parcel never arrived": "Mein Paket ist nie angekommen", "An item arrived damaged": "Ein Artikel kam beschädigt an",
     "New messages ↓": "Neue Nachrichten ↓", "The assistant is working": "Der Assistent arbeitet",
@@ -94,7 +121,7 @@
     "It couldn't be reviewed in time": "Das konnte nicht rechtzeitig geprüft werden",
     "Nothing has been done yet. A member of our team will follow up here.": "Noch ist nichts passiert. Jemand aus unserem Team meldet sich hier.",
     "Your message": "Ihre Nachricht", "Write a message…": "Nachricht schreiben…", "Send message": "Nachricht senden",
-    "Support team": "Support-Team", "Sundry team": "Sundry-Team", "Sundry assistant": "Sundry-Assistent",
+    "Support team": "Support-Team", "{shop} team": "{shop}-Team", "Our team": "Unser Team", "Our assistant": "Unser Assistent",
     "{name} from our team is here": "{name} aus unserem Team ist da", "A member of our team is here": "Jemand aus unserem Team ist da",
     "Waiting for a member of our team": "Wartet auf jemanden aus unserem Team",
     "This conversation is closed": "Dieses Gespräch ist abgeschlossen",
@@ -352,24 +379,33 @@
   shadow.appendChild(css); shadow.appendChild(root);
 
   var button = tid(el("button", "sw-launcher"), "widget-button");
-  button.type = "button"; button.setAttribute("aria-label", t("Open Sundry support chat"));
+  button.type = "button"; button.setAttribute("aria-label", named("Open {shop} support chat", "Open the support chat"));
   button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-controls", "sw-panel");
   var unread = tid(el("span", "sw-unread"), "widget-unread"); unread.hidden = true;
   unread.appendChild(el("span", "sw-visually-hidden", t("New message")));
   var chatIcon = svg(ICON_CHAT), closeIcon = svg(ICON_CLOSE);
   chatIcon.classList.add("sw-icon-chat"); closeIcon.classList.add("sw-icon-close");
-  [chatIcon, closeIcon, el("span", "sw-launcher-label", t("Chat with us")), unread].forEach(function (n) { button.appendChild(n); });
+  [chatIcon, closeIcon, el("span", "sw-launcher-label", String(FACE.launcher_label || "").slice(0, 40) || t("Chat with us")), unread].forEach(function (n) { button.appendChild(n); });
 
   var panel = tid(el("section", "sw-panel"), "widget-panel");
   panel.id = "sw-panel"; panel.hidden = true;
   panel.setAttribute("role", "dialog"); panel.setAttribute("aria-labelledby", "sw-title");
   var header = el("header", "sw-header"), heading = el("div", "sw-heading");
-  var title = el("h2", "sw-title", t("Sundry support")); title.id = "sw-title";
+  var title = el("h2", "sw-title", named("{shop} support", "Customer support")); title.id = "sw-title";
   var subtitle = tid(el("p", "sw-subtitle", t("Our assistant replies in seconds")), "widget-subtitle");
   var closeBtn = tid(el("button", "sw-close"), "widget-close");
   closeBtn.type = "button"; closeBtn.setAttribute("aria-label", t("Close chat")); closeBtn.appendChild(svg(ICON_CLOSE));
   heading.appendChild(title); heading.appendChild(subtitle);
-  header.appendChild(el("span", "sw-avatar", "S")); header.appendChild(heading); header.appendChild(closeBtn);
+  header.appendChild(avatar()); header.appendChild(heading); header.appendChild(closeBtn);
+  function avatar() { // the shop's logo (https or the desk's own, checked by the desk), else its initial
+    var a = el("span", "sw-avatar", FACE.logo_url ? null : (SHOP.charAt(0) || "?").toUpperCase());
+    if (FACE.logo_url && /^(https:\/\/|\/(?!\/))/.test(FACE.logo_url)) {
+      var logo = el("img", "sw-logo"); logo.alt = ""; logo.src = new URL(FACE.logo_url, BASE).href;
+      logo.onerror = function () { logo.remove(); a.textContent = (SHOP.charAt(0) || "?").toUpperCase(); };
+      a.appendChild(logo); a.classList.add("sw-avatar--logo");
+    }
+    return a;
+  }
 
   var reconnecting = tid(el("div", "sw-reconnecting", t("Reconnecting…")), "widget-reconnecting");
   reconnecting.setAttribute("role", "status"); reconnecting.hidden = true;
@@ -377,8 +413,9 @@
   var transcript = tid(el("div", "sw-transcript"), "widget-transcript");
   transcript.setAttribute("role", "log"); transcript.setAttribute("aria-live", "polite");
   transcript.setAttribute("aria-label", t("Conversation")); transcript.tabIndex = 0;
-  var intro = el("p", "sw-intro", t("Hi! I'm Sundry's assistant. Ask me about an order, a delivery or a refund. " +
-    "A person from our team checks every refund before it's issued."));
+  var intro = el("p", "sw-intro", String(FACE.greeting || "").slice(0, 500) || (AGENT
+    ? t("Hi! I'm {agent}. Ask me about an order, a delivery or a refund. A person from our team checks every refund before it's issued.", {agent: AGENT})
+    : t("Hi! Ask me about an order, a delivery or a refund. A person from our team checks every refund before it's issued.")));
   var list = el("ol", "sw-messages");
   var suggestions = el("div", "sw-suggestions"); suggestions.setAttribute("aria-label", t("Suggestions")); suggestions.setAttribute("role", "group");
   ["Where is my order?", "My parcel never arrived", "An item arrived damaged"].forEach(function (text) {
@@ -467,7 +504,7 @@
     var li = tid(el("li", "sw-msg sw-msg--" + author), "widget-message");
     li.dataset.author = author;
     if (author !== "customer") {
-      var name = author === "staff" ? (m.staff_name || t("Support team")) + " · " + t("Sundry team") : t("Sundry assistant");
+      var name = author === "staff" ? (m.staff_name || t("Support team")) + " · " + named("{shop} team", "Our team") : agentLabel();
       li.appendChild(el("span", "sw-name", name));
     }
     var bubble = el("div", "sw-bubble");
@@ -519,7 +556,7 @@
     if (!stream) {
       stream = tid(el("li", "sw-msg sw-msg--agent sw-streaming"), "widget-streaming");
       stream.dataset.author = "agent"; stream.setAttribute("aria-hidden", "true"); // the saved answer is announced
-      stream.appendChild(el("span", "sw-name", t("Sundry assistant")));
+      stream.appendChild(el("span", "sw-name", agentLabel()));
       stream.appendChild(el("div", "sw-bubble sw-md")); stream.text = "";
       list.appendChild(stream);
     }
@@ -727,7 +764,7 @@
     ready = false;
     panel.dataset.connection = attempt ? "reconnecting" : "connecting";
     socket.onopen = function () { socket.send(JSON.stringify({type: "resume", token: conv.token, last_seq: covered})); replaying = true; };
-    socket.onmessage = function (e) { if (socket === ws) { try { handle(JSON.parse(e.data)); } catch (err) { console.error("sundry widget:", err); } } };
+    socket.onmessage = function (e) { if (socket === ws) { try { handle(JSON.parse(e.data)); } catch (err) { console.error("support widget:", err); } } };
     socket.onclose = function (e) { if (socket === ws) closed(e.code); };
   }
 
@@ -1121,7 +1158,7 @@
   function open() {
     panel.hidden = false; root.classList.add("sw-open");
     fitOpen(); // docked beside the page, or the phone's sheet
-    button.setAttribute("aria-expanded", "true"); button.setAttribute("aria-label", t("Close Sundry support chat"));
+    button.setAttribute("aria-expanded", "true"); button.setAttribute("aria-label", named("Close {shop} support chat", "Close the support chat"));
     unread.hidden = true;
     if (expired) reset();
     if (!conv || !ws) start();
@@ -1131,7 +1168,7 @@
   function close() {
     panel.hidden = true; root.classList.remove("sw-open");
     fitClose();
-    button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-label", t("Open Sundry support chat"));
+    button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-label", named("Open {shop} support chat", "Open the support chat"));
     button.focus();
   }
   button.addEventListener("click", function () { if (panel.hidden) open(); else close(); });
@@ -1452,4 +1489,5 @@
   if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
 
   window.SundryWidget = {open: open, close: close, _renderMarkdown: renderMarkdown};
+  }
 })();

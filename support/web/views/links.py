@@ -18,7 +18,7 @@ from django.utils import translation
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from support.customers import identity, languages, notify
+from support.customers import faces, identity, languages, notify
 from support.desk.serializers import conversation_json
 from support.models import Conversation, Message
 
@@ -43,13 +43,14 @@ def _language(request, conversation=None, customer=None) -> str:
                   .values_list("language", flat=True).first())
         if languages.language_code(latest):
             return languages.language_code(latest)
-    return languages.language_code(translation.get_language_from_request(request)) or languages.default()
+    browsers = languages.language_code(translation.get_language_from_request(request))
+    return browsers if browsers in languages.offered() else languages.default()
 
 
 def _page(request, template: str, context: dict | None = None, status: int = 200, **whose):
     language = _language(request, **whose)
     with translation.override(language):
-        response = render(request, template, context or {}, status=status)
+        response = render(request, template, {**faces.page_context(), **(context or {})}, status=status)
     response["Content-Language"] = language
     return response
 
