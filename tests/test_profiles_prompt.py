@@ -20,6 +20,7 @@ from support.evaluation.scenario import SCENARIO_DIR, load
 from support.models import Approval, Message, Run
 from support.profiles import Limits, Profile, Voice
 from tests.desk_factories import make_user
+from tests.otlp_fixture import traced_here  # noqa: F401  (fixture)
 from tests.standin_fixture import standin  # noqa: F401
 
 NOW = datetime(2026, 12, 4, 9, 30, tzinfo=timezone.utc)
@@ -178,6 +179,16 @@ def test_a_run_records_the_version_it_ran_with_and_shows_it_in_its_details(desk,
     run = Run.objects.get(pk=queued.pop())
     assert run.profile_version.number == 1  # the demo's Sundry profile, seeded as version 1
     assert run_json(run)["profile_version"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_runs_trace_names_the_profile_version(desk, queued, lee, traced_here):  # noqa: F811
+    publish(lee, agent_name="Mila")
+    conversation = services.conversation_start(customer=desk.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    runner.run_execute(queued.pop())
+    [span] = [s for s in traced_here.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert span.attributes["desk.profile.version"] == 2
 
 
 @pytest.mark.django_db(transaction=True)
