@@ -136,3 +136,12 @@ def test_every_write_needs_the_csrf_token(lee, verb, url):
     refused = call(browser, verb, url)
     assert refused.status_code == 403 and refused.json()["error"].startswith("CSRF check failed")
     assert profiles.live().version == 1 and not ProfileRelease.objects.exists()
+
+
+def test_a_draft_with_all_the_guidance_allowed_fits_the_api_and_one_rule_more_is_refused(as_lee):
+    rules = tuple(f"Rule {n}: " + "x" * 290 for n in range(30))
+    saved = put(as_lee, changed(guidance=rules, email_footer="f" * 1000,
+                                limits=profiles.Limits(handover_rule="h" * 1000)))
+    assert saved.status_code == 200 and len(saved.json()["draft"]["profile"]["guidance"]) == 30
+    refused = put(as_lee, changed(guidance=(*rules, "one more")))
+    assert refused.status_code == 400 and "at most 30 rules" in refused.json()["error"]
