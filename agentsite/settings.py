@@ -411,6 +411,9 @@ AUTO_APPROVE_REFUNDS_UP_TO = env_decimal("AUTO_APPROVE_REFUNDS_UP_TO", "0")  # 0
 # Four eyes: a refund above this (the agent's, a gated MCP tool's amount, a staff member's own) needs two
 # different people: the first approval leaves it waiting for a second (0 or empty: off).
 SECOND_APPROVAL_ABOVE = env_decimal("SECOND_APPROVAL_ABOVE", "0")
+# The agent profile (support/profiles/): publishing a draft needs a second person with the permission to confirm
+# it, after the first asked (four eyes on what shapes the agent).
+PROFILE_PUBLISH_NEEDS_TWO = env_bool("PROFILE_PUBLISH_NEEDS_TWO", False)
 # Deadlines (support/desk/deadlines.py): a pending approval's time runs from its request to its expiry. Past
 # this fraction of it the conversation's assignee (else the staff who may decide) is reminded, once; past the
 # second, the support leads are told, once. NUDGE_SWEEP_SECONDS: how often the beat looks.

@@ -170,7 +170,9 @@ def queue_queries() -> int:
     return len(captured)
 
 
-PER_CARD = 12  # measured: the card's messages, the customer's messages since, its order through the shop, files
+# measured: the card's messages, the customer's messages since, its order through the shop, files, and the live
+# agent profile's pointer twice (the refund ceiling and the four-eyes threshold it may lower)
+PER_CARD = 14
 
 
 def test_a_queue_of_twenty_cards_costs_the_same_however_much_the_agent_read(demo):

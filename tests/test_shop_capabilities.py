@@ -152,7 +152,7 @@ class _Shop:
 
 
 @pytest.fixture
-def single_brand(monkeypatch, settings):
+def single_brand(monkeypatch, settings, db):  # the prompt and the tools read the live agent profile
     settings.MCP_SERVERS = []
     monkeypatch.setattr(assistant, "shop", lambda: _Shop(port.SINGLE_BRAND))
 
@@ -198,7 +198,7 @@ def test_on_a_single_brand_store_the_prompt_names_no_marketplace_and_no_seller(s
     assert not re.search(r"marketplace|seller", assistant.system_prompt(), re.IGNORECASE)
 
 
-def test_on_the_demo_the_prompt_says_what_it_always_said():
+def test_on_the_demo_the_prompt_says_what_it_always_said(db):
     assert assistant.shop_description(port.MARKETPLACE, "Sundry") == {
         "shop": "Sundry is a marketplace: orders ship from Sundry's own warehouse or from marketplace sellers, "
                 "and sellers may add their own policy supplements.",
@@ -208,8 +208,8 @@ def test_on_the_demo_the_prompt_says_what_it_always_said():
                 "in them.",
     }
     prompt = assistant.system_prompt(datetime(2026, 1, 1, tzinfo=timezone.utc))
-    assert prompt.startswith("You are Sundry's customer support agent. Sundry is a marketplace: orders ship from "
-                             "Sundry's own warehouse")
+    assert prompt.startswith("You are Sundry's customer support agent; customers know you as Sundry's assistant. "
+                             "Sundry is a marketplace: orders ship from Sundry's own warehouse")
     assert "\n- For a missing or late parcel, check track_parcel, then search_policy with" in prompt
 
 

@@ -1,10 +1,11 @@
-"""The audit: every decision on an approval and every staff action as one row each, for a person or a program
-to read (the console's Audit page, `manage.py export_audit`): what the model asked, what a person changed,
-what ran, who, when, why, on which conversation and tool.
+"""The audit: every decision on an approval, every staff action and every step of putting an agent profile
+version live as one row each, for a person or a program to read (the console's Audit page,
+`manage.py export_audit`): what the model asked, what a person changed, what ran, who, when, why, on which
+conversation and tool.
 
-Rows come from three database iterators (first approvals, decisions, staff actions), each in time order and
-read in chunks, merged lazily: an export of years writes as it reads and never holds it all. CSV cells are
-made safe for spreadsheets (a cell starting with = + - @ is prefixed with ' so it is never a formula); JSON
+Rows come from four database iterators (first approvals, decisions, staff actions, profile releases), each in
+time order and read in chunks, merged lazily: an export of years writes as it reads and never holds it all. CSV
+cells are made safe for spreadsheets (a cell starting with = + - @ is prefixed with ' so it is never a formula); JSON
 is a stream of one object with the rows in it. Times are UTC.
 """
 
@@ -21,7 +22,8 @@ from datetime import timezone as dt_timezone
 from django.utils import timezone
 
 from support.customers.words import staff_name
-from support.models import Approval, StaffAction
+from support.models import Approval, ProfileRelease, StaffAction
+from support.profiles import versions_diff
 
 CHUNK = 500  # rows read from the database at a time
 PREVIEW = 20  # rows the console page shows
@@ -63,7 +65,7 @@ def parse_bound(text: str, *, end: bool = False) -> datetime:
 def audit_rows(audit: AuditFilter, *, newest_first: bool = False) -> Iterator[dict]:
     """Every row the filter matches, oldest first (newest first for a preview), read lazily."""
     sources = (_first_approvals(audit, newest_first), _decisions(audit, newest_first),
-               _staff_actions(audit, newest_first))
+               _staff_actions(audit, newest_first), _profile_releases(audit, newest_first))
     return heapq.merge(*sources, key=lambda row: row["at"], reverse=newest_first)
 
 
@@ -125,6 +127,28 @@ def _staff_actions(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
                "executed_arguments": action.arguments if action.status == StaffAction.DONE else None, "changed": "",
                "result": action.result or None, "status": action.status, "reason": str(arguments.get("reason") or ""),
                "via": "", "first_approval_via": ""}
+
+
+PROFILE_EVENTS = {ProfileRelease.REQUEST: "profile_publish_asked", ProfileRelease.PUBLISH: "profile_published",
+                  ProfileRelease.ROLLBACK: "profile_rolled_back"}
+
+
+def _profile_releases(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
+    """The agent profile: each request to publish (four eyes), publish and rollback, with the fields that
+    changed against the version live before."""
+    rows = ProfileRelease.objects.select_related("version", "previous", "by", "first_by")
+    for release in _in(rows, audit, "at", "by", newest_first):
+        version, previous = release.version, release.previous
+        moved = {"version": version.number, "previous": previous.number if previous is not None else None}
+        changed = ""
+        if release.kind != ProfileRelease.REQUEST:
+            changes = versions_diff(a=previous.number if previous is not None else 0, b=version.number)
+            changed = ", ".join(c["field"] for c in changes)
+        yield {"at": release.at, "record": "agent_profile", "id": str(release.public_id),
+               "event": PROFILE_EVENTS[release.kind], **_people(release.by, release.first_by), "conversation": "",
+               "tool": "", "requested_arguments": moved, "executed_arguments": moved, "changed": changed,
+               "result": None, "status": "asked" if release.kind == ProfileRelease.REQUEST else "live",
+               "reason": "", "via": "", "first_approval_via": ""}
 
 
 def _people(person, other) -> dict:

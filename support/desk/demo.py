@@ -20,6 +20,7 @@ from sundry import (  # noqa: F401 - the catalogue, re-exported for the desk's c
     SELLERS,
     DemoOrder,
 )
+from support import profiles
 from support.desk import permissions
 from support.models import (
     Charge,
@@ -76,6 +77,7 @@ def seed_demo() -> dict[str, int]:
             _seed_order(spec, customers[spec.customer], sellers[spec.seller], ago)
         for title, body in SAVED_REPLIES:  # created when missing: the team's own edits stay
             SavedReply.objects.get_or_create(title=title, defaults={"body": body})
+        profiles.version_seed(profile=profiles.SUNDRY)  # Sundry's profile as version 1, unless one exists
     models = [Customer, Seller, PolicyDocument, Order, OrderItem, Charge, Parcel, Scan, Refund, SellerMessage]
     return {m._meta.verbose_name_plural: m.objects.count() for m in models}
 

@@ -9,12 +9,14 @@ staff socket. Deciding is narrower:
     the agent's, approved by two, or a staff member's own, approved by another (support/desk/gate.py);
   - exporting the audit of decisions and staff actions needs `support.export_audit`;
   - seeing the team's queue by person (/console/team/, GET /api/staff/team-queue) needs
-    `support.view_team_queue`.
+    `support.view_team_queue`;
+  - editing, publishing and rolling back the agent profile (/api/staff/profile/..., docs/api.md) needs
+    `support.change_agent_profile`.
 Any staff member may read the shop's policies in the console; writing one (a new policy or a new version)
 needs `support.edit_policies` (docs/policies.md).
 Groups (created by migration 0007, and again by ensure_groups()): "Support agents" have decide_approval,
-"Support leads" have all five (edit_policies from migration 0016, export_audit from 0018, view_team_queue
-from 0019). Both see the shop
+"Support leads" have all six (edit_policies from migration 0016, export_audit from 0018, view_team_queue
+from 0019, change_agent_profile from 0024). Both see the shop
 and desk records in the admin (view permissions, migration 0008); leads may also edit customers, sellers and
 policy texts there. Superusers have every permission.
 
@@ -37,6 +39,7 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
+from support import profiles
 from support.tools import mcp
 
 security_log = logging.getLogger("support.security")
@@ -46,13 +49,15 @@ APPROVE_LARGE_REFUND = "support.approve_large_refund"
 EDIT_POLICIES = "support.edit_policies"
 EXPORT_AUDIT = "support.export_audit"
 VIEW_TEAM_QUEUE = "support.view_team_queue"
-# codename -> (the model whose content type holds it, its name); migrations 0007, 0016 and 0018 write the same.
+CHANGE_AGENT_PROFILE = profiles.CHANGE_AGENT_PROFILE  # "support.change_agent_profile"
+# codename -> (the model whose content type holds it, its name); migrations 0007, 0016, 0018 and 0024 write the same.
 PERMISSIONS = {
     "decide_approval": ("approval", "Can approve or reject the agent's gated actions"),
     "approve_large_refund": ("approval", "Can approve refunds above the large-refund threshold"),
     "edit_policies": ("policydocument", "Can edit the shop's policies in the staff console"),
     "export_audit": ("approval", "Can export the audit of decisions and staff actions"),
     "view_team_queue": ("team", "Can see the team's queue by person"),
+    "change_agent_profile": ("profileversion", "Can edit and publish the agent profile"),
 }
 AGENTS, LEADS = "Support agents", "Support leads"
 # What staff may see in the admin (/admin/): every shop and desk record, read-only; leads may also edit the
@@ -64,8 +69,8 @@ ADMIN_VIEWABLE = ("customer", "seller", "order", "orderitem", "charge", "parcel"
 LEAD_EDITABLE = ("customer", "seller", "policydocument")
 _VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
 GROUPS = {AGENTS: ["decide_approval", *_VIEW],
-          LEADS: ["decide_approval", "approve_large_refund", "edit_policies", "export_audit", "view_team_queue", *_VIEW,
-                  *(f"change_{m}" for m in LEAD_EDITABLE)]}
+          LEADS: ["decide_approval", "approve_large_refund", "edit_policies", "export_audit", "view_team_queue",
+                  "change_agent_profile", *_VIEW, *(f"change_{m}" for m in LEAD_EDITABLE)]}
 
 REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
 
@@ -102,8 +107,8 @@ def is_large_refund(tool: str, arguments) -> bool:
 
 
 def second_approval_above() -> Decimal | None:
-    """SECOND_APPROVAL_ABOVE, or None when four eyes are off (0 or unset)."""
-    limit = Decimal(str(settings.SECOND_APPROVAL_ABOVE or 0))
+    """SECOND_APPROVAL_ABOVE (or the live profile's lower threshold), or None when four eyes are off (0 or unset)."""
+    limit = profiles.effective_limits().second_approval_above
     return limit if limit > 0 else None
 
 
@@ -144,7 +149,8 @@ def viewer_json(user) -> dict:
             "can_approve_large_refunds": user.has_perm(APPROVE_LARGE_REFUND),
             "large_refund_threshold": str(large_refund_threshold()),
             "second_approval_above": str(limit) if limit is not None else None,
-            "can_export_audit": user.has_perm(EXPORT_AUDIT), "can_view_team_queue": user.has_perm(VIEW_TEAM_QUEUE)}
+            "can_export_audit": user.has_perm(EXPORT_AUDIT), "can_view_team_queue": user.has_perm(VIEW_TEAM_QUEUE),
+            "can_change_agent_profile": user.has_perm(CHANGE_AGENT_PROFILE)}
 
 
 def policy_edit_refusal(user) -> str | None:
@@ -153,6 +159,14 @@ def policy_edit_refusal(user) -> str | None:
         return None
     return ("Your account may read the policies but not change them: that needs the permission “edit policies” "
             f"({EDIT_POLICIES}), which the {LEADS} group has.")
+
+
+def profile_change_refusal(user) -> str | None:
+    """Why `user` may not read the draft or change the agent profile, in plain words; None when they may."""
+    if user.has_perm(CHANGE_AGENT_PROFILE):
+        return None
+    return ("Your account may not change the agent profile: that needs the permission “change the agent profile” "
+            f"({CHANGE_AGENT_PROFILE}), which the {LEADS} group has.")
 
 
 def ensure_groups() -> dict:

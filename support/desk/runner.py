@@ -21,6 +21,7 @@ from django.db import InterfaceError, OperationalError, connection, connections,
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
+from support import profiles
 from support.agent import types as agent
 from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
@@ -381,7 +382,7 @@ def run_execute(run_id: int) -> str:
     if not Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
-    run = Run.objects.select_related("conversation__customer").get(pk=run_id)
+    run = Run.objects.select_related("conversation__customer", "profile_version").get(pk=run_id)
     with tracing.run_span(run):
         return _execute(run, lease)
 
@@ -411,14 +412,17 @@ def _work(run: Run, lease: str) -> str:
         log.error("run %s not started: %s", run.public_id, problem)
         return _stop_with(run, lease, agent.MODEL_ERROR, problem)
     messages = list(conversation.messages.order_by("seq"))
+    profile = profiles.version_profile(run.profile_version_id)  # the version live when the run was queued
     history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
+    history = assistant.with_profile(history, conversation, profile)  # its prompt and the shop's rules
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
     history = assistant.with_time_zone_line(history, conversation)  # and their time zone and local time
     history = known_orders.with_orders_line(history, conversation)  # and the orders the desk already knows
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
     transcript = agent.Transcript(history)
     options = dict(
-        model=assistant.shared_model(), tools=_with_fault_pause(assistant.tools()), limits=assistant.limits(),
+        model=assistant.shared_model(), tools=_with_fault_pause(assistant.tools(profile)),
+        limits=assistant.limits(profile),
         observer=observer,
         ctx=ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),
                         run_id=str(run.public_id)),
@@ -521,7 +525,7 @@ def _approval_policy(observer: DbObserver):
             return False
         if tool.name == "issue_refund" and services.refund_auto_approvable(arguments):
             observer.auto_approved[call.id] = (
-                f"auto-approved: refunds up to {settings.AUTO_APPROVE_REFUNDS_UP_TO} need no person")
+                f"auto-approved: refunds up to {profiles.effective_limits().auto_approve_up_to} need no person")
             return False
         return True
 

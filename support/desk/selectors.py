@@ -130,7 +130,7 @@ class ConversationDetail:
 def conversation_detail_for_staff(conversation: Conversation) -> ConversationDetail:
     """Everything a staff member sees of one conversation: all messages, the runs with their trace, approvals."""
     runs = (
-        conversation.runs.select_related("conversation").order_by("created_at", "pk")
+        conversation.runs.select_related("conversation", "profile_version").order_by("created_at", "pk")
         .prefetch_related(Prefetch("steps", queryset=Step.objects.order_by("pk")))
     )
     approvals = _approvals().filter(run__conversation=conversation).order_by("requested_at", "pk")

@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from django.conf import settings
 from django.utils import timezone
 
+from support import profiles
 from support.agent.tools import ToolContext
 from support.customers.attachments import attachment_json, placeholder
 from support.customers.words import staff_name
@@ -274,7 +275,7 @@ def _order_json(order: port.Order) -> dict:
 def _amount_limits(order: port.Order | None) -> dict:
     """What a refund may be: at least 0.01, at most what is left on the order and the per-refund ceiling
     (the tool refuses more when it runs). Above the large-refund threshold only a lead may approve."""
-    ceiling = Decimal(str(settings.REFUND_CEILING))  # a test or a shell may set it as text
+    ceiling = profiles.effective_limits().refund_ceiling  # REFUND_CEILING, or the profile's lower one
     refundable = order.refundable if order is not None else None
     top = min(refundable, ceiling) if refundable is not None else ceiling
     return {"min": money(MIN_AMOUNT), "max": money(top), "ceiling": money(ceiling),

@@ -58,6 +58,8 @@ def run_json(run: Run) -> dict:
         "heartbeat_at": _ts(run.heartbeat_at), "turns": run.turns, "prompt_tokens": run.prompt_tokens,
         "completion_tokens": run.completion_tokens, "cost_usd": str(run.cost_usd), "summary": run.summary,
         "detail": run.detail, "created_at": _ts(run.created_at), "finished_at": _ts(run.finished_at),
+        # The agent profile version it worked with (None: before any was published).
+        "profile_version": run.profile_version.number if run.profile_version_id else None,
         **_trace(run),
     }
 

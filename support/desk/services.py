@@ -27,6 +27,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from support import profiles
 from support.customers import cleaning, languages, notify, words
 from support.desk import assistant, notices, queue, routing, serializers
 from support.models import Conversation, Customer, Message, Run
@@ -268,7 +269,9 @@ def run_start_if_idle(*, conversation_id: int, current: Conversation | None = No
     with transaction.atomic():  # a savepoint: losing the unique-constraint race leaves the message saved
         try:
             # With the conversation object, so announcing the run reads nothing more.
-            run = Run.objects.create(conversation=conversation, heartbeat_at=timezone.now())
+            # With the live profile version's id: the run works with it even if another goes live meanwhile.
+            run = Run.objects.create(conversation=conversation, heartbeat_at=timezone.now(),
+                                     profile_version_id=profiles.live_version_id())
         except IntegrityError:
             return Run.objects.get(conversation_id=conversation_id, status__in=Run.ACTIVE)
     run_enqueue(run)
@@ -385,8 +388,9 @@ def conversation_flag(*, conversation_id: int, reason: str) -> None:
 
 
 def refund_auto_approvable(arguments: dict) -> bool:
-    """The per-tool policy: refunds up to AUTO_APPROVE_REFUNDS_UP_TO run without a person (0: never)."""
-    limit = settings.AUTO_APPROVE_REFUNDS_UP_TO
+    """The per-tool policy: refunds up to AUTO_APPROVE_REFUNDS_UP_TO (or the live profile's lower limit) run
+    without a person (0: never)."""
+    limit = profiles.effective_limits().auto_approve_up_to
     try:
         return limit > 0 and Decimal(str(arguments.get("amount"))) <= limit
     except (InvalidOperation, TypeError):

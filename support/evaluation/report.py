@@ -123,6 +123,14 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def profile_text(prompt: dict) -> str:
+    """"profile Sundry v3": the agent profile version the runs worked with (reports from before it: unknown)."""
+    profile = prompt.get("profile") or {}
+    if not profile:
+        return "profile unknown"
+    return f"profile {profile.get('shop')} v{profile.get('version')}"
+
+
 def summary(report: dict) -> str:
     model, prompt, totals = report["model"], report["prompt"], report["totals"]
     trials = report.get("trials", report["repeat"])
@@ -135,7 +143,8 @@ def summary(report: dict) -> str:
         hats += f" · flaky: {', '.join(flaky)}" if flaky else " · none flaky"
     return (f"{report['passed']}/{report['attempts']} passed ({report['pass_rate']:.0%}, needed "
             f"{report['min_pass_rate']:.0%}){hats} · model {model.get('name')} at {model.get('endpoint')} · prompt "
-            f"v{prompt.get('version')} ({prompt.get('fingerprint')}) · {totals['model_calls']} model calls, "
+            f"v{prompt.get('version')} ({prompt.get('fingerprint')}) · {profile_text(prompt)} · "
+            f"{totals['model_calls']} model calls, "
             f"{totals['tokens']} tokens, ${totals['cost_usd']:.4f} · {report['seconds']:.0f} s")
 
 
@@ -215,6 +224,7 @@ def as_html(report: dict) -> str:
     meta = (f"<table><tr><th>model</th><td>{e(model.get('name'))}</td><th>endpoint</th><td>{e(model.get('endpoint'))}</td>"
             f"</tr><tr><th>prompt version</th><td>{e(prompt.get('version'))}</td><th>prompt and tools fingerprint</th>"
             f"<td>{e(prompt.get('fingerprint'))} (tools {e(prompt.get('tools_fingerprint'))})</td></tr>"
+            f"<tr><th>agent profile</th><td colspan=\"3\">{e(profile_text(prompt))}</td></tr>"
             f"<tr><th>started</th><td>{e(report['started_at'])}</td><th>desk version</th>"
             f"<td>{e(desk.get('version'))}</td></tr><tr><th>simulated customer</th>"
             f"<td>{e(customer.get('model') or model.get('customer_model'))}</td><th>its temperature and prompt</th>"

@@ -1,10 +1,12 @@
-"""The database models: the Sundry shop (shop.py) and the support desk (desk.py)."""
+"""The database models: the Sundry shop (shop.py), the support desk (desk.py) and the agent profile's versions
+(profiles.py)."""
 
 from .attachments import Attachment  # noqa: F401  (a customer's photos and PDFs)
 from .desk import Approval, Conversation, Message, Run, Step, ToolCall
 from .effects import ShopEffect
 from .followup import FollowUp, ReplyEmailOptOut
 from .inbound import InboundEmail, OutboundEmail, UndeliverableAddress
+from .profiles import LiveProfile, ProfileRelease, ProfileVersion
 from .ratings import Rating
 from .shop import (
     Charge,
@@ -32,4 +34,5 @@ __all__ = [
     "FollowUp", "ReplyEmailOptOut",
     "InboundEmail", "OutboundEmail", "UndeliverableAddress",
     "Rating",
+    "LiveProfile", "ProfileRelease", "ProfileVersion",
 ]

@@ -162,6 +162,10 @@ class Run(models.Model):
     # The W3C traceparent of the run's first span when tracing is on (support/ops/tracing.py): the approval
     # wait and the resumed run join that trace.
     trace_parent = models.CharField(max_length=64, blank=True)
+    # The agent profile version the run works with, the live one when it was queued (support/profiles/): its
+    # id, never a copy. None: no version was published yet (the built-in defaults).
+    profile_version = models.ForeignKey("support.ProfileVersion", null=True, blank=True, on_delete=models.PROTECT,
+                                        related_name="+")
 
     class Meta:
         ordering = ["-created_at"]

@@ -173,7 +173,8 @@ def run_span(run):
     attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT_NAME,
                   "gen_ai.provider.name": "openai", "gen_ai.request.model": settings.MODEL_NAME,
                   "gen_ai.conversation.id": str(run.conversation.public_id), "desk.run.id": str(run.public_id),
-                  "desk.run.attempt": int(run.attempts or 0), "desk.run.resumed": bool(saved)}
+                  "desk.run.attempt": int(run.attempts or 0), "desk.run.resumed": bool(saved),
+                  "desk.profile.version": run.profile_version.number if run.profile_version_id else 0}
     with _tracer.start_as_current_span(f"invoke_agent {AGENT_NAME}", context=parent, kind=SpanKind.INTERNAL,
                                        links=links, attributes=attributes) as span:
         if not saved:

@@ -6,6 +6,7 @@ import re
 from datetime import datetime, timezone
 from decimal import Decimal, InvalidOperation
 
+from support import profiles
 from support.agent.tools import ToolContext, ToolError
 from support.customers.identity import parse_uuid, shop_customer_id
 from support.models import Conversation
@@ -67,6 +68,12 @@ def order_for_customer(ctx: ToolContext, order_id: str) -> port.Order:
     if order is None:
         raise ToolError(f"No order {str(order_id)[:40]} was found for this customer.")
     return order
+
+
+def refund_ceiling() -> Decimal:
+    """The most the agent may refund at once: REFUND_CEILING, or the live profile's lower ceiling. Read when a
+    call is checked and when it runs, so a ceiling lowered meanwhile holds for a refund already asked for."""
+    return profiles.effective_limits().refund_ceiling
 
 
 def money(value: Decimal) -> str:

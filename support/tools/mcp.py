@@ -51,7 +51,7 @@ from support.agent.tools import Tool, ToolContext, ToolError, ToolUnavailable
 from support.customers.identity import parse_uuid
 from support.models import Conversation, Note, ToolCall
 from support.ops.outbound import plain_http_refused
-from support.tools.common import money, order_for_customer, parse_amount, untrusted
+from support.tools.common import money, order_for_customer, parse_amount, refund_ceiling, untrusted
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def _checker(offered: str, spec: dict):
             order_for_customer(ctx, _field(arguments, spec["order"], offered))
         if spec["amount"]:
             value = parse_amount(_field(arguments, spec["amount"], offered))
-            ceiling = settings.REFUND_CEILING
+            ceiling = refund_ceiling()
             if value > ceiling:
                 raise ToolError(f"{offered} of {money(value)} exceeds the {money(ceiling)} limit an agent may "
                                 "grant; escalate to a person instead.")
@@ -340,6 +340,11 @@ def _configured() -> dict[str, tuple[dict, str, dict]]:
             clash = counts[tool] > 1 or tool in _reserved  # the desk's own names win
             out[f"{server['name']}__{tool}" if clash else tool] = (server, tool, spec)
     return out
+
+
+def configured_names() -> list[str]:
+    """The names MCP_SERVERS offers its listed tools under (no network): what a profile may offer or gate."""
+    return list(_configured())
 
 
 def _build(offered: str, server: dict, tool: str, spec: dict, info) -> Tool | None:

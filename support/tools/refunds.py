@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 
 from support.agent.tools import Tool, ToolContext, ToolError
 from support.shop import effects, port, shop
-from support.tools.common import ORDER_ID, call_key, conversation_pk, money, order_for_customer, parse_amount
+from support.tools.common import (
+    ORDER_ID,
+    call_key,
+    conversation_pk,
+    money,
+    order_for_customer,
+    parse_amount,
+    refund_ceiling,
+)
 
 
 def _result(refund: port.RefundResult, order: port.Order) -> dict:
@@ -45,7 +52,7 @@ def _within_limits(order: port.Order, value, left) -> None:
 
 
 def _within_ceiling(value) -> None:
-    ceiling = settings.REFUND_CEILING
+    ceiling = refund_ceiling()
     if value > ceiling:
         raise ToolError(
             f"Refund of {money(value)} exceeds the {money(ceiling)} limit an agent may issue; "
@@ -83,8 +90,8 @@ ISSUE_REFUND = Tool(
         "Refund money on one of this customer's orders to the original payment method. Gated: a staff "
         "member approves each refund before it is issued, so tell the customer it is being reviewed. Use it "
         "only when a policy entitles the customer (check search_policy first). amount is a string in EUR "
-        'like "24.99"; it may not exceed the order\'s refundable balance (see get_order) nor the limit an '
-        f"agent may issue ({money(settings.REFUND_CEILING)} per refund); above that, escalate to a person. "
+        'like "24.99"; it may not exceed the order\'s refundable balance (see get_order) nor the limit per '
+        "refund your instructions state; above that, escalate to a person. "
         "Returns refund_id (a short reference like RF-7K2M9: give it to the customer as it is), the amount, "
         "status issued and refundable_remaining."
     ),

@@ -3,7 +3,19 @@ malformed one answers the same JSON 404 as an unknown one."""
 
 from django.urls import path, re_path
 
-from support.web.views import attachments, common, customer, desk, feedback, inbox, links, staff, team, widget
+from support.web.views import (
+    attachments,
+    common,
+    customer,
+    desk,
+    feedback,
+    inbox,
+    links,
+    profile,
+    staff,
+    team,
+    widget,
+)
 
 app_name = "api"
 
@@ -56,5 +68,11 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/links/revoke", links.revoke_links, name="staff-revoke-links"),
     path("staff/saved-replies", desk.saved_replies, name="staff-saved-replies"),
     path("staff/saved-replies/<str:public_id>", desk.saved_reply, name="staff-saved-reply"),
+    # The agent profile (support/web/views/profile.py): leads with support.change_agent_profile.
+    path("staff/profile", profile.profile, name="staff-profile"),
+    path("staff/profile/draft", profile.draft, name="staff-profile-draft"),
+    path("staff/profile/publish", profile.publish, name="staff-profile-publish"),
+    path("staff/profile/rollback/<int:number>", profile.rollback, name="staff-profile-rollback"),
+    path("staff/profile/diff", profile.diff, name="staff-profile-diff"),
     re_path(r"", common.not_found),
 ]

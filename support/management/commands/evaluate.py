@@ -36,6 +36,7 @@ from django.db import connections
 from django.test.utils import override_settings
 
 from standin.shop import start_in_thread
+from support import profiles
 from support.desk import assistant
 from support.evaluation import compare as comparing
 from support.evaluation import driver, evaluate
@@ -129,17 +130,23 @@ class Command(BaseCommand):
             model_name = settings.MODEL_NAME
             endpoint = _shown(settings.MODEL_BASE_URL) or "the built-in stand-in"
             customer_name = opts.get("customer_model") or model_name
-            self.stdout.write(f"Evaluating {len(scenarios)} scenarios x{trials} with {model_name} at {endpoint}, "
-                              f"prompt v{assistant.PROMPT_VERSION} ({assistant.prompt_fingerprint()})")
             customer_model = CustomerModel(assistant.model(model=customer_name))
             with isolated_database() as where, limits_store() as counted:
+                # Read on the throwaway database: the profile the scenarios run with is the one the demo seeds
+                # there (seeded here first, as each scenario's seed_demo would).
+                profiles.version_seed(profile=profiles.SUNDRY)
+                profile = profiles.live()
+                self.stdout.write(f"Evaluating {len(scenarios)} scenarios x{trials} with {model_name} at {endpoint}, "
+                                  f"prompt v{assistant.PROMPT_VERSION} ({assistant.prompt_fingerprint(profile)}), "
+                                  f"profile {profile.shop_name} v{profile.version}")
                 self.stdout.write(f"on a throwaway database: {where}; {counted}")
                 result = evaluate(
                     scenarios, trials=trials, min_pass_rate=min_pass_rate,
                     min_pass_hat_k=opts.get("min_pass_hat_k"), customer_model=customer_model,
                     model={"name": model_name, "endpoint": endpoint, "customer_model": customer_name},
-                    prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint(),
-                            "tools_fingerprint": assistant.tools_fingerprint()},
+                    prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint(profile),
+                            "tools_fingerprint": assistant.tools_fingerprint(profile),
+                            "profile": {"shop": profile.shop_name, "version": profile.version}},
                     desk={"version": desk_version()}, customer=_customer_info(customer_model, customer_name),
                     progress=self._progress)
         data = reports.as_json(result)

@@ -20,7 +20,9 @@ from support.web.views.console import console_page as render_page, staff_member_
 
 BATCH = 200  # lines sent per trip to the database's thread
 EVENTS = {"first_approval": "First approval", "approved": "Approved", "rejected": "Rejected",
-          "expired": "Expired", "refund": "Refund by a person", "seller_message": "Message to the seller"}
+          "expired": "Expired", "refund": "Refund by a person", "seller_message": "Message to the seller",
+          "profile_publish_asked": "Agent profile: asked to publish", "profile_published": "Agent profile published",
+          "profile_rolled_back": "Agent profile rolled back"}
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "json": "application/json"}
 
 

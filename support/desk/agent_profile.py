@@ -1,0 +1,57 @@
+"""The agent profile for the console: its JSON shapes, the tools a profile may name, and the staff's calls on
+the profile's services (support/profiles/services.py), which check the permission and write the audit's rows
+(ProfileRelease) themselves."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from support import profiles
+from support.customers.words import staff_name
+from support.models import ProfileVersion
+from support.profiles import caps
+from support.profiles import selectors as profile_selectors
+from support.tools import SHOP_TOOLS, mcp
+
+
+def known_tools() -> set[str]:
+    """Every tool a profile may offer or gate: the shop's and MCP_SERVERS' listed ones."""
+    return {t.name for t in SHOP_TOOLS} | set(mcp.configured_names())
+
+
+def version_json(version: ProfileVersion | None) -> dict | None:
+    if version is None:
+        return None
+    return {"id": str(version.public_id), "state": version.state, "number": version.number,
+            "revision": version.revision, "profile": version.data,
+            "based_on": version.based_on.number if version.based_on_id else None,
+            "created_by": _who(version.created_by), "created_at": _ts(version.created_at),
+            "updated_by": _who(version.updated_by), "updated_at": _ts(version.updated_at),
+            "publish_requested_by": _who(version.publish_requested_by),
+            "publish_requested_at": _ts(version.publish_requested_at),
+            "published_by": _who(version.published_by), "published_at": _ts(version.published_at)}
+
+
+def profile_json() -> dict:
+    """What the console's profile page reads: the live version, the draft, the published versions, the
+    operator's caps and whether publishing needs two people."""
+    live_id = profile_selectors.live_version_id()
+    published = profile_selectors.versions()
+    live = next((v for v in published if v.pk == live_id), None)
+    return {"live": version_json(live), "draft": version_json(profile_selectors.draft()),
+            "versions": [{"number": v.number, "published_by": _who(v.published_by),
+                          "published_at": _ts(v.published_at), "live": v.pk == live_id} for v in published],
+            "caps": caps.caps_json(), "publish_needs_two": settings.PROFILE_PUBLISH_NEEDS_TWO,
+            "defaults": profiles.SUNDRY.as_data()}
+
+
+def draft_save(*, data: dict, by) -> ProfileVersion:
+    return profiles.draft_save(data=data, by=by, known_tools=known_tools())
+
+
+def _who(user) -> str | None:
+    return staff_name(user) if user is not None else None
+
+
+def _ts(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
