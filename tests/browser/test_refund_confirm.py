@@ -8,7 +8,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from support.models import Customer, Refund, StaffAction
-from tests.browser.conftest import refundable_again, shot
+from tests.browser.conftest import SocketCutter, refundable_again, shot
 from tests.browser.test_a11y import serious_violations
 
 PHONE = {"width": 390, "height": 844}
@@ -102,3 +102,33 @@ def test_the_dialog_on_a_phone(site, staff_page):
     dialog.get_by_test_id("refund-confirm-cancel").tap()
     expect(dialog).to_have_count(0)
     assert refunds() == []
+
+
+def test_a_redraw_while_typing_an_amount_keeps_the_caret_where_the_person_left_it(site, staff_page):
+    """The context panel is read again and redrawn when the console's socket (re)connects. A redraw between two
+    keys put the caret at the field's start: "30" then "0.00" became "0.0030" (and a form filled just after the
+    page opened could read "300.00480.00")."""
+    from tests.desk_factories import start_conversation
+
+    refundable_again("SU-41533")
+    conversation = start_conversation(Customer.objects.get(email="maya@example.com"))
+    cutters = []
+    page = staff_page(f"/console/conversations/{conversation.public_id}/",
+                      before=lambda p: cutters.append(SocketCutter(p, "**/ws/**")))
+    order = page.locator('[data-testid="context-order"][data-order="SU-41533"]')
+    if order.get_attribute("open") is None:
+        order.locator("summary").first.click()
+    order.get_by_test_id("refund-open").click()
+    amount = order.get_by_test_id("refund-amount")
+    amount.fill("")
+    amount.press_sequentially("30")
+    amount.evaluate("el => { el.dataset.drawn = 'before'; }")
+    cutters[0].drop()  # the socket comes back by itself, and its replay.done reads the context again
+    # The redraw replaces the field: wait until the one on the page is a new one.
+    page.wait_for_function("""() => {
+        const field = document.querySelector('[data-testid="refund-amount"]');
+        return field && field.dataset.drawn !== 'before';
+    }""", timeout=20000)
+    expect(order.get_by_test_id("refund-amount")).to_be_focused()
+    order.get_by_test_id("refund-amount").press_sequentially("0.00")
+    expect(order.get_by_test_id("refund-amount")).to_have_value("300.00")

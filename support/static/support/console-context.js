@@ -40,7 +40,11 @@ export class ContextPanel {
     const d = this.data;
     if (!d) return;
     // Keep what a person is typing: a form with text in it is not redrawn away.
-    const focused = document.activeElement && this.body.contains(document.activeElement) ? document.activeElement.id : null;
+    const active = document.activeElement && this.body.contains(document.activeElement) ? document.activeElement : null;
+    const focused = active?.id || null;
+    // And where the caret is in it: a redraw between two keys must not send the next one to the field's start.
+    const caret = typeof active?.selectionStart === "number"
+      ? [active.selectionStart, active.selectionEnd, active.selectionDirection] : null;
     const c = d.customer;
     this.meta.textContent = `${c.orders} order${c.orders === 1 ? "" : "s"} · ${c.conversations} conversation${c.conversations === 1 ? "" : "s"}`;
     const mentioned = this.mentioned();
@@ -82,7 +86,9 @@ export class ContextPanel {
             ` · ${x.status_label || label(x.status)} · `), timeEl(x.created_at, "context-conversation-time"))))
         : h("p", { class: "muted", "data-testid": "context-conversations" }, "No other conversations."),
     );
-    if (focused) document.getElementById(focused)?.focus();
+    const again = focused ? document.getElementById(focused) : null;
+    again?.focus();
+    if (again && caret && typeof again.setSelectionRange === "function") again.setSelectionRange(...caret);
   }
 
   orderCard(o, mentioned) {
