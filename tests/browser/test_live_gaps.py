@@ -6,6 +6,7 @@ lost) or hand the page frames of its own (what a resumed run would send), and re
 """
 
 import json
+import time
 
 from playwright.sync_api import expect
 
@@ -19,7 +20,8 @@ class Tap:
     sent are kept in `sent`; `inject` hands the page a frame as if the server sent it."""
 
     def __init__(self, page, pattern: str, lose=lambda frame: False):
-        self.lose, self.sent, self.lost, self.routes = lose, [], [], []
+        self.lose, self.sent, self.lost, self.passed, self.routes = lose, [], [], [], []
+        self.page = page
         page.route_web_socket(pattern, self._route)
 
     def _route(self, ws) -> None:
@@ -35,6 +37,7 @@ class Tap:
             if self.lose(frame):
                 self.lost.append(frame)
             else:
+                self.passed.append(frame)
                 ws.send(message)
 
         ws.on_message(from_page)
@@ -45,6 +48,24 @@ class Tap:
 
     def sent_of(self, kind: str) -> list[dict]:
         return [f for f in self.sent if f.get("type") == kind]
+
+    def wait_until_passed(self, check, what: str, timeout: float = 60.0) -> None:
+        """Until a frame the server sent for which check(frame) is true has been handed to the page (the frames
+        arrive while Playwright waits, so this waits through the page)."""
+        deadline = time.monotonic() + timeout
+        while not any(check(f) for f in self.passed):
+            assert time.monotonic() < deadline, f"the page was never sent {what} within {timeout} s"
+            self.page.wait_for_timeout(50)
+
+
+def run_stopped(page, conversation: str, timeout: float = 60.0) -> None:
+    """Until the conversation's run has stopped in the database: how long a run takes depends on the machine;
+    what a test measures after it (the widget's own checks) does not. Waits through the page, so that routed
+    frames keep flowing meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not Run.objects.filter(conversation__public_id=conversation, status=Run.STOPPED).exists():
+        assert time.monotonic() < deadline, f"no run of {conversation} stopped within {timeout} s"
+        page.wait_for_timeout(50)
 
 
 def lose_first(predicate):
@@ -81,10 +102,12 @@ def test_the_widget_finds_a_lost_last_answer_and_shows_it(site, customer_page):
 
     ask(page, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
     conversation = widget_conversation(page)["id"]  # created by that first message
+    run_stopped(page, conversation)
     # The answer's event never reaches the page; it was the run's last message, so no later seq shows a hole:
-    # the widget's check when the socket goes quiet (ping -> pong with the last seq) finds it.
+    # the widget's check when the socket goes quiet (ping -> pong with the last seq, 4 s after the last event)
+    # finds it.
     answer = agent_messages(page)
-    expect(answer).to_have_count(1, timeout=20000)
+    expect(answer).to_have_count(1, timeout=15000)
     expect(answer).to_contain_text("48 hours")
     assert len(tap.lost) == 1 and tap.lost[0]["seq"] == int(answer.get_attribute("data-seq"))
     assert any(f.get("type") == "resume" and f["last_seq"] < tap.lost[0]["seq"] for f in tap.sent[1:]), tap.sent
@@ -208,6 +231,9 @@ def test_a_late_queued_does_not_show_the_widget_typing_again(site, customer_page
     expect(agent_messages(page)).to_have_count(1, timeout=20000)
     conversation = widget_conversation(page)["id"]
     typing = page.get_by_test_id("widget-typing")
+    # The late "queued" is one that comes after the worker's "stopped": that must have reached the page first.
+    taps[-1].wait_until_passed(lambda f: f.get("type") == "run.status" and f.get("status") == "stopped",
+                               "the run's stopped")
     expect(typing).to_be_hidden()
     taps[-1].inject(late_queued(conversation))
     page.wait_for_timeout(1000)  # the injected frame is handled by then
