@@ -25,6 +25,11 @@ def live_version_id() -> int | None:
     return LiveProfile.objects.filter(pk=POINTER).values_list("version_id", flat=True).first()
 
 
+def gone_live() -> bool:
+    """Whether a profile has been published: until then a desk is being set up (its widget starts no run)."""
+    return LiveProfile.objects.filter(pk=POINTER, version__isnull=False).exists()
+
+
 def live() -> Profile:
     """The published profile the desk runs with now (the built-in defaults until one is published)."""
     row = LiveProfile.objects.filter(pk=POINTER, version__isnull=False).values_list(
