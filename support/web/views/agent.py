@@ -127,7 +127,8 @@ def _live_number() -> int:
 
 def _version_row(version, live_id) -> dict:
     return {"number": version.number, "live": version.pk == live_id, "at": version.published_at,
-            "by": staff_name(version.published_by) if version.published_by else "the desk, when it was set up"}
+            "by": f"published by {staff_name(version.published_by)}" if version.published_by
+            else "seeded when the desk was set up"}
 
 
 def _draft_row(draft, user) -> dict:
@@ -143,9 +144,10 @@ def _limit_rows(fields: dict) -> list[dict]:
     for cap in caps.CAPS:
         value = cap.value()
         off = cap.zero_is_off and not value
-        rows.append({"f": fields[cap.field], "label": cap.words.capitalize(),
-                     "cap": "no cap" if off else f"up to {cap.shown(value)}", "setting": cap.setting,
-                     "default": "off" if off else cap.shown(value), "zero_is_off": cap.zero_is_off,
+        cap_words = (f"The operator set no cap ({cap.setting} is 0): any value is allowed." if off else
+                     f"Up to {cap.shown(value)}, set by the operator as {cap.setting}.")
+        rows.append({"f": fields[cap.field], "label": cap.words.capitalize(), "cap": cap_words,
+                     "default": "off" if off else cap.shown(value), "zero_is_off": cap.zero_is_off and not off,
                      "unit": cap.unit.strip()})
     return rows
 
