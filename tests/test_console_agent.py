@@ -184,8 +184,7 @@ def test_hostile_text_in_every_field_is_shown_as_text_on_every_page(as_lee, http
     for page in [*pages, refused]:
         text = page.content.decode()
         assert "<script>alert" not in text and "<img src=x" not in text
-    assert html.escape(HOSTILE, quote=True).replace("&#x27;", "'") in pages[1].content.decode().replace("&#x27;", "'")
-    assert "&lt;script&gt;" in pages[0].content.decode() and "&lt;script&gt;" in refused.content.decode()
+        assert html.escape(HOSTILE) in text  # shown, as text
 
 
 @pytest.mark.parametrize("backend, live, to_setup", [("demo", False, False), ("http", False, True),

@@ -97,18 +97,19 @@ def _page(request, *, values: dict | None = None, errors: dict | None = None, no
     can_edit = request.user.has_perm(permissions.CHANGE_AGENT_PROFILE)
     draft = profile_selectors.draft() if can_edit else None
     shown = profiles.Profile.from_data(draft.data) if draft is not None else profiles.live()
-    live = _live_number()
-    values = values if values is not None else agent_form.values_of(shown)
-    changes = agent_form.readable_diff(profiles.versions_diff(a=live, b="draft")) if draft is not None else []
     live_id = profile_selectors.live_version_id()
     versions = [_version_row(v, live_id) for v in profile_selectors.versions()]
+    live = next((row for row in versions if row["live"]), None)
+    values = values if values is not None else agent_form.values_of(shown)
+    changes = (agent_form.readable_diff(profiles.versions_diff(a=live["number"] if live else 0, b="draft"))
+               if draft is not None else [])
     fields = _fields(values, errors)
     return console_page(
         request, "agent.html", "agent", status=status, can_edit=can_edit,
         why_read_only=permissions.profile_change_refusal(request.user), values=values, f=fields,
         problems=[(f"agent-{name}" if name else "", message) for name, message in (errors or {}).items()],
         notice=notice, draft=_draft_row(draft, request.user) if draft is not None else None, changes=changes,
-        versions=versions, live=next((row for row in versions if row["live"]), None),
+        versions=versions, live=live,
         limits=_limit_rows(fields), tools=_tool_rows(values),
         days=[(name, fields[f"hours_{day}"]) for day, name in enumerate(agent_form.DAYS)],
         needs_two=settings.PROFILE_PUBLISH_NEEDS_TWO, rules_max=reading.GUIDANCE_MAX, rule_chars=reading.RULE_MAX)
