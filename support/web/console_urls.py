@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import audit, console, decide, evaluation, policies, team
+from support.web.views import agent, audit, console, decide, evaluation, policies, setup, team
 
 app_name = "console"
 
@@ -17,6 +17,11 @@ urlpatterns = [
     path("audit/export.<str:fmt>", audit.export, name="audit_export"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
+    # The agent profile (support/web/views/agent.py) and the first hour with a real shop (setup.py).
+    path("agent/", agent.editor, name="agent"),
+    path("agent/publish/", agent.publish, name="agent_publish"),
+    path("agent/versions/<int:number>/rollback/", agent.rollback, name="agent_rollback"),
+    path("setup/", setup.checklist, name="setup"),
     path("policies/", policies.policy_list, name="policies"),
     # "+new": no policy's doc_id has a "+", so a policy may be called NEW and still be reached.
     path("policies/+new/", policies.policy_new, name="policy_new"),
