@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 
 from support import profiles
 from support.profiles import Profile
@@ -25,10 +25,12 @@ def profile_under_test(which: str) -> tuple[Profile, dict]:
     """The profile `which` names ("live", "draft" or a JSON file's path) and how the report names it:
     {"shop", "version" (the published number, None for a draft or a file), "label"}."""
     if which == "live":
-        try:
-            profile = profiles.live()
-        except DatabaseError:  # a checkout whose own database was never migrated: nothing was published there
-            profile = profiles.SUNDRY
+        profile = profiles.SUNDRY  # a checkout whose own database was never made or migrated has published nothing
+        if _site_database_exists():
+            try:
+                profile = profiles.live()
+            except DatabaseError:
+                pass
         label = f"version {profile.version}" if profile.version else "the built-in defaults (none published)"
         return profile, {"shop": profile.shop_name, "version": profile.version or None, "label": label}
     if which == "draft":
@@ -46,6 +48,12 @@ def profile_under_test(which: str) -> tuple[Profile, dict]:
         raise ProfileSourceError(f"{which}: not JSON ({e})") from e
     profile = _checked(data, path.name)
     return profile, {"shop": profile.shop_name, "version": None, "label": f"file {path.name}"}
+
+
+def _site_database_exists() -> bool:
+    """Whether the site's database is there to read (SQLite would make an empty file just by being opened)."""
+    connection = connections["default"]
+    return connection.vendor != "sqlite" or Path(str(connection.settings_dict["NAME"])).exists()
 
 
 def draft_info(row) -> dict:

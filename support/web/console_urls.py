@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import audit, console, decide, evaluation, policies, team
+from support.web.views import agent_test, audit, console, decide, evaluation, policies, team
 
 app_name = "console"
 
@@ -17,6 +17,10 @@ urlpatterns = [
     path("audit/export.<str:fmt>", audit.export, name="audit_export"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
+    # "Test this draft" (support/web/views/agent_test.py): staff read, support.change_agent_profile starts one.
+    path("agent/test/", agent_test.page, name="agent_test"),
+    path("agent/test/<uuid:public_id>/", agent_test.detail, name="agent_test_detail"),
+    path("agent/test/<uuid:public_id>/<str:side>.html", agent_test.report, name="agent_test_report"),
     path("policies/", policies.policy_list, name="policies"),
     # "+new": no policy's doc_id has a "+", so a policy may be called NEW and still be reached.
     path("policies/+new/", policies.policy_new, name="policy_new"),

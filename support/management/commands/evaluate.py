@@ -77,6 +77,8 @@ class Command(BaseCommand):
         parser.add_argument("--profile", default="live", metavar="live|draft|PATH.json",
                             help="the agent profile the scenarios run with: the live version (default), the draft, "
                                  "or a profile's JSON file (e.g. support/evaluation/profiles/hearth-and-loom.json)")
+        parser.add_argument("--profile-label", default="", metavar="TEXT",
+                            help="how the report names the profile (default: from --profile), e.g. 'draft of ...'")
         parser.add_argument("--progress", choices=("marks", "lines"), default="marks",
                             help="a mark per trial (default), or a line per trial: 'progress DONE/TOTAL NAME VERDICT' "
                                  "(what a draft test reads)")
@@ -106,6 +108,8 @@ class Command(BaseCommand):
         scenarios = [found[name].for_profile(profile.guidance) for name in sorted(found)]
         self._total = sum(1 if s.skip else trials for s in scenarios)
         self._done, self._lines = 0, opts["progress"] == "lines"
+        if opts.get("profile_label"):
+            profile_info["label"] = opts["profile_label"]
         opts.update(profile=profile, profile_info=profile_info)
         with self._shop() as shop_note:
             if shop_note:
