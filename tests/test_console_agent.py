@@ -17,7 +17,7 @@ import pytest
 
 from support import profiles
 from support.desk import permissions
-from support.models import LiveProfile, ProfileRelease, ProfileVersion
+from support.models import DraftTest, LiveProfile, ProfileRelease, ProfileVersion
 from support.profiles import setup
 from support.shop.conformance import NO_ANSWER
 from tests.shop_fixture import KEY
@@ -208,6 +208,12 @@ def test_the_checklist_names_each_step_and_its_state(as_lee, http_backend):
     assert states()["profile"] == "done"
     text = as_lee.get(SETUP).content.decode()
     assert 'data-testid="setup-publish"' in text and 'href="/console/agent/test/"' in text
+    tested = draft()
+    DraftTest.objects.create(draft=tested, draft_revision=tested.revision, model="stand-in",
+                             state=DraftTest.RUNNING)
+    assert states()["test"] == "todo"  # not finished yet
+    DraftTest.objects.filter(draft=tested).update(state=DraftTest.FINISHED)
+    assert states()["test"] == "done"
     as_lee.post(PUBLISH, {"revision": str(draft().revision), "next": "setup"})
     assert states()["live"] == "done" and 'data-testid="setup-live"' in as_lee.get(SETUP).content.decode()
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from support.models import PolicyDocument, ProfileVersion
+from support.models import DraftTest, PolicyDocument, ProfileVersion
 from support.profiles import selectors
 from support.profiles.profile import SUNDRY
 from support.shop import port, shop
@@ -66,9 +66,11 @@ def _port_check(name: str, read) -> Check:
 
 
 def draft_tested() -> bool:
-    """Whether a test of the current draft has finished. Always False until "Test this draft" keeps its runs:
-    that work fills this in (the checklist then marks the step done)."""
-    return False
+    """Whether a test of the current draft, as it is now (its revision), has finished ("Test this draft",
+    support/trials: an edit since then needs a new test)."""
+    draft = selectors.draft()
+    return draft is not None and DraftTest.objects.filter(draft=draft, draft_revision=draft.revision,
+                                                          state=DraftTest.FINISHED).exists()
 
 
 def steps(*, checks: list[Check] | None) -> list[Step]:
