@@ -3,12 +3,16 @@
 `live()` reads the live pointer on every call (one row by its key, with the version's publish time) and keeps
 the profiles it built per process, keyed by version id and publish time: a published version never changes,
 so a publish in the web process reaches a worker's next run at once, and no process rebuilds the profile for
-every read.
+every read. Within `read_once()` (a request, a run) the pointer is read once: every limit, the widget's face
+and the setup gate of one request agree, and a card list costs no pointer read per card. A publish or a
+rollback in that scope forgets what was read; the next request and the next run read the pointer again.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from support.models import LiveProfile, ProfileVersion
 from support.profiles import caps
@@ -18,6 +22,38 @@ POINTER = 1  # the live pointer's row
 _built: dict[tuple, Profile] = {}
 _lock = threading.Lock()
 KEEP = 16  # profiles kept per process (a rollback's worth of old versions)
+# The live pointer as read in the current scope (a request, a run): None outside any scope.
+_scope: ContextVar[dict | None] = ContextVar("live_pointer_read", default=None)
+_UNREAD = object()
+
+
+@contextmanager
+def read_once():
+    """Within the block the live pointer is read at most once (one value per thread and asyncio task)."""
+    token = _scope.set({})
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def forget_pointer() -> None:
+    """The pointer moved (a publish, a rollback): the current scope reads it again."""
+    memo = _scope.get()
+    if memo is not None:
+        memo.clear()
+
+
+def _pointer() -> tuple | None:
+    """(version id, its publish time) of the live version, or None while none is published."""
+    memo = _scope.get()
+    found = memo.get("pointer", _UNREAD) if memo is not None else _UNREAD
+    if found is _UNREAD:
+        found = LiveProfile.objects.filter(pk=POINTER, version__isnull=False).values_list(
+            "version_id", "version__published_at").first()
+        if memo is not None:
+            memo["pointer"] = found
+    return found
 
 
 def live_version_id() -> int | None:
@@ -27,13 +63,12 @@ def live_version_id() -> int | None:
 
 def gone_live() -> bool:
     """Whether a profile has been published: until then a desk is being set up (its widget starts no run)."""
-    return LiveProfile.objects.filter(pk=POINTER, version__isnull=False).exists()
+    return _pointer() is not None
 
 
 def live() -> Profile:
     """The published profile the desk runs with now (the built-in defaults until one is published)."""
-    row = LiveProfile.objects.filter(pk=POINTER, version__isnull=False).values_list(
-        "version_id", "version__published_at").first()
+    row = _pointer()
     if row is None:
         return SUNDRY
     return _profile(row[0], row[1])

@@ -173,6 +173,7 @@ def _pointer_move(expected: int | None, version_id: int, now) -> None:
                                                                                         changed_at=now):
         raise ProfileRefused("Someone else changed the live version at the same moment; nothing was changed. Read "
                              "the versions again.")
+    selectors.forget_pointer()  # this request's next read sees the new version
 
 
 # -- comparing ------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from django.core.signals import got_request_exception
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 
+from support import profiles
 from support.ops.redaction import redacted_path
 from support.shop import port
 from support.web.views.common import json_error
@@ -144,3 +145,15 @@ class ApiErrorsMiddleware:
             if header.lower() not in ("content-type", "content-length") and header not in rewritten:
                 rewritten[header] = value
         return rewritten
+
+
+class ProfileOnceMiddleware:
+    """A request reads the live agent profile's pointer once: its limits, the widget's face and the setup gate
+    all come from the version live when it began (a publish in the request reads it again)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with profiles.read_once():
+            return self.get_response(request)
