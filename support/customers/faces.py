@@ -79,6 +79,9 @@ def widget_face() -> dict:
         "logo_url": look.logo_url if _is_logo_url(look.logo_url) else None,
         "hours": hours,
         "hours_zone": profile.time_zone if hours else None,
+        # A shop's own desk before its first publish: the widget says support is being set up and takes no
+        # message (the desk refuses one too: desk.services.setup_check).
+        "setting_up": selectors.being_set_up(),
     }
 
 

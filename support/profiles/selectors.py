@@ -16,9 +16,12 @@ from contextvars import ContextVar
 
 from support.models import LiveProfile, ProfileVersion
 from support.profiles import caps
-from support.profiles.profile import SUNDRY, Profile
+from django.conf import settings
+
+from support.profiles.profile import NEUTRAL, SUNDRY, Profile
 
 POINTER = 1  # the live pointer's row
+REMOTE_BACKENDS = ("http", "shopify")  # a shop's own orders: its desk is being set up until a first publish
 _built: dict[tuple, Profile] = {}
 _lock = threading.Lock()
 KEEP = 16  # profiles kept per process (a rollback's worth of old versions)
@@ -66,18 +69,29 @@ def gone_live() -> bool:
     return _pointer() is not None
 
 
+def being_set_up() -> bool:
+    """A shop's own desk (its orders over HTTP or from Shopify) with no profile published yet: its widget says
+    support is being set up, and no customer message starts a run. The demo is live from seeding."""
+    return settings.SHOP_BACKEND in REMOTE_BACKENDS and not gone_live()
+
+
+def built_in() -> Profile:
+    """The profile before any is published: the demo's on the demo shop, a neutral one on a shop's own desk."""
+    return NEUTRAL if settings.SHOP_BACKEND in REMOTE_BACKENDS else SUNDRY
+
+
 def live() -> Profile:
     """The published profile the desk runs with now (the built-in defaults until one is published)."""
     row = _pointer()
     if row is None:
-        return SUNDRY
+        return built_in()
     return _profile(row[0], row[1])
 
 
 def version_profile(version_id: int | None) -> Profile:
     """The profile of a published version by its id (a run's), or the built-in defaults for None."""
     if version_id is None:
-        return SUNDRY
+        return built_in()
     published_at = ProfileVersion.objects.filter(pk=version_id).values_list("published_at", flat=True).first()
     return _profile(version_id, published_at)
 
