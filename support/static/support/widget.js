@@ -469,7 +469,7 @@
   setupNotice.appendChild(el("strong", null, t("Support is being set up")));
   setupNotice.appendChild(el("p", null, t("We can't take messages here yet. Please come back a little later.")));
   setupNotice.hidden = !SETTING_UP; transcript.insertBefore(setupNotice, intro);
-  if (SETTING_UP) { intro.hidden = suggestions.hidden = composer.hidden = subtitle.hidden = true; panel.dataset.connection = "setting_up"; }
+  if (SETTING_UP) { intro.remove(); suggestions.remove(); composer.hidden = subtitle.hidden = true; panel.dataset.connection = "setting_up"; }
 
   [header, reconnecting, transcript, jump, activity, approvalBanner, handoverBanner, composer, error]
     .forEach(function (n) { panel.appendChild(n); });
