@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
 from django.test import Client
+
+from agentsite.asgi import application
 
 from support import profiles
 from support.customers import identity
@@ -20,6 +24,7 @@ from support.models import Conversation, Customer, InboundEmail, Message, Run
 from tests.desk_factories import make_user
 from tests.hearth_and_loom import UNWANTED
 from tests.mail_factories import mail
+from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.shop_fixture import shop_settings  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +41,9 @@ def setting_up(shop_settings, queued):
 @pytest.fixture
 def ada(db):
     return Customer.objects.create(name="Ada Lind", email="ada@example.com")
+
+
+HEADERS = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 
 
 def bearer(conversation) -> dict:
@@ -76,6 +84,27 @@ def test_the_services_refuse_whatever_door_a_client_uses(setting_up, ada):
     with pytest.raises(services.BeingSetUp):
         uploads.conversation_post_files(conversation=conversation, text="", uploads=[])
     assert not Message.objects.filter(author=Message.CUSTOMER).exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_customer_socket_refuses_a_message_too(setting_up, ada, limits_redis):
+    conversation = services.conversation_start(customer=ada)
+    token = identity.conversation_token(conversation)
+
+    async def go():
+        ws = WebsocketCommunicator(application, f"/ws/conversations/{conversation.public_id}/", headers=HEADERS)
+        assert (await ws.connect())[0]
+        await ws.send_json_to({"type": "resume", "token": token, "last_seq": 0})
+        while (await ws.receive_json_from(timeout=3))["type"] != "replay.done":
+            pass
+        await ws.send_json_to({"type": "message", "text": "Hallo?", "client_id": "s-1"})
+        answer = await ws.receive_json_from(timeout=3)
+        await ws.disconnect()
+        return answer
+
+    answer = async_to_sync(go)()
+    assert (answer["type"], answer["code"], answer["client_id"]) == ("message.rejected", "being_set_up", "s-1")
+    assert not conversation.messages.filter(author=Message.CUSTOMER).exists() and not Run.objects.exists()
 
 
 def test_an_email_is_kept_for_a_person_without_a_run(setting_up, ada):
