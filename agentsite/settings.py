@@ -309,6 +309,8 @@ MODEL_MAX_RETRY_WAIT = env_float("MODEL_MAX_RETRY_WAIT", 20.0)
 # `manage.py evaluate`: a model on the same endpoint asked to label a failed trial when the fixed rules can say
 # no more than partial_goal (support/evaluation/triage.py). Empty: no judge, the rules alone.
 EVALUATION_TRIAGE_MODEL = env_str("EVALUATION_TRIAGE_MODEL", "")
+# The scenarios a draft test plays on each side (support/trials/): names or globs, comma-separated; all by default.
+DRAFT_TEST_SCENARIOS = [g.strip() for g in env_str("DRAFT_TEST_SCENARIOS", "*").split(",") if g.strip()] or ["*"]
 
 # Limits of one run of the agent loop.
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12, minimum=1)

@@ -178,6 +178,20 @@ def rule(docs: list[dict], unit: str, near: tuple[str, ...], seller_id: str = ""
     return None
 
 
+# A shop's rule such as "Offer store credit before a refund under 10 EUR" (its guidance, in the system messages).
+CREDIT_FIRST = re.compile(r"store credit\b.*\brefunds?\b.*\b(?:under|below|less than)\s+(?:EUR\s*|€\s*)?"
+                          r"(\d{1,7}(?:\.\d{1,2})?)", re.IGNORECASE)
+
+
+def credit_first_below(system: str) -> Decimal | None:
+    """The amount under which the shop's rules say to offer store credit before a refund, when they say so."""
+    for sentence in SENTENCE.split(system):
+        found = CREDIT_FIRST.search(sentence)
+        if found:
+            return Decimal(found.group(1))
+    return None
+
+
 def ceiling(texts: list[str]) -> Decimal | None:
     """The refund ceiling an agent may issue, when a policy or the system prompt states it."""
     for text in texts:

@@ -211,8 +211,10 @@ def _who(rule: facts.Rule, o: Order) -> str:
     return f"{name}' policy" if name.endswith("s") else f"{name}'s policy"
 
 
-def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: list[dict]):
-    """Refund `amount`, or hand over when it is above what an agent may refund; then say what happened."""
+def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: list[dict], credit_first: bool = False):
+    """Refund `amount`, or hand over when it is above what an agent may refund; then say what happened.
+    `credit_first`: the customer asked for their money back, so a shop's rule to offer store credit first applies
+    (a refund the desk owes for a missing parcel or a delay is no such request)."""
     escalated = t.latest("escalate_to_human")
     if escalated is not None:
         return _after_escalation(escalated, o, lead)
@@ -225,6 +227,12 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
         limit = facts.ceiling([t.system] + [str(d.get("excerpt") or "") for d in docs])
         if limit is not None and amount > limit:
             return _escalate(o, amount, limit, reason)
+        below = facts.credit_first_below(t.system)
+        if credit_first and below is not None and amount < below and CREDIT_OFFER not in t.previous_answer:
+            return Finish("waiting_on_customer", f"Offered store credit before a refund of {fmt(amount)} on {o.id}, "
+                                                 "as the shop's rules ask.",
+                          f"{lead} {CREDIT_OFFER} of {fmt(amount)} EUR instead, to spend on anything in our shop. "
+                          "Would you like the store credit, or do you still prefer a refund?")
         return Call.of("issue_refund", order_id=o.id, amount=fmt(amount), reason=reason)
     asked = done.args.get("amount", fmt(amount))
     if done.ok:
@@ -255,6 +263,11 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
     return Finish("not_resolved", f"Refund on {o.id} failed: {error}",
                   f"{lead} I tried to issue the refund, but it didn't go through ({error}). "
                   "A member of our team will look into it and follow up here.")
+
+
+# The answer offering store credit first says this; the offer is made once: the customer's next words about the
+# refund go on to the refund.
+CREDIT_OFFER = "Before a refund, we can offer you store credit"
 
 
 def _escalate(o: Order, amount: Decimal, limit: Decimal | None, reason: str) -> Call:
@@ -471,7 +484,7 @@ def refund(t: Turn, o: Order):
         return Finish("not_resolved", f"{o.id} is already refunded in full.",
                       f"{lead} It has already been refunded in full, so there is nothing more I can refund.")
     return _refund(t, o, o.refundable, "Customer asked for a refund"
-                   + (" of the remaining balance" if o.refunded > 0 else ""), lead, docs)
+                   + (" of the remaining balance" if o.refunded > 0 else ""), lead, docs, credit_first=True)
 
 
 def status(t: Turn, o: Order):

@@ -6,6 +6,7 @@ from slack_sdk.errors import SlackApiError
 from support.customers import attachments, notify, signin
 from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack
 from support.ops import sweeper
+from support.trials import draft_test_execute
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -78,3 +79,10 @@ def sync_approval_to_slack(approval_id: int) -> str:
     (support/desk/slack.py). Retried when Slack is unreachable or refuses for a while; posting claims the
     message first, so a retry never posts a second one."""
     return slack.approval_sync(approval_id)
+
+
+@shared_task(ignore_result=True)
+def test_draft(test_id: int) -> str:
+    """A draft test was asked for (support/trials/): the evaluation on the draft and on the live version, each in a
+    child process on a throwaway database. Claims the test first, so a duplicate delivery plays nothing twice."""
+    return draft_test_execute(test_id)

@@ -100,6 +100,16 @@ def hours_text(opening_hours: dict) -> str:
     return ", ".join((DAYS[a] if a == b else f"{DAYS[a]}-{DAYS[b]}") + f" {hours}" for a, b, hours in runs)
 
 
+def colour_ok(value: str) -> bool:
+    """Whether the widget would show this colour (the console's editor tells the lead before saving)."""
+    return _is_colour(value)
+
+
+def logo_url_ok(value: str) -> bool:
+    """Whether the widget would load a logo from this address."""
+    return _is_logo_url(value)
+
+
 def _is_colour(value: str) -> bool:
     return (isinstance(value, str) and value.startswith("#") and len(value) in (4, 7)
             and all(c in HEX_COLOUR for c in value[1:]))

@@ -11,12 +11,24 @@ from support.customers.words import staff_name
 from support.models import ProfileVersion
 from support.profiles import caps
 from support.profiles import selectors as profile_selectors
-from support.tools import SHOP_TOOLS, mcp
+from support.shop import shop
+from support.tools import SHOP_TOOLS, mcp, shop_tools
 
 
 def known_tools() -> set[str]:
     """Every tool a profile may offer or gate: the shop's and MCP_SERVERS' listed ones."""
     return {t.name for t in SHOP_TOOLS} | set(mcp.configured_names())
+
+
+def tool_choices() -> list[dict]:
+    """The tools the editor offers as boxes: the built-in ones this shop's capabilities allow, then MCP_SERVERS'
+    listed ones. `always_gated`: waits for a person whatever the profile says; `always_offered`: the profile
+    cannot take it away (a hand-over is always possible)."""
+    built_in = [{"name": t.name, "always_gated": t.gated, "always_offered": t.name == "escalate_to_human",
+                 "source": "built in"}
+                for t in shop_tools(shop().capabilities(), profiles.live().shop_name)]
+    return built_in + [{"name": name, "always_gated": False, "always_offered": False, "source": "MCP"}
+                       for name in mcp.configured_names()]
 
 
 def version_json(version: ProfileVersion | None) -> dict | None:

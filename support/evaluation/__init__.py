@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from support import profiles
+
 from . import passk
 from .driver import ScenarioRun, run_scenario
 from .scenario import Scenario
@@ -70,11 +72,14 @@ class Evaluation:
 
 def evaluate(scenarios: list[Scenario], *, trials: int = 1, repeat: int | None = None, customer_model=None,
              progress=None, **info) -> Evaluation:
-    """Play each scenario `trials` times on the current database, each trial on a freshly seeded shop.
+    """Play each scenario `trials` times on the current database, each trial on a freshly seeded shop, with the
+    live profile (a scenario for other profiles' guidance is skipped).
     `progress(run)` is told of each trial. (`repeat` is the older name of `trials`.)"""
     import time
 
     trials = repeat if repeat is not None else trials
+    guidance = profiles.live().guidance  # a scenario for other profiles is skipped, saying which it is for
+    scenarios = [s.for_profile(guidance) for s in scenarios]
     result = Evaluation(scenarios=scenarios, trials=trials, started_at=datetime.now(timezone.utc).isoformat(
         timespec="seconds"), **info)
     t0 = time.monotonic()

@@ -128,6 +128,8 @@ def profile_text(prompt: dict) -> str:
     profile = prompt.get("profile") or {}
     if not profile:
         return "profile unknown"
+    if profile.get("label"):  # "version 3", "draft of 2025-05-01 14:02 UTC", "file hearth-and-loom.json"
+        return f"profile {profile.get('shop')} {profile['label']}"
     return f"profile {profile.get('shop')} v{profile.get('version')}"
 
 

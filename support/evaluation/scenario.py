@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -163,6 +163,20 @@ class Scenario:
     import_policies: tuple[str, ...] = ()  # files or folders imported before it starts, as absolute paths
     channel: str = "widget"  # CHANNELS
     end_state: EndState | None = None
+    # Which profiles it is for, by their guidance (regexes, case-insensitive): run only when a rule of the profile's
+    # guidance matches `for_guidance`, and when none matches `unless_guidance`; on any other profile it is skipped.
+    for_guidance: str = ""
+    unless_guidance: str = ""
+
+    def for_profile(self, guidance: tuple[str, ...]) -> Scenario:
+        """This scenario as played under a profile with `guidance`: skipped, saying why, when it is not for it."""
+        if self.skip:
+            return self
+        if self.for_guidance and not any(re.search(self.for_guidance, g, re.IGNORECASE) for g in guidance):
+            return replace(self, skip=f"for profiles whose guidance says /{self.for_guidance}/")
+        if self.unless_guidance and any(re.search(self.unless_guidance, g, re.IGNORECASE) for g in guidance):
+            return replace(self, skip=f"for profiles whose guidance does not say /{self.unless_guidance}/")
+        return self
 
 
 def load_all(directory: Path = SCENARIO_DIR, pattern: str = "*") -> list[Scenario]:
@@ -204,6 +218,7 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
         simulated=simulated, mcp_servers=_servers(r), import_policies=_policy_paths(r, folder),
         channel=r.text("channel") or "widget",
         end_state=_end_state(_Reader(r.table("end_state"), f"{where} end_state")) if "end_state" in data else None,
+        for_guidance=_pattern(r, "for_guidance"), unless_guidance=_pattern(r, "unless_guidance"),
     )
     r.done()
     if scenario.channel not in CHANNELS:
@@ -220,6 +235,15 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
         raise ScenarioError(f'{where}: store_credits are counted by the warranty service: add '
                             'mcp_servers = ["warranty"]')
     return scenario
+
+
+def _pattern(r: "_Reader", key: str) -> str:
+    text = r.text(key)
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise ScenarioError(f"{r.where}: {key} is not a regular expression ({e})") from e
+    return text
 
 
 def _simulated(s: "_Reader") -> SimulatedCustomer:

@@ -24,6 +24,7 @@ from .shop import (
 )
 from .staff import Note, SavedReply, StaffAction, Team
 from .staff_alerts import ApprovalEmailOptIn, DecisionLink, SlackAccount, SlackApprovalMessage
+from .trials import DraftTest
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall", "ShopEffect",
@@ -35,4 +36,5 @@ __all__ = [
     "InboundEmail", "OutboundEmail", "UndeliverableAddress",
     "Rating",
     "LiveProfile", "ProfileRelease", "ProfileVersion",
+    "DraftTest",
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import audit, console, decide, evaluation, policies, team
+from support.web.views import agent, agent_test, audit, console, decide, evaluation, policies, setup, team
 
 app_name = "console"
 
@@ -17,6 +17,15 @@ urlpatterns = [
     path("audit/export.<str:fmt>", audit.export, name="audit_export"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
+    # The agent profile (support/web/views/agent.py) and the first hour with a real shop (setup.py).
+    path("agent/", agent.editor, name="agent"),
+    path("agent/publish/", agent.publish, name="agent_publish"),
+    path("agent/versions/<int:number>/rollback/", agent.rollback, name="agent_rollback"),
+    path("setup/", setup.checklist, name="setup"),
+    # "Test this draft" (support/web/views/agent_test.py): staff read, support.change_agent_profile starts one.
+    path("agent/test/", agent_test.page, name="agent_test"),
+    path("agent/test/<uuid:public_id>/", agent_test.detail, name="agent_test_detail"),
+    path("agent/test/<uuid:public_id>/<str:side>.html", agent_test.report, name="agent_test_report"),
     path("policies/", policies.policy_list, name="policies"),
     # "+new": no policy's doc_id has a "+", so a policy may be called NEW and still be reached.
     path("policies/+new/", policies.policy_new, name="policy_new"),

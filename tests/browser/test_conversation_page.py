@@ -290,6 +290,7 @@ def test_closing_from_the_page_tells_the_customer_then_asks_for_the_rating(custo
     expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "taken_over")
     staff.get_by_test_id("reply-input").fill("Hallo Maya, ich habe Ihnen 480.00 EUR erstattet.")
     staff.get_by_test_id("reply-send").click()
+    expect(staff.locator('[data-testid="message"][data-author="staff"]').last).to_contain_text("480.00 EUR")
     subtitle = customer.get_by_test_id("widget-subtitle")
     expect(subtitle).to_have_text(f"{STAFF_NAME} aus unserem Team ist da")
     expect(customer.get_by_test_id("widget-rating")).to_be_hidden()  # nothing is done yet: no rating

@@ -68,6 +68,17 @@ def run_stopped(page, conversation: str, timeout: float = 60.0) -> None:
         page.wait_for_timeout(50)
 
 
+def live_before_asking(page) -> str:
+    """The conversation, started before the customer writes and its socket live (replayed) in the widget: the
+    run's events then come live, as the tests of lost and injected live events need. (A conversation created by
+    the first message connects its socket after the run has started; on a loaded machine after it has stopped,
+    and then every message comes in the replay and no live event is left to lose.)"""
+    conversation = api_conversation(page)["id"]
+    open_widget(page)
+    expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-connection", "open")
+    return conversation
+
+
 def lose_first(predicate):
     """A `lose` that drops the first frame matching predicate, and nothing else."""
     state = {"done": False}
@@ -97,11 +108,10 @@ def streaming_text(page) -> str:
 def test_the_widget_finds_a_lost_last_answer_and_shows_it(site, customer_page):
     taps = []
     page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**", lose_first(is_agent_answer))))
-    open_widget(page)
+    conversation = live_before_asking(page)
     tap = taps[0]
 
     ask(page, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
-    conversation = widget_conversation(page)["id"]  # created by that first message
     run_stopped(page, conversation)
     # The answer's event never reaches the page; it was the run's last message, so no later seq shows a hole:
     # the widget's check when the socket goes quiet (ping -> pong with the last seq, 4 s after the last event)
@@ -122,11 +132,10 @@ def test_the_widget_asks_again_when_a_seq_is_skipped(site, customer_page):
     taps = []
     lose = lose_first(lambda f: f.get("type") == "message.hidden")
     page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**", lose)))
-    open_widget(page)
+    conversation = live_before_asking(page)
     tap = taps[0]
 
     ask(page, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
-    conversation = widget_conversation(page)["id"]  # created by that first message
     expect(agent_messages(page)).to_have_count(1, timeout=20000)
     assert len(tap.lost) == 1
     hole = tap.lost[0]["seq"]
@@ -226,15 +235,57 @@ def test_a_late_queued_does_not_start_a_stopped_run_again_in_the_console(site, c
 def test_a_late_queued_does_not_show_the_widget_typing_again(site, customer_page):
     taps = []
     page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**")))
-    open_widget(page)
+    conversation = live_before_asking(page)
     ask(page, "Where is my order SU-41620?")
     expect(agent_messages(page)).to_have_count(1, timeout=20000)
-    conversation = widget_conversation(page)["id"]
     typing = page.get_by_test_id("widget-typing")
     # The late "queued" is one that comes after the worker's "stopped": that must have reached the page first.
     taps[-1].wait_until_passed(lambda f: f.get("type") == "run.status" and f.get("status") == "stopped",
                                "the run's stopped")
+    expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-run", "stopped")
     expect(typing).to_be_hidden()
     taps[-1].inject(late_queued(conversation))
     page.wait_for_timeout(1000)  # the injected frame is handled by then
     assert not typing.is_visible()
+
+
+def test_a_late_queued_of_a_run_that_stopped_before_the_page_opened_does_not_show_typing(site, customer_page):
+    # The page is opened again after the run stopped: its socket never carried the "stopped", which the widget
+    # read over HTTP; a "queued" of that run arriving afterwards is still old news.
+    taps = []
+    page = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**")))
+    open_widget(page)
+    ask(page, "Where is my order SU-41620?")
+    conversation = widget_conversation(page)["id"]
+    run_stopped(page, conversation)
+    page.reload()
+    open_widget(page)
+    expect(agent_messages(page)).to_have_count(1)
+    expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-run", "stopped", timeout=15000)
+    taps[-1].inject(late_queued(conversation))
+    page.wait_for_timeout(1000)  # the injected frame is handled by then
+    assert not page.get_by_test_id("widget-typing").is_visible()
+
+
+def test_a_conversation_event_older_than_the_close_does_not_show_it_open_again(site, customer_page, staff_page):
+    # A reply's "updated", sent before the close that followed it, can reach the console after the close's answer
+    # (two requests, two paths): the page keeps what is newer, by the seq each event carries.
+    customer = customer_page()
+    conversation = api_conversation(customer)["id"]
+    open_widget(customer)
+    taps = []
+    staff = staff_page(f"/console/conversations/{conversation}/",
+                       before=lambda p: taps.append(Tap(p, "**/ws/staff/")))
+    staff.get_by_test_id("take-over-button").click()
+    status = staff.get_by_test_id("conversation-status")
+    expect(status).to_have_attribute("data-status", "taken_over")
+    staff.get_by_test_id("close-conversation-button").click()
+    expect(status).to_have_attribute("data-status", "closed")
+    row = Conversation.objects.get(public_id=conversation)
+    assert row.closed_at is not None
+    taps[-1].inject({"type": "conversation.updated", "conversation": conversation, "seq": row.last_seq - 1,
+                     "status": "taken_over", "detail": {"id": conversation, "status": "taken_over", "closed": False,
+                                                        "closed_at": None, "closed_by": None}})
+    staff.wait_for_timeout(1000)  # the injected frame is handled by then
+    assert status.get_attribute("data-status") == "closed"
+    expect(staff.get_by_test_id("reopen-conversation-button")).to_be_visible()

@@ -42,6 +42,7 @@ from support.evaluation import compare as comparing
 from support.evaluation import driver, evaluate
 from support.evaluation import report as reports
 from support.evaluation.customer import CustomerModel
+from support.evaluation.profile_source import ProfileSourceError, profile_under_test
 from support.evaluation.scenario import SCENARIO_DIR, ScenarioError, load_all
 from support.ops import limits
 
@@ -73,6 +74,14 @@ class Command(BaseCommand):
                                  "written beside it with .html")
         parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="X",
                             help="exit with status 1 when fewer attempts pass (0..1, default 1.0)")
+        parser.add_argument("--profile", default="live", metavar="live|draft|PATH.json",
+                            help="the agent profile the scenarios run with: the live version (default), the draft, "
+                                 "or a profile's JSON file (e.g. support/evaluation/profiles/hearth-and-loom.json)")
+        parser.add_argument("--profile-label", default="", metavar="TEXT",
+                            help="how the report names the profile (default: from --profile), e.g. 'draft of ...'")
+        parser.add_argument("--progress", choices=("marks", "lines"), default="marks",
+                            help="a mark per trial (default), or a line per trial: 'progress DONE/TOTAL NAME VERDICT' "
+                                 "(what a draft test reads)")
 
     def handle(self, *args, scenario, scenario_dir: Path, trials, report: Path | None, min_pass_rate, **opts):
         if opts.get("compare"):
@@ -92,7 +101,16 @@ class Command(BaseCommand):
             raise CommandError(f"bad scenario file: {e}") from e
         if not found:
             raise CommandError(f"no scenario matches {' or '.join(map(repr, patterns))}")
-        scenarios = [found[name] for name in sorted(found)]
+        try:
+            profile, profile_info = profile_under_test(opts["profile"])
+        except ProfileSourceError as e:
+            raise CommandError(str(e)) from e
+        scenarios = [found[name].for_profile(profile.guidance) for name in sorted(found)]
+        self._total = sum(1 if s.skip else trials for s in scenarios)
+        self._done, self._lines = 0, opts["progress"] == "lines"
+        if opts.get("profile_label"):
+            profile_info["label"] = opts["profile_label"]
+        opts.update(profile=profile, profile_info=profile_info)
         with self._shop() as shop_note:
             if shop_note:
                 self.stdout.write(shop_note)
@@ -132,13 +150,13 @@ class Command(BaseCommand):
             customer_name = opts.get("customer_model") or model_name
             customer_model = CustomerModel(assistant.model(model=customer_name))
             with isolated_database() as where, limits_store() as counted:
-                # Read on the throwaway database: the profile the scenarios run with is the one the demo seeds
-                # there (seeded here first, as each scenario's seed_demo would).
-                profiles.version_seed(profile=profiles.SUNDRY)
-                profile = profiles.live()
+                # The profile under test, published as the throwaway database's only version (before the first
+                # scenario's seed_demo, which seeds Sundry's only where none is): every run carries its id there.
+                profiles.version_seed(profile=opts["profile"])
+                profile, info = profiles.live(), opts["profile_info"]
                 self.stdout.write(f"Evaluating {len(scenarios)} scenarios x{trials} with {model_name} at {endpoint}, "
                                   f"prompt v{assistant.PROMPT_VERSION} ({assistant.prompt_fingerprint(profile)}), "
-                                  f"profile {profile.shop_name} v{profile.version}")
+                                  f"profile {info['shop']} {info['label']}")
                 self.stdout.write(f"on a throwaway database: {where}; {counted}")
                 result = evaluate(
                     scenarios, trials=trials, min_pass_rate=min_pass_rate,
@@ -146,7 +164,7 @@ class Command(BaseCommand):
                     model={"name": model_name, "endpoint": endpoint, "customer_model": customer_name},
                     prompt={"version": assistant.PROMPT_VERSION, "fingerprint": assistant.prompt_fingerprint(profile),
                             "tools_fingerprint": assistant.tools_fingerprint(profile),
-                            "profile": {"shop": profile.shop_name, "version": profile.version}},
+                            "profile": info},
                     desk={"version": desk_version()}, customer=_customer_info(customer_model, customer_name),
                     progress=self._progress)
         data = reports.as_json(result)
@@ -164,8 +182,12 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def _progress(self, run) -> None:
-        mark = "s" if run.skipped else ("." if run.passed else "F")
-        self.stdout.write(mark, ending="")
+        self._done += 1
+        if self._lines:
+            verdict = "skipped" if run.skipped else ("passed" if run.passed else "failed")
+            self.stdout.write(f"progress {self._done}/{self._total} {run.name} {verdict}")
+        else:
+            self.stdout.write("s" if run.skipped else ("." if run.passed else "F"), ending="")
         self.stdout.flush()
 
 

@@ -24,6 +24,9 @@ export class ConversationPage {
     this.me = me;
     this.conversation = null;
     this.conversationEpoch = 0; // bumped by every live word on the conversation: a detail read older than it is stale
+    // The conversation's seq when the state shown was true. An event about the conversation carries the seq it was
+    // sent at; one sent before that state (a reply's "updated" overtaken by the close that followed it) is old news.
+    this.stateSeq = 0;
     this.loading = false;
     this.loadAgain = false;
     this.buffered = [];
@@ -192,7 +195,7 @@ export class ConversationPage {
       }
     });
     s.on("inbox.changed", (e) => { // closed or reopened here or in another console
-      if (!this.mine(e) || !["closed", "reopened"].includes(e.change) || !this.conversation) return;
+      if (!this.mine(e) || !["closed", "reopened"].includes(e.change) || !this.conversation || !this.fresh(e)) return;
       const closed = e.change === "closed";
       this.conversation = { ...this.conversation, closed, closed_at: closed ? e.at : null, closed_by: closed ? e.by?.name : null };
       this.renderHeader();
@@ -210,7 +213,7 @@ export class ConversationPage {
     s.on("step.finished", (e) => this.mine(e) && this.later(e, () => this.stepFinished(e.step)));
     s.on("run.status", (e) => this.mine(e) && this.later(e, () => this.runStatus(e)));
     const conversationEvent = (e) => {
-      if (!this.mine(e)) return;
+      if (!this.mine(e) || !this.fresh(e)) return;
       this.conversationEpoch += 1;
       this.conversation = { ...(this.conversation || {}), ...(e.detail || {}), status: e.status };
       this.renderHeader();
@@ -219,6 +222,14 @@ export class ConversationPage {
     s.on("conversation.updated", conversationEvent);
     s.on("conversation.assigned", conversationEvent);
     s.on("error", (e) => console.warn("console: socket error frame:", e.error));
+  }
+
+  /** Whether an event about the conversation's state is newer than the state shown (and then it is). */
+  fresh(event) {
+    if (typeof event.seq !== "number") return true;
+    if (event.seq < this.stateSeq) return false;
+    this.stateSeq = event.seq;
+    return true;
   }
 
   /** Trace events that arrive while the detail is being read are applied after it (duplicates dropped). */
@@ -263,7 +274,10 @@ export class ConversationPage {
       const data = await staffApi.conversation(this.id);
       // An event or an action's answer that came while this read was on its way is newer than what it read
       // (a read started just before "Take over" must not show the conversation as open again).
-      if (epoch === this.conversationEpoch || !this.conversation) this.conversation = data.conversation;
+      if (epoch === this.conversationEpoch || !this.conversation) {
+        this.conversation = data.conversation;
+        this.stateSeq = Math.max(this.stateSeq, data.conversation.last_seq || 0);
+      }
       customers.set(this.id, data.conversation.customer);
       for (const message of data.messages) this.transcript.add(message);
       this.trace.load(data.runs);
@@ -353,6 +367,7 @@ export class ConversationPage {
       try {
         const data = await call();
         this.conversationEpoch += 1;
+        if (typeof data.conversation?.last_seq === "number") this.stateSeq = Math.max(this.stateSeq, data.conversation.last_seq);
         this.conversation = { ...(this.conversation || {}), ...data.conversation };
         done(data);
         this.renderHeader();
@@ -367,6 +382,7 @@ export class ConversationPage {
     const closeOrReopen = (button, call, words) => act(button, async () => {
       const { conversation: row } = await call(this.id);
       const closed = row?.status === "closed";
+      if (typeof row?.last_seq === "number") this.stateSeq = Math.max(this.stateSeq, row.last_seq);
       return { conversation: { closed, closed_at: closed ? row.closed_at : null, closed_by: closed ? row.closed_by?.name : null } };
     }, () => {
       announce(words);

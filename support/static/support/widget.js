@@ -604,6 +604,7 @@
       : state.conversation === "taken_over" ? (who ? t("{name} from our team is here", {name: who}) : t("A member of our team is here"))
       : state.conversation === "needs_attention" ? t("Waiting for a member of our team") : t("Our assistant replies in seconds");
     panel.dataset.conversation = state.conversation;
+    panel.dataset.run = state.run || "";
     panel.dataset.closed = String(state.closed);
     suggestions.hidden = list.children.length > 0;
     if (pinned) transcript.scrollTop = transcript.scrollHeight; // a banner took room from the transcript
@@ -900,6 +901,9 @@
   function refreshState() {
     var epoch = stateEpoch, c = conv;
     api("conversations/" + c.id, {headers: {Authorization: "Bearer " + c.token}}).then(function (body) {
+      // A run that stopped before this socket opened sent its "stopped" to nobody here: remember it all the same
+      // (a run never leaves "stopped"), so a "queued" of that run arriving late does not show it working again.
+      if (c === conv && body.run && body.run.status === "stopped" && body.run.id) stoppedRuns[body.run.id] = true;
       if (epoch !== stateEpoch || c !== conv) return; // a live event was newer
       state.conversation = body.conversation.status;
       state.closed = !!body.conversation.closed;

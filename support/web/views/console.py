@@ -7,9 +7,10 @@ attributes: the site's CSP allows no inline script, and nothing read from the da
 import functools
 
 from django.contrib.admin.views.decorators import staff_member_required as _staff_member_required
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
 from support.desk import permissions, selectors
+from support.profiles import setup
 
 # Our login page (settings.LOGIN_URL), not the admin's, which staff_member_required uses by default.
 _to_login = _staff_member_required(login_url="login")
@@ -44,7 +45,10 @@ def console_page(request, template: str, page: str, status: int = 200, **context
 
 @staff_member_required
 def index(request):
-    """The conversation list, with the pending approvals beside it."""
+    """The conversation list, with the pending approvals beside it; on a remote shop before its first
+    published profile, the setup checklist instead (docs/connect-a-shop.md)."""
+    if setup.needed():
+        return redirect("console:setup")
     return console_page(request, "index.html", "index")
 
 
