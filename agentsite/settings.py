@@ -188,6 +188,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "support.web.middleware.ApiErrorsMiddleware",  # first: it rewrites any non-JSON error under /api/
+    "support.web.middleware.ProfileOnceMiddleware",  # the live profile's pointer read once per request
     "django.middleware.security.SecurityMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

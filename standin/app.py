@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import dialects, facts, faults, streaming
-from .conversation import read_turn, without_summaries
+from .conversation import read_turn, text_of, without_summaries
 from .faults import Fault
 from .reply import Reply, completion, estimate_tokens, images_in, new_id, prompt_tokens
 from .rules import error_body, parse_error, validate_request
@@ -128,6 +128,10 @@ async def _answer(state: ControlState, n: int, body: dict, peer: str | None = No
     prompt = prompt_tokens(body)
     state.log(n, 200, fault, stream, len(messages), finish_reason=reply.finish,
               tool_calls=[c.name for c in reply.calls], peer=peer, images=images_in(messages))
+    # What the desk wrote for the model (its system messages and the tools it offered), kept once each.
+    state.remember_sent([text_of(m.get("content")) for m in messages
+                         if isinstance(m, dict) and m.get("role") == "system"]
+                        + [json.dumps(t, ensure_ascii=False, sort_keys=True) for t in body.get("tools") or []])
     if not stream:
         return JSONResponse(dialects.bend_completion(dialect, reply, completion(reply, body["model"], prompt)),
                             headers=_request_id())

@@ -110,9 +110,19 @@ class Turn:
         return any(r.name == "record_outcome" and r.get("recorded") for r in self.results)
 
     @property
+    def shop(self) -> str:
+        """The shop's name as the desk's prompt gives it ("You are Hearth & Loom's customer support agent"), as a
+        model reads it, followed by a space ("Hearth & Loom "); "" when the prompt names none ("your orders")."""
+        found = SHOP_NAMED.search(self.system)
+        return f"{found.group(1).strip()} " if found else ""
+
+    @property
     def spin_warned(self) -> bool:
         return self.last.get("role") == "tool" and "same arguments" in text_of(self.last.get("content")).lower()
 
+
+# support/desk/assistant.py SYSTEM_PROMPT's first words.
+SHOP_NAMED = re.compile(r"You are (.{1,80}?)'s (?:customer )?support agent")
 
 # How the desk opens its summary of the older turns it left out of a long conversation (support/agent/
 # compaction.py): a user message by role, but the desk's notes framed as data, not what the customer says now.
@@ -224,7 +234,7 @@ def find_order_id(texts: list[str]) -> str | None:
     return None
 
 
-THANKS = re.compile(r"\b(thanks|thank you|thx|cheers|great|perfect|brilliant|ok|okay)\b")
+THANKS = re.compile(r"\b(thanks|thank you|thx|cheers|great|perfect|brilliant|ok|okay|danke|vielen dank)\b")
 # Words that make a message about an order even when no flow's keyword is in it ("and my other parcel?").
 ABOUT_AN_ORDER = re.compile(r"\b(orders?|parcels?|packages?|deliver(y|ed)|tracking|items?|moved|news|bought"
                             r"|bestellung|paket|lieferung)\b")

@@ -130,7 +130,7 @@ def plan(t: Turn, offered: frozenset[str] = frozenset()):
 # What a cautious agent says when it cannot tell what the customer wants; a second such turn in a row goes
 # to a person. The first words mark the answer, so the next turn can tell it came just before.
 NOT_UNDERSTOOD = "I'm sorry, I'm not sure I understood what you need."
-CAN_DO = ("I can help with your Sundry orders: where a parcel is, a parcel marked delivered that never arrived, "
+CAN_DO = ("I can help with your {shop}orders: where a parcel is, a parcel marked delivered that never arrived, "
           "an item that arrived damaged or isn't what you ordered, and refunds.")
 
 
@@ -153,7 +153,7 @@ def _unrecognised(t: Turn):
              "order confirmation email.")
     return Finish("waiting_on_customer", "Did not recognise the request; said what I can help with and asked "
                                          "which order.",
-                  f"{NOT_UNDERSTOOD} {CAN_DO}{which} If it's about something else, tell me and I'll pass it to a "
+                  f"{NOT_UNDERSTOOD} {CAN_DO.format(shop=t.shop)}{which} If it's about something else, tell me and I'll pass it to a "
                   "member of our team.")
 
 
@@ -447,7 +447,7 @@ def wrong(t: Turn, o: Order):
     if not o.marketplace:
         escalated = t.latest("escalate_to_human")
         if escalated is None:
-            return Call.of("escalate_to_human", reason=f"Wrong item received on Sundry-fulfilled order {o.id}",
+            return Call.of("escalate_to_human", reason=f"Wrong item received on {t.shop.strip() or 'shop'}-fulfilled order {o.id}",
                            summary=f"Customer received the wrong item for {o.id} (ordered: {o.titles}). "
                                    "Needs a return label and a replacement or refund from the warehouse.")
         return _after_escalation(escalated, o, lead)

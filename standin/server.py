@@ -44,6 +44,10 @@ class StandinServer:
     def requests(self) -> list[dict]:
         return self.state.requests()
 
+    def sent(self) -> list[str]:
+        """The system messages and tool specs the desk sent, each once (what its model read of the shop)."""
+        return self.state.sent()
+
     def stop(self, timeout: float = 5.0) -> None:
         Threaded(self._server, self._thread, self.port).stop(timeout)
 

@@ -126,10 +126,10 @@ def credit(t: Turn, o: Order, offered: set[str] | frozenset[str]):
                           "store credit.")
         return Call.of(name, order_number=o.id, amount=fmt(amount),
                        note=f"Customer asked for store credit for {o.titles} on {o.id}")
-    return _credit_decided(done, o)
+    return _credit_decided(done, o, t.shop)
 
 
-def _credit_decided(done: Result, o: Order) -> Finish:
+def _credit_decided(done: Result, o: Order, shop: str) -> Finish:
     asked = (done.args or {}).get("amount", "")
     said = _said(done)
     if said is not None:
@@ -137,7 +137,7 @@ def _credit_decided(done: Result, o: Order) -> Finish:
         ref = f" (reference {found.group(1)})" if found else ""
         return Finish("resolved", f"Store credit of {asked} EUR issued on {o.id}.",
                       f"Our team approved it: store credit of {asked} EUR has been added for order {o.id}{ref}. "
-                      "You can spend it on your next Sundry order.")
+                      f"You can spend it on your next {shop}order.")
     if done.rejection:
         return Finish("not_resolved", f"Store credit of {asked} on {o.id} was declined by staff: {done.rejection}",
                       declined_answer(f"store credit of {asked} EUR for order {o.id}", done.rejection))

@@ -18,6 +18,7 @@ DEFAULT_CONFIG = {"latency_ms": 0.0, "token_delay_ms": 0.0, "outcome_style": "se
 OUTCOME_STYLES = ("separate", "with_content")
 LOG_SIZE = 10_000
 DIRECTIVE_KEYS = 10_000
+SENT_KEPT = 1_000  # distinct system messages and tool specs kept (a test reads what the desk wrote)
 
 
 class ControlState:
@@ -32,6 +33,7 @@ class ControlState:
             self._log: deque[dict] = deque(maxlen=LOG_SIZE)
             self._n = 0
             self._directive_seen: OrderedDict[str, int] = OrderedDict()
+            self._sent: OrderedDict[str, None] = OrderedDict()
 
     # --- faults ---------------------------------------------------------------------------------
 
@@ -108,6 +110,18 @@ class ControlState:
                  "n_messages": n_messages, "at": time.time(), **extra}
         with self._lock:
             self._log.append(entry)
+
+    def remember_sent(self, texts: list[str]) -> None:
+        with self._lock:
+            for text in texts:
+                self._sent[text] = None
+            while len(self._sent) > SENT_KEPT:
+                self._sent.popitem(last=False)
+
+    def sent(self) -> list[str]:
+        """Each distinct system message and tool spec (as JSON) the desk sent since the reset, oldest first."""
+        with self._lock:
+            return list(self._sent)
 
     def requests(self) -> list[dict]:
         with self._lock:

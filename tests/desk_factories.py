@@ -10,12 +10,14 @@ fixtures of the API tests (import them by name: `from tests.desk_factories impor
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from support import profiles
 from support.agent.types import Observer
 from support.customers import identity
 from support.desk import queue, services
@@ -160,3 +162,11 @@ def work_ticket(server, text, customer="maya@example.com", decide=None, *, run_i
         result = run_loop(transcript, spent=result.spent,
                           decisions={p.call.id: decide for p in result.pending}, **kwargs)
     return result, transcript, [s.tool for s in rec.steps if s.kind == "tool"], paused
+
+
+def profile_limits_tightened(lead, **limits) -> None:
+    """A lead publishes the live agent profile with `limits` changed (e.g. refund_ceiling="50.00")."""
+    live = profiles.live()
+    profiles.draft_save(data=dataclasses.replace(live, limits=dataclasses.replace(live.limits, **limits)).as_data(),
+                        by=lead)
+    profiles.draft_publish(by=lead)

@@ -15,6 +15,7 @@ from support.desk import services
 from support.models import Conversation, Run
 from tests.desk_factories import (
     make_user,
+    profile_limits_tightened,
     queued,  # noqa: F401  (fixture)
     start_conversation,
 )
@@ -107,3 +108,10 @@ def test_only_staff_read_it(people, demo, queued, client):
     conversation = start_conversation(demo.maya)
     assert context(people["chris"], conversation).status_code == 403
     assert client.get(f"/api/staff/conversations/{conversation.public_id}/context").status_code == 403
+
+
+def test_the_console_shows_the_refund_limit_a_lead_tightened_in_the_profile(people, demo, queued):
+    profile_limits_tightened(people["lee"], refund_ceiling="50.00")
+    data = context(people["sam"], start_conversation(demo.maya)).json()
+    assert data["viewer"]["refund_limit"] == "50.00"  # the profile's ceiling, below LARGE_REFUND_THRESHOLD's 100
+    assert {o["number"]: o["refund_limit"] for o in data["orders"]}["SU-41310"] == "50.00"

@@ -61,7 +61,8 @@ def test_the_widget_reads_the_shops_names_look_languages_and_hours_from_the_live
     assert face == {
         "shop_name": "Hearth & Loom", "agent_name": {"en": "Hearth & Loom Assistent", "de": "Hearth & Loom Assistent"},
         "languages": ["de"], "colour": "#8a3b12", "greeting": "", "launcher_label": "Fragen Sie uns",
-        "logo_url": LOGO_URL, "hours": "Mon-Fri 09:00-18:00, Sat 10:00-14:00", "hours_zone": "Europe/Vienna"}
+        "logo_url": LOGO_URL, "hours": "Mon-Fri 09:00-18:00, Sat 10:00-14:00", "hours_zone": "Europe/Vienna",
+        "setting_up": False}
     assert not UNWANTED.search(response.content.decode())
 
 

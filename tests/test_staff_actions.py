@@ -23,6 +23,7 @@ from support.models import Conversation, Message, Refund, ShopEffect, StaffActio
 from support.shop import shop
 from tests.desk_factories import (
     make_user,
+    profile_limits_tightened,
     queued,  # noqa: F401  (fixture)
     record_events,
     start_conversation,
@@ -224,3 +225,15 @@ def test_an_unknown_conversation_is_a_404(as_user, people):
     client = as_user(people["sam"])
     assert client.get("/api/staff/conversations/00000000-0000-0000-0000-000000000000/context").status_code == 404
     assert client.post_json("/api/staff/conversations/nope/refunds", {}).status_code == 404
+
+
+# -- the agent's ceiling from the agent profile ----------------------------------------------------------
+
+def test_a_ceiling_a_lead_tightened_in_the_profile_holds_for_a_support_agents_own_refund(as_user, people,
+                                                                                           conversation):
+    profile_limits_tightened(people["lee"], refund_ceiling="50.00")
+    refused = refund(as_user(people["sam"]), conversation, amount="60.00")
+    assert refused.status_code == 403 and "Refunds above 50.00 EUR need a support lead" in refused.json()["error"]
+    assert refund(as_user(people["sam"]), conversation, amount="50.00").status_code == 201
+    assert refund(as_user(people["lee"]), conversation, amount="14.00").status_code == 201  # a lead: the balance
+

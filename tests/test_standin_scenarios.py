@@ -112,6 +112,19 @@ def test_it_asks_for_the_order_number_when_there_is_none(standin):
     assert "order number" in t.answer
 
 
+def test_it_names_the_shop_the_prompt_names_when_it_says_what_it_can_help_with(standin):
+    prompt = [{"role": "system", "content": "You are Hearth & Loom's customer support agent; customers know you "
+                                            "as Lina."}]
+    t = run_ticket(client_for(standin), "Can you recommend a poem?", messages=prompt)
+    assert "your Hearth & Loom orders" in t.answer and "Sundry" not in t.answer
+
+
+def test_it_names_no_shop_when_the_prompt_names_none(standin):
+    t = run_ticket(client_for(standin), "Can you recommend a poem?",
+                   messages=[{"role": "system", "content": "Help the customer."}])
+    assert "your our shop orders" not in t.answer and "Sundry" not in t.answer
+
+
 def test_it_takes_the_order_number_from_an_earlier_message_when_the_latest_has_none(standin):
     client = client_for(standin)
     first = run_ticket(client, "Where is my order SU-41501?")

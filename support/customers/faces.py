@@ -69,8 +69,10 @@ def widget_face() -> dict:
         with translation.override(code):
             names[code] = agent_name()
     hours = hours_text(profile.opening_hours)
+    setting_up = selectors.being_set_up()
     return {
-        "shop_name": profile.shop_name,
+        # No name until the shop has one: the widget then says "Customer support" in its own words.
+        "shop_name": "" if setting_up else profile.shop_name,
         "agent_name": names,
         "languages": languages.offered(),
         "colour": look.colour if _is_colour(look.colour) else None,
@@ -79,6 +81,9 @@ def widget_face() -> dict:
         "logo_url": look.logo_url if _is_logo_url(look.logo_url) else None,
         "hours": hours,
         "hours_zone": profile.time_zone if hours else None,
+        # A shop's own desk before its first publish: the widget says support is being set up and takes no
+        # message (the desk refuses one too: desk.services.setup_check).
+        "setting_up": setting_up,
     }
 
 

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import IntegrityError, transaction
 
+from support import profiles
 from support.customers import attachments, identity, languages, mail_reading, reply_address, signin
 from support.desk import services, uploads
 from support.models import Conversation, Customer, InboundEmail, Message, OutboundEmail, UndeliverableAddress
@@ -184,7 +185,7 @@ def _save(mail: mail_reading.Mail, base: dict, conversation: Conversation | None
             record = InboundEmail.objects.create(
                 mail_id=mail.mail_id, **base, conversation=conversation, message=message,
                 outcome=InboundEmail.STARTED if started else InboundEmail.ATTACHED)
-            services.run_start_if_idle(conversation_id=conversation.pk, current=conversation)
+            _hand_on(conversation)
     except IntegrityError:  # the same mail saved meanwhile by another delivery: that one stands
         remove_stored(stored)
         return InboundEmail.objects.get(mail_id=mail.mail_id)
@@ -194,6 +195,17 @@ def _save(mail: mail_reading.Mail, base: dict, conversation: Conversation | None
     log.info("mail %s from conversation %s's customer saved as message %s", mail.mail_id,
              conversation.public_id, message.seq)
     return record
+
+
+SET_UP_REASON = "Written while the desk was being set up: no agent answered. Please reply in person."
+
+
+def _hand_on(conversation: Conversation) -> None:
+    """To the agent; or, while the desk is being set up (no profile published), kept for a person: no run."""
+    if profiles.being_set_up():
+        services.conversation_flag(conversation_id=conversation.pk, reason=SET_UP_REASON)
+        return
+    services.run_start_if_idle(conversation_id=conversation.pk, current=conversation)
 
 
 _ORDER_NUMBER = re.compile(r"\b[A-Za-z]{1,6}-[0-9]{1,12}\b")

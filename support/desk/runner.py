@@ -383,7 +383,7 @@ def run_execute(run_id: int) -> str:
             status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
     run = Run.objects.select_related("conversation__customer", "profile_version").get(pk=run_id)
-    with tracing.run_span(run):
+    with tracing.run_span(run), profiles.read_once():  # the live limits read once per run; the next run rereads
         return _execute(run, lease)
 
 

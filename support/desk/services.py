@@ -51,6 +51,23 @@ class RateLimited(Exception):
         self.retry_after = retry_after
 
 
+class BeingSetUp(Exception):
+    """A shop's own desk with no agent profile published yet: no customer message is taken from the widget."""
+
+    code = "being_set_up"
+
+    def __init__(self):
+        super().__init__("Support is being set up and can't take messages yet. Please come back a little later.")
+
+
+def setup_check() -> None:
+    """BeingSetUp until the desk has gone live (profiles.being_set_up): checked by every way a customer's
+    message reaches a run from the widget, in server code, so a client that ignores the widget's face is
+    refused too."""
+    if profiles.being_set_up():
+        raise BeingSetUp()
+
+
 class AlreadyDecided(Exception):
     pass
 
@@ -104,6 +121,7 @@ def conversation_open_with_message(*, opening: Opening, text, client_id: str | N
     message opened: the same conversation, the message saved once, nothing counted again. Nothing is saved
     when the message is refused (its words, its size, a rate limit): no empty conversation is left behind.
     """
+    setup_check()
     text = message_clean(text)
     client_id = _client_id(client_id)
     customer, scope = opening.customer, opening.order_number or ""
@@ -230,6 +248,7 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
     Returns (message, run, created). The run is the conversation's active one when there is one: a
     working run sees the message at its next model call, a paused run when it resumes.
     """
+    setup_check()
     text = message_clean(text)
     client_id = _client_id(client_id)
     if client_id is not None:

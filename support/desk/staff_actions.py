@@ -9,7 +9,7 @@ have no seller, the conversation's daily limit, the same text sent once). What a
 agent's approval step: they are the person. Above the agent's limits a person needs the higher permission:
 
   - issuing a refund at all needs `support.decide_approval` (the right to approve the agent's refunds);
-  - a refund above LARGE_REFUND_THRESHOLD, or above the agent's REFUND_CEILING, needs
+  - a refund above LARGE_REFUND_THRESHOLD, or above the agent's ceiling (the profile's, capped by REFUND_CEILING), needs
     `support.approve_large_refund` too, as approving the agent's would (support/desk/permissions.py);
   - a refund above SECOND_APPROVAL_ABOVE waits for another person's approval (four eyes): saved with an
     Approval, made when someone else approves it (gate.approval_decide calls refund_approved).
@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext_lazy as _
 
+from support import profiles
 from support.agent.tools import ToolContext, ToolError
 from support.customers import cleaning, languages
 from support.customers.words import staff_name
@@ -120,7 +121,13 @@ def refund_limit(user, order: port.Order | None = None) -> Decimal | None:
         return None
     if user.has_perm(permissions.APPROVE_LARGE_REFUND):
         return order.refundable if order is not None else None
-    return min(settings.REFUND_CEILING, permissions.large_refund_threshold())
+    return _agent_level_limit()
+
+
+def _agent_level_limit() -> Decimal:
+    """Without the large-refund permission a person refunds what the agent may: up to the agent's ceiling (the
+    live profile's, within REFUND_CEILING) and LARGE_REFUND_THRESHOLD, whichever is lower."""
+    return min(profiles.effective_limits().refund_ceiling, permissions.large_refund_threshold())
 
 
 def _refund_refusal(user, value: Decimal) -> ActionRefused | None:
@@ -128,7 +135,7 @@ def _refund_refusal(user, value: Decimal) -> ActionRefused | None:
         return ActionRefused("Your account may not issue refunds: that needs the permission to decide approvals "
                              f"({permissions.DECIDE_APPROVAL}), which the {permissions.AGENTS} and "
                              f"{permissions.LEADS} groups have.", 403)
-    limit = min(settings.REFUND_CEILING, permissions.large_refund_threshold())
+    limit = _agent_level_limit()
     if value > limit and not user.has_perm(permissions.APPROVE_LARGE_REFUND):
         return ActionRefused(f"Refunds above {money(limit)} EUR need a support lead (permission "
                              f"{permissions.APPROVE_LARGE_REFUND}, group {permissions.LEADS}). Issue up to "

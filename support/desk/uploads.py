@@ -36,6 +36,7 @@ def conversation_post_files(*, conversation: Conversation, text, uploads: list, 
                             client_address: str | None = None):
     """A customer's message with photos or PDFs (and words, or none): checked, stored, saved once, handed to a
     run, as services.conversation_post_message does for words. Returns (message, run, created)."""
+    services.setup_check()  # before a photo is decoded
     text = services.message_clean(text) if isinstance(text, str) and text.strip() else ""
     if client_id is not None:
         client_id = cleaning.client_id_or_none(client_id)

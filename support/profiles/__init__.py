@@ -8,8 +8,16 @@ published and rolled back by `services.py`; a run keeps the id of the version it
 
 from support.profiles import selectors
 from support.profiles.caps import EffectiveLimits  # noqa: F401
-from support.profiles.profile import SUNDRY, Appearance, Limits, Profile, Voice  # noqa: F401
-from support.profiles.selectors import effective_limits, gone_live, live_version_id, version_profile  # noqa: F401
+from support.profiles.profile import NEUTRAL, SUNDRY, Appearance, Limits, Profile, Voice  # noqa: F401
+from support.profiles.selectors import (  # noqa: F401
+    being_set_up,
+    built_in,
+    effective_limits,
+    gone_live,
+    live_version_id,
+    read_once,
+    version_profile,
+)
 from support.profiles.services import (  # noqa: F401
     CHANGE_AGENT_PROFILE,
     ProfileRefused,

@@ -103,3 +103,7 @@ def _jsonable(value):
 
 
 SUNDRY = Profile()  # the demo shop's profile, as seeded
+# A shop's own desk (SHOP_BACKEND http or shopify) before its first publish: no shop's name in any customer
+# string. Its widget says support is being set up and starts no run (selectors.being_set_up).
+NEUTRAL = Profile(shop_name="Our shop", agent_name="the support assistant", email_sender_name="Customer support",
+                  appearance=Appearance(colour="#3b4a5a"))

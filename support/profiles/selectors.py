@@ -3,21 +3,60 @@
 `live()` reads the live pointer on every call (one row by its key, with the version's publish time) and keeps
 the profiles it built per process, keyed by version id and publish time: a published version never changes,
 so a publish in the web process reaches a worker's next run at once, and no process rebuilds the profile for
-every read.
+every read. Within `read_once()` (a request, a run) the pointer is read once: every limit, the widget's face
+and the setup gate of one request agree, and a card list costs no pointer read per card. A publish or a
+rollback in that scope forgets what was read; the next request and the next run read the pointer again.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from support.models import LiveProfile, ProfileVersion
 from support.profiles import caps
-from support.profiles.profile import SUNDRY, Profile
+from django.conf import settings
+
+from support.profiles.profile import NEUTRAL, SUNDRY, Profile
 
 POINTER = 1  # the live pointer's row
+REMOTE_BACKENDS = ("http", "shopify")  # a shop's own orders: its desk is being set up until a first publish
 _built: dict[tuple, Profile] = {}
 _lock = threading.Lock()
 KEEP = 16  # profiles kept per process (a rollback's worth of old versions)
+# The live pointer as read in the current scope (a request, a run): None outside any scope.
+_scope: ContextVar[dict | None] = ContextVar("live_pointer_read", default=None)
+_UNREAD = object()
+
+
+@contextmanager
+def read_once():
+    """Within the block the live pointer is read at most once (one value per thread and asyncio task)."""
+    token = _scope.set({})
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def forget_pointer() -> None:
+    """The pointer moved (a publish, a rollback): the current scope reads it again."""
+    memo = _scope.get()
+    if memo is not None:
+        memo.clear()
+
+
+def _pointer() -> tuple | None:
+    """(version id, its publish time) of the live version, or None while none is published."""
+    memo = _scope.get()
+    found = memo.get("pointer", _UNREAD) if memo is not None else _UNREAD
+    if found is _UNREAD:
+        found = LiveProfile.objects.filter(pk=POINTER, version__isnull=False).values_list(
+            "version_id", "version__published_at").first()
+        if memo is not None:
+            memo["pointer"] = found
+    return found
 
 
 def live_version_id() -> int | None:
@@ -27,22 +66,32 @@ def live_version_id() -> int | None:
 
 def gone_live() -> bool:
     """Whether a profile has been published: until then a desk is being set up (its widget starts no run)."""
-    return LiveProfile.objects.filter(pk=POINTER, version__isnull=False).exists()
+    return _pointer() is not None
+
+
+def being_set_up() -> bool:
+    """A shop's own desk (its orders over HTTP or from Shopify) with no profile published yet: its widget says
+    support is being set up, and no customer message starts a run. The demo is live from seeding."""
+    return settings.SHOP_BACKEND in REMOTE_BACKENDS and not gone_live()
+
+
+def built_in() -> Profile:
+    """The profile before any is published: the demo's on the demo shop, a neutral one on a shop's own desk."""
+    return NEUTRAL if settings.SHOP_BACKEND in REMOTE_BACKENDS else SUNDRY
 
 
 def live() -> Profile:
     """The published profile the desk runs with now (the built-in defaults until one is published)."""
-    row = LiveProfile.objects.filter(pk=POINTER, version__isnull=False).values_list(
-        "version_id", "version__published_at").first()
+    row = _pointer()
     if row is None:
-        return SUNDRY
+        return built_in()
     return _profile(row[0], row[1])
 
 
 def version_profile(version_id: int | None) -> Profile:
     """The profile of a published version by its id (a run's), or the built-in defaults for None."""
     if version_id is None:
-        return SUNDRY
+        return built_in()
     published_at = ProfileVersion.objects.filter(pk=version_id).values_list("published_at", flat=True).first()
     return _profile(version_id, published_at)
 

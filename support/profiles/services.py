@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from support.models import LiveProfile, ProfileRelease, ProfileVersion
 from support.profiles import selectors
-from support.profiles.profile import SUNDRY, Profile
+from support.profiles.profile import Profile
 from support.profiles.reading import ProfileInvalid, profile_from_json
 
 CHANGE_AGENT_PROFILE = "support.change_agent_profile"
@@ -173,6 +173,7 @@ def _pointer_move(expected: int | None, version_id: int, now) -> None:
                                                                                         changed_at=now):
         raise ProfileRefused("Someone else changed the live version at the same moment; nothing was changed. Read "
                              "the versions again.")
+    selectors.forget_pointer()  # this request's next read sees the new version
 
 
 # -- comparing ------------------------------------------------------------------------------------------------
@@ -193,7 +194,7 @@ def _data_of(ref: int | str) -> dict:
             raise ProfileRefused("There is no draft.", status=404, code="not_found")
         return _stored(Profile.from_data(row.data))
     if ref == 0:
-        return _stored(SUNDRY)
+        return _stored(selectors.built_in())
     row = selectors.version_by_number(ref)
     if row is None:
         raise ProfileRefused(f"There is no published version {ref}.", status=404, code="not_found")

@@ -15,11 +15,10 @@ from django.conf import settings
 
 from support.models import DraftTest, PolicyDocument, ProfileVersion
 from support.profiles import selectors
-from support.profiles.profile import SUNDRY
+from support.profiles.profile import NEUTRAL, SUNDRY
 from support.shop import port, shop
 from support.shop.conformance import Check, check_shop
 
-REMOTE_BACKENDS = ("http", "shopify")
 CHECK_TIMEOUT = 5.0  # seconds per request to the shop while the checklist waits
 DONE, TODO, FAILED = "done", "todo", "failed"
 
@@ -34,7 +33,7 @@ class Step:
 
 def needed() -> bool:
     """Whether the console opens on the checklist: a remote shop and no profile published yet."""
-    return settings.SHOP_BACKEND in REMOTE_BACKENDS and not selectors.gone_live()
+    return selectors.being_set_up()  # the widget's setup gate reads the same rule
 
 
 def shop_checks(*, email: str, order_number: str) -> list[Check]:
@@ -110,7 +109,8 @@ def _live_row() -> ProfileVersion | None:
 
 def _names_a_shop(data: dict) -> bool:
     name = str((data or {}).get("shop_name") or "").strip()
-    return bool(name) and name != SUNDRY.shop_name  # the built-in demo's name is no shop's choice
+    # the built-in names (the demo's, the neutral one before go-live) are no shop's choice
+    return bool(name) and name not in (SUNDRY.shop_name, NEUTRAL.shop_name)
 
 
 def _tested() -> Step:

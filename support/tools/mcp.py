@@ -14,8 +14,8 @@ server and the desk) use one name.
 - "read" tools run at once and may be repeated.
 - "gated" tools wait for a person's approval, as issue_refund does. With "order" and "amount" named, the
   desk checks them before anyone is asked and again as the call runs: the order is the conversation
-  customer's, the amount at most REFUND_CEILING (and one above LARGE_REFUND_THRESHOLD needs a support lead:
-  support/desk/permissions.py).
+  customer's, the amount at most the agent's refund ceiling (the profile's, within REFUND_CEILING; one above
+  LARGE_REFUND_THRESHOLD needs a support lead: support/desk/permissions.py).
 - At most once: before a gated call is sent, the runner saves the call's row with its attempt counted
   (support/desk/runner.py, _tool_call_started), committed on its own. A call that finds an earlier attempt
   counted was started by a worker that died before saving the result: it is not sent again; the

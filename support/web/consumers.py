@@ -265,6 +265,9 @@ class CustomerConsumer(ReplayingConsumer):
         except services.RateLimited as e:
             await self.send_json({"type": "message.rejected", "client_id": client_id, "code": "rate_limited",
                                   "error": str(e), "retry_after": e.retry_after})
+        except services.BeingSetUp as e:
+            await self.send_json({"type": "message.rejected", "client_id": client_id, "code": e.code,
+                                  "error": str(e)})
         else:
             await self.send_json({"type": "message.accepted", "client_id": client_id, "seq": message.seq})
 

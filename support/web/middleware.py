@@ -15,8 +15,10 @@ import sys
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.core.signals import got_request_exception
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 
+from support import profiles
+from support.desk import services
 from support.ops.redaction import redacted_path
 from support.shop import port
 from support.web.views.common import json_error
@@ -60,6 +62,8 @@ def error_response(request, exception: BaseException):
         return json_error(413, "The request body is too large.")
     if isinstance(exception, SuspiciousOperation):
         return json_error(400, "The request was refused as malformed.")
+    if isinstance(exception, services.BeingSetUp):  # not retryable: it lasts until the desk goes live
+        return JsonResponse({"error": str(exception), "code": exception.code, "retryable": False}, status=503)
     unavailable = unavailable_message(exception)
     if unavailable is not None:
         log.warning("%s %s: answered 503: %s: %s", request.method, redacted_path(request.path),
@@ -144,3 +148,15 @@ class ApiErrorsMiddleware:
             if header.lower() not in ("content-type", "content-length") and header not in rewritten:
                 rewritten[header] = value
         return rewritten
+
+
+class ProfileOnceMiddleware:
+    """A request reads the live agent profile's pointer once: its limits, the widget's face and the setup gate
+    all come from the version live when it began (a publish in the request reads it again)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with profiles.read_once():
+            return self.get_response(request)

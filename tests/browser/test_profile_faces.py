@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from support.customers import faces, identity
 from support.desk import services, takeover
 from support.models import Customer, Message
+from support.profiles import NEUTRAL
 from tests.browser.conftest import ARTIFACTS, open_widget
 from tests.browser.test_a11y import WIDTHS, serious_violations
 from tests.hearth_and_loom import HEARTH_AND_LOOM, UNWANTED
@@ -105,3 +106,39 @@ def test_a_hearth_and_loom_desk_shows_its_own_name_look_and_hours_and_never_sund
         words = page.evaluate(WIDGET_WORDS)
         assert "Hearth & Loom" in words and not UNWANTED.search(words), UNWANTED.findall(words)
     assert problems == []
+
+
+def test_a_desk_being_set_up_says_so_in_plain_words_and_offers_no_composer(customer_page, monkeypatch):
+    # What the desk answers for a shop's own desk before its first publish: the neutral profile, setting_up.
+    monkeypatch.setattr("support.profiles.selectors.live", lambda: NEUTRAL)
+    monkeypatch.setattr("support.profiles.selectors.being_set_up", lambda: True)
+    face = faces.widget_face()
+    assert face["setting_up"] is True
+    sent = []
+
+    def before(page):
+        page.route("**/api/widget", lambda route: route.fulfill(json=face))
+        page.add_init_script(NO_OVERRIDES)
+        page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+
+    page = customer_page(before=before, locale="de-DE", timezone_id="Europe/Berlin")
+    page.get_by_test_id("widget-button").click()
+    expect(page.get_by_test_id("widget-panel")).to_have_attribute("data-connection", "setting_up")
+    notice = page.get_by_test_id("widget-setup")
+    expect(notice).to_be_visible()
+    expect(notice).to_have_text("Der Support wird gerade eingerichtet"
+                                "Hier können wir noch keine Nachrichten annehmen. Bitte schauen Sie etwas später "
+                                "wieder vorbei.")
+    expect(page.get_by_test_id("widget-composer")).to_be_hidden()
+    expect(page.locator(".sw-suggestion")).to_have_count(0)
+    expect(page.locator(".sw-intro")).to_have_count(0)
+
+    problems = []
+    for width, height in WIDTHS:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(250)  # the panel settles into the dock or the sheet
+        problems += [f"{width} px: {v['impact']} {v['id']}: {v['help']} {v['nodes']}" for v in serious_violations(page)]
+        page.screenshot(path=str(ARTIFACTS / f"widget-being-set-up-{width}.png"))
+        words = page.evaluate(WIDGET_WORDS)
+        assert not UNWANTED.search(words), UNWANTED.findall(words)
+    assert problems == [] and not [url for url in sent if "/api/" in url]  # nothing was sent to the desk

@@ -120,6 +120,9 @@
     "The assistant is explaining their decision here.": "Der Assistent erklärt die Entscheidung hier.",
     "It couldn't be reviewed in time": "Das konnte nicht rechtzeitig geprüft werden",
     "Nothing has been done yet. A member of our team will follow up here.": "Noch ist nichts passiert. Jemand aus unserem Team meldet sich hier.",
+    "Support is being set up": "Der Support wird gerade eingerichtet",
+    "We can't take messages here yet. Please come back a little later.":
+      "Hier können wir noch keine Nachrichten annehmen. Bitte schauen Sie etwas später wieder vorbei.",
     "Your message": "Ihre Nachricht", "Write a message…": "Nachricht schreiben…", "Send message": "Nachricht senden",
     "Support team": "Support-Team", "{shop} team": "{shop}-Team", "Our team": "Unser Team", "Our assistant": "Unser Assistent",
     "{name} from our team is here": "{name} aus unserem Team ist da", "A member of our team is here": "Jemand aus unserem Team ist da",
@@ -459,6 +462,15 @@
   composer.appendChild(label); composer.appendChild(input); composer.appendChild(send);
   var error = tid(el("p", "sw-error"), "widget-error"); error.setAttribute("role", "alert"); error.hidden = true;
 
+  // Until the desk goes live (no agent profile published on a shop's own desk) it says so and takes no
+  // message; the desk refuses one anyway (503 being_set_up), so this is words, not the rule.
+  var SETTING_UP = FACE.setting_up === true;
+  var setupNotice = tid(el("div", "sw-setup"), "widget-setup"); setupNotice.setAttribute("role", "status");
+  setupNotice.appendChild(el("strong", null, t("Support is being set up")));
+  setupNotice.appendChild(el("p", null, t("We can't take messages here yet. Please come back a little later.")));
+  setupNotice.hidden = !SETTING_UP; transcript.insertBefore(setupNotice, intro);
+  if (SETTING_UP) { intro.remove(); suggestions.remove(); composer.hidden = subtitle.hidden = true; panel.dataset.connection = "setting_up"; }
+
   [header, reconnecting, transcript, jump, activity, approvalBanner, handoverBanner, composer, error]
     .forEach(function (n) { panel.appendChild(n); });
   root.appendChild(button); root.appendChild(panel);
@@ -697,6 +709,7 @@
   }
 
   function start() {
+    if (SETTING_UP) return; // nothing to open or send until the desk goes live
     hideError();
     existingConversation().then(function (c) {
       if (c) return connect();

@@ -114,6 +114,7 @@ def _start_request(body: dict, address: str):
 def conversations(request):
     """A new conversation; with {"message": {"text", "client_id"}} its first message too, in one request, so
     a chat that was opened and never written to leaves nothing behind (docs/api.md)."""
+    services.setup_check()  # before any sign-in is tried: nothing is opened while the desk is being set up
     address = limits.request_address(request)
     body = json_body(request)
     zone = links.requested_time_zone(body)  # checked before anything is created
