@@ -136,3 +136,16 @@ def test_the_demo_is_live_from_seeding(demo, queued):
 def test_before_go_live_the_built_in_profile_names_no_shop(setting_up):
     assert not UNWANTED.search(json.dumps(profiles.live().as_data()))
     assert not UNWANTED.search(json.dumps(profiles.version_profile(None).as_data()))
+
+
+def test_a_shop_being_set_up_starts_from_defaults_that_name_no_shop(setting_up):
+    # The profile page's defaults (what an empty field falls back to) and a draft test's live side before any
+    # version is published are the neutral built-in profile, not the demo's.
+    from support.desk import agent_profile
+    from support.trials.services import _profile
+
+    assert not profiles.gone_live()
+    defaults = agent_profile.profile_json()["defaults"]
+    assert defaults["shop_name"] != "Sundry" and "sundry" not in json.dumps(defaults).lower()
+    live_side, named = _profile(type("Test", (), {"live_version_id": None})(), "live")
+    assert "sundry" not in json.dumps(live_side).lower() and named == "the built-in defaults (none published)"

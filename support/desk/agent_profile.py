@@ -54,7 +54,7 @@ def profile_json() -> dict:
             "versions": [{"number": v.number, "published_by": _who(v.published_by),
                           "published_at": _ts(v.published_at), "live": v.pk == live_id} for v in published],
             "caps": caps.caps_json(), "publish_needs_two": settings.PROFILE_PUBLISH_NEEDS_TWO,
-            "defaults": profiles.SUNDRY.as_data()}
+            "defaults": profile_selectors.built_in().as_data()}
 
 
 def draft_save(*, data: dict, by) -> ProfileVersion:

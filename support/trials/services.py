@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agentsite.celery import app
 from support.models import DraftTest, ProfileVersion
-from support.profiles import CHANGE_AGENT_PROFILE, SUNDRY, selectors
+from support.profiles import CHANGE_AGENT_PROFILE, selectors
 
 TEST_DRAFT = "support.tasks.test_draft"
 STAND_IN = "sundry-standin-1"
@@ -153,7 +153,7 @@ def _profile(test: DraftTest, side: str) -> tuple[dict, str]:
     if side == "draft":
         return test.draft_data, f"draft of {test.draft.updated_at:%Y-%m-%d %H:%M} UTC (revision {test.draft_revision})"
     if test.live_version_id is None:
-        data = SUNDRY.as_data()
+        data = selectors.built_in().as_data()  # Sundry's on the demo, the neutral one on a remote shop
         data.pop("version", None)
         return data, "the built-in defaults (none published)"
     live = ProfileVersion.objects.get(pk=test.live_version_id)
