@@ -279,3 +279,11 @@ def test_the_demo_seeds_a_second_lead_with_a_known_password(db, settings):
     alex = get_user_model().objects.get(username="alex")
     assert alex.is_active and alex.is_staff and people.role_of(alex) == "lead"
 
+
+
+def test_an_invitation_links_token_is_redacted_in_logs(lee):
+    from support.ops.redaction import redacted_path
+
+    invitations.invitation_send(by=lee, email="nia@example.com", role="agent", team=None)
+    link = path_of(link_in(mail.outbox[0]))
+    assert redacted_path(link) == "/console/join/[redacted]/"
