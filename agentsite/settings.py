@@ -576,6 +576,10 @@ INBOUND_IMAP_POLL_SECONDS = env_float("INBOUND_IMAP_POLL_SECONDS", 60.0, minimum
 # with a link per verdict for that person only: it opens a page to confirm on, works once, for this long.
 APPROVAL_EMAILS = env_bool("APPROVAL_EMAILS", True)
 APPROVAL_LINK_MAX_AGE = env_int("APPROVAL_LINK_MAX_AGE", 24 * 3600, minimum=60)
+# Staff invitations (support/team/invitations.py): how long an e-mailed link to set a password works (once), and
+# how many invitations (resends included) one person may send an hour.
+STAFF_INVITATION_MAX_AGE = env_int("STAFF_INVITATION_MAX_AGE", 3 * 24 * 3600, minimum=60)
+STAFF_INVITATIONS_PER_HOUR = env_int("STAFF_INVITATIONS_PER_HOUR", 20, minimum=1)
 # Slack: each approval request is posted to this channel with Approve and Reject buttons; off unless all three
 # are set. Slack calls /slack/interactive/, signed with the signing secret (support/web/views/slack.py).
 SLACK_BOT_TOKEN = env_str("SLACK_BOT_TOKEN", "")

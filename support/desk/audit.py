@@ -1,9 +1,9 @@
-"""The audit: every decision on an approval, every staff action and every step of putting an agent profile
-version live as one row each, for a person or a program to read (the console's Audit page,
+"""The audit: every decision on an approval, every staff action, every step of putting an agent profile
+version live and every change to the staff (invitations, roles, teams, access) as one row each, for a person or a program to read (the console's Audit page,
 `manage.py export_audit`): what the model asked, what a person changed, what ran, who, when, why, on which
 conversation and tool.
 
-Rows come from four database iterators (first approvals, decisions, staff actions, profile releases), each in
+Rows come from five database iterators (first approvals, decisions, staff actions, profile releases, team changes), each in
 time order and read in chunks, merged lazily: an export of years writes as it reads and never holds it all. CSV
 cells are made safe for spreadsheets (a cell starting with = + - @ is prefixed with ' so it is never a formula); JSON
 is a stream of one object with the rows in it. Times are UTC.
@@ -22,7 +22,7 @@ from datetime import timezone as dt_timezone
 from django.utils import timezone
 
 from support.customers.words import staff_name
-from support.models import Approval, ProfileRelease, StaffAction
+from support.models import Approval, ProfileRelease, StaffAction, TeamChange
 from support.profiles import versions_diff
 
 CHUNK = 500  # rows read from the database at a time
@@ -65,7 +65,8 @@ def parse_bound(text: str, *, end: bool = False) -> datetime:
 def audit_rows(audit: AuditFilter, *, newest_first: bool = False) -> Iterator[dict]:
     """Every row the filter matches, oldest first (newest first for a preview), read lazily."""
     sources = (_first_approvals(audit, newest_first), _decisions(audit, newest_first),
-               _staff_actions(audit, newest_first), _profile_releases(audit, newest_first))
+               _staff_actions(audit, newest_first), _profile_releases(audit, newest_first),
+               _team_changes(audit, newest_first))
     return heapq.merge(*sources, key=lambda row: row["at"], reverse=newest_first)
 
 
@@ -149,6 +150,20 @@ def _profile_releases(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
                "tool": "", "requested_arguments": moved, "executed_arguments": moved, "changed": changed,
                "result": None, "status": "asked" if release.kind == ProfileRelease.REQUEST else "live",
                "reason": "", "via": "", "first_approval_via": ""}
+
+
+def _team_changes(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
+    """The staff (support/team/): invitations sent, resent, cancelled and used, roles, teams, (re)activation;
+    `other_person` is whom it changed, `requested_arguments` and `executed_arguments` before and after."""
+    rows = TeamChange.objects.select_related("by", "person", "invitation")
+    for change in _in(rows, audit, "at", "by", newest_first):
+        email = change.invitation.email if change.invitation is not None else ""
+        yield {"at": change.at, "record": "team", "id": str(change.public_id), "event": change.event,
+               **_people(change.by, change.person), "conversation": "", "tool": "",
+               "requested_arguments": change.before, "executed_arguments": change.after,
+               "changed": _changed(change.before, change.after),
+               "result": {"invitation": email} if email else None, "status": "done", "reason": "", "via": "",
+               "first_approval_via": ""}
 
 
 def _people(person, other) -> dict:

@@ -63,8 +63,9 @@ def seed_demo() -> dict[str, int]:
 
     with transaction.atomic():
         permissions.ensure_groups()
-        if settings.DEBUG:  # the demo site: its staff login may decide every approval
+        if settings.DEBUG:  # the demo site: its staff logins may decide every approval
             demo_staff_user()
+            demo_staff_user(username=DEMO_SECOND_USERNAME, first_name=DEMO_SECOND_NAME)
         customers = {e: Customer.objects.update_or_create(email=e, defaults={"name": n})[0] for n, e in CUSTOMERS}
         sellers = {
             c: Seller.objects.update_or_create(code=c, defaults={"name": n, "is_sundry": s})[0] for c, n, s in SELLERS
@@ -94,15 +95,16 @@ def demo_conversations_delete() -> int:
 
 DEMO_STAFF_USERNAME = "staff"
 DEMO_STAFF_GROUP = permissions.LEADS  # decides every approval, refunds above the threshold included
+# A second demo person, a lead too, so four eyes and routing can be tried at once (docs/console.md).
+DEMO_SECOND_USERNAME, DEMO_SECOND_NAME = "alex", "Alex"
 
 
-def demo_staff_user(*, password: str | None = None):
-    """The demo staff login (`manage.py demo_staff` gives it its password): staff, in DEMO_STAFF_GROUP.
+def demo_staff_user(*, password: str | None = None, username: str = DEMO_STAFF_USERNAME, first_name: str = "Sam"):
+    """A demo staff login (`manage.py demo_staff` gives each its password): staff, in DEMO_STAFF_GROUP.
 
     Created when missing, with no usable password until one is given; kept in the group on every call, so
     `seed_demo` and `demo_staff` may run in either order."""
-    user, created = get_user_model().objects.get_or_create(username=DEMO_STAFF_USERNAME,
-                                                           defaults={"first_name": "Sam"})
+    user, created = get_user_model().objects.get_or_create(username=username, defaults={"first_name": first_name})
     if created and password is None:
         user.set_unusable_password()
     if password is not None:

@@ -11,12 +11,14 @@ staff socket. Deciding is narrower:
   - seeing the team's queue by person (/console/team/, GET /api/staff/team-queue) needs
     `support.view_team_queue`;
   - editing, publishing and rolling back the agent profile (/api/staff/profile/..., docs/api.md) needs
-    `support.change_agent_profile`.
+    `support.change_agent_profile`;
+  - inviting staff and changing their role, team and access (/console/team/, support/team/) needs
+    `support.manage_team`; seeing the desk's settings (/console/settings/) needs `support.view_desk_settings`.
 Any staff member may read the shop's policies in the console; writing one (a new policy or a new version)
 needs `support.edit_policies` (docs/policies.md).
 Groups (created by migration 0007, and again by ensure_groups()): "Support agents" have decide_approval,
-"Support leads" have all six (edit_policies from migration 0016, export_audit from 0018, view_team_queue
-from 0019, change_agent_profile from 0024). Both see the shop
+"Support leads" have all eight (edit_policies from migration 0016, export_audit from 0018, view_team_queue
+from 0019, change_agent_profile from 0024, manage_team and view_desk_settings from 0026). Both see the shop
 and desk records in the admin (view permissions, migration 0008); leads may also edit customers, sellers and
 policy texts there. Superusers have every permission.
 
@@ -50,7 +52,10 @@ EDIT_POLICIES = "support.edit_policies"
 EXPORT_AUDIT = "support.export_audit"
 VIEW_TEAM_QUEUE = "support.view_team_queue"
 CHANGE_AGENT_PROFILE = profiles.CHANGE_AGENT_PROFILE  # "support.change_agent_profile"
-# codename -> (the model whose content type holds it, its name); migrations 0007, 0016, 0018 and 0024 write the same.
+MANAGE_TEAM = "support.manage_team"
+VIEW_DESK_SETTINGS = "support.view_desk_settings"
+# codename -> (the model whose content type holds it, its name); migrations 0007, 0016, 0018, 0024 and 0026 write
+# the same.
 PERMISSIONS = {
     "decide_approval": ("approval", "Can approve or reject the agent's gated actions"),
     "approve_large_refund": ("approval", "Can approve refunds above the large-refund threshold"),
@@ -58,6 +63,8 @@ PERMISSIONS = {
     "export_audit": ("approval", "Can export the audit of decisions and staff actions"),
     "view_team_queue": ("team", "Can see the team's queue by person"),
     "change_agent_profile": ("profileversion", "Can edit and publish the agent profile"),
+    "manage_team": ("team", "Can invite staff and change their roles, teams and access"),
+    "view_desk_settings": ("team", "Can see the desk's settings"),
 }
 AGENTS, LEADS = "Support agents", "Support leads"
 # What staff may see in the admin (/admin/): every shop and desk record, read-only; leads may also edit the
@@ -70,7 +77,7 @@ LEAD_EDITABLE = ("customer", "seller", "policydocument")
 _VIEW = [f"view_{model}" for model in ADMIN_VIEWABLE]
 GROUPS = {AGENTS: ["decide_approval", *_VIEW],
           LEADS: ["decide_approval", "approve_large_refund", "edit_policies", "export_audit", "view_team_queue",
-                  "change_agent_profile", *_VIEW, *(f"change_{m}" for m in LEAD_EDITABLE)]}
+                  "change_agent_profile", "manage_team", "view_desk_settings", *_VIEW, *(f"change_{m}" for m in LEAD_EDITABLE)]}
 
 REVOKED = 4403  # the close code of a staff socket refused or revoked (docs/events.md)
 

@@ -24,13 +24,14 @@ from .shop import (
 )
 from .staff import Note, SavedReply, StaffAction, Team
 from .staff_alerts import ApprovalEmailOptIn, DecisionLink, SlackAccount, SlackApprovalMessage
+from .team import StaffInvitation, TeamChange
 from .trials import DraftTest
 
 __all__ = [
     "Approval", "Conversation", "Message", "Run", "Step", "ToolCall", "ShopEffect",
     "Charge", "Customer", "Order", "OrderItem", "Parcel", "PolicyDocument", "PolicyVersion", "Refund", "Scan",
     "Seller", "SellerMessage", "money_field",
-    "Note", "SavedReply", "StaffAction", "Team",
+    "Note", "SavedReply", "StaffAction", "Team", "StaffInvitation", "TeamChange",
     "ApprovalEmailOptIn", "DecisionLink", "SlackAccount", "SlackApprovalMessage",
     "FollowUp", "ReplyEmailOptOut",
     "InboundEmail", "OutboundEmail", "UndeliverableAddress",

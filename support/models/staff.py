@@ -89,7 +89,9 @@ class Team(models.Model):
 
     class Meta:
         ordering = ["name"]
-        permissions = [("view_team_queue", "Can see the team's queue by person")]
+        permissions = [("view_team_queue", "Can see the team's queue by person"),
+                       ("manage_team", "Can invite staff and change their roles, teams and access"),
+                       ("view_desk_settings", "Can see the desk's settings")]
 
     def __str__(self) -> str:
         return self.name

@@ -1,7 +1,7 @@
 """What a log line or a span may say about a request's URL: the path, without the secrets some paths carry.
 
 An e-mailed conversation link (/c/<token>/), an unsubscribe link, a signed file link (/api/files/<token>) and an
-e-mailed decision link (/console/decide/<token>/) each open something for whoever holds them: written into an
+e-mailed decision link (/console/decide/<token>/) and a staff invitation (/console/join/<token>/) each open something for whoever holds them: written into an
 access log or a trace, they would open it for whoever reads those. Their token is written as [redacted]."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 # The first matching prefix wins: /c/unsubscribe/<token>/ before /c/<token>/.
-_SECRET_PATH = re.compile(r"^(/c/unsubscribe/|/c/|/api/files/|/console/decide/)[^/?#]+")
+_SECRET_PATH = re.compile(r"^(/c/unsubscribe/|/c/|/api/files/|/console/decide/|/console/join/)[^/?#]+")
 
 
 def redacted_path(path: str) -> str:

@@ -2,7 +2,19 @@
 
 from django.urls import path
 
-from support.web.views import agent, agent_test, audit, console, decide, evaluation, policies, setup, team
+from support.web.views import (
+    agent,
+    agent_test,
+    audit,
+    console,
+    decide,
+    desk_settings,
+    evaluation,
+    join,
+    policies,
+    setup,
+    team,
+)
 
 app_name = "console"
 
@@ -13,6 +25,11 @@ urlpatterns = [
     # The page an e-mailed approval link opens (support/web/views/decide.py): GET shows, POST decides.
     path("decide/<str:token>/", decide.decide, name="decide"),
     path("team/", team.page, name="team"),
+    # Managing the team (support.manage_team): invite, resend, cancel, role, team, deactivate, reactivate.
+    path("team/<str:action>/", team.change, name="team_change"),
+    # The page a staff invitation's link opens (support/web/views/join.py): GET shows, POST makes the account.
+    path("join/<str:token>/", join.join, name="join"),
+    path("settings/", desk_settings.page, name="settings"),
     path("audit/", audit.page, name="audit"),
     path("audit/export.<str:fmt>", audit.export, name="audit_export"),
     path("evaluation/", evaluation.summary, name="evaluation"),
