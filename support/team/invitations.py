@@ -22,6 +22,7 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from support import profiles
 from support.customers import cleaning
 from support.customers.identity import parse_uuid
 from support.customers.notify import desk_url
@@ -205,9 +206,9 @@ def _email(invitation: StaffInvitation) -> None:
     inviter = " ".join((staff_name(invitation.invited_by) if invitation.invited_by else "A colleague").split())
     context = {"inviter": inviter, "role": invitation.role, "team": invitation.team.name if invitation.team else "",
                "link": invitation_url(invitation), "days": max(1, settings.STAFF_INVITATION_MAX_AGE // 86400),
-               "login": invitation.email}
+               "login": invitation.email, "shop": profiles.live().shop_name}
     message = EmailMultiAlternatives(
-        subject=f"{inviter} invites you to the Sundry support desk",
+        subject=f"{inviter} invites you to the {context['shop']} support desk",
         body=render_to_string("support/email/staff_invitation.txt", context), to=[invitation.email],
         headers={"Auto-Submitted": "auto-generated"})
     message.attach_alternative(render_to_string("support/email/staff_invitation.html", context), "text/html")

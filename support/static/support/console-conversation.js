@@ -317,7 +317,7 @@ export class ConversationPage {
     const c = this.conversation;
     if (!c) return;
     const name = this.context.data?.customer?.name;
-    document.title = `${name || c.customer} · Sundry support desk`;
+    document.title = `${name || c.customer} · ${document.body.dataset.shopName || "Support"} support desk`;
     $("conversation-customer").textContent = visibleText(name ? `${name}` : c.customer);
     $("conversation-id").textContent = shortId(c.id);
     // `assignee` is a display name (a first name); `me` is this staff member's username. One model of

@@ -45,7 +45,7 @@ const TOOLS = {
     doing: (a) => `Looking up ${a.order_id || "an order"}…`,
     failed: (a) => `Could not look up ${a.order_id || "the order"}`,
     done: (a, r) => {
-      const seller = r.fulfilled_by?.type === "sundry" ? "Sundry" : said(r.fulfilled_by?.name);
+      const seller = r.fulfilled_by?.type === "sundry" ? (document.body.dataset.shopName || "the shop") : said(r.fulfilled_by?.name);
       return `Looked up ${r.order_id || a.order_id} · ${words(r.status)} · ${money(r.total)}${seller ? ` from ${seller}` : ""}`;
     },
     facts: (a, r) => [
