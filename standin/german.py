@@ -2,8 +2,10 @@
 
 A real model writes in the language it is told; the stand-in's flows write English sentences from templates, so
 this module carries the German of the sentences customers meet most (where a parcel is, which order, the order
-number, thanks, a refund asked for, an apology) and the words inside them (dates, "3 hours ago", "your time").
-A sentence it does not know stays in English: the scripted model is a test double, not a translator.
+number, thanks, a refund asked for, an apology, every answer of the missing-parcel scenario and the refund it ends
+in) and the words inside them (dates, "3 hours ago", "your time"). A reviewer's reason is quoted as the person
+wrote it, after „Unser Team schreibt dazu:“. A sentence it does not know stays in English: the scripted model is a
+test double, not a translator.
 """
 
 from __future__ import annotations

@@ -117,3 +117,26 @@ def english_left(text: str) -> list[str]:
 ENGLISH = {"the", "your", "you", "order", "our", "is", "and", "it", "has", "have", "was", "i've", "i'm", "to",
            "of", "on", "as", "policy", "refund", "refunded", "claim", "hours", "days", "ago", "but",
            "so", "this", "that", "they", "here", "with", "delivered", "please", "if", "time", "at"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_german_missing_parcel_ends_in_german_with_the_reviewers_words_as_written(desk, queued):
+    from django.contrib.auth import get_user_model
+
+    from support.desk import gate
+    from support.models import Approval
+
+    conversation = services.conversation_start(customer=desk.maya)
+    Conversation.objects.filter(pk=conversation.pk).update(language="de")
+    services.conversation_post_message(conversation=conversation, text="Nichts ist angekommen, Bestellung SU-41310.")
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"  # the missing-parcel refund, not a status
+    asked = conversation.messages.filter(author=Message.AGENT).last().content
+    assert asked.startswith("Ich habe unser Team gebeten, eine Erstattung von 64.00 EUR") and english_left(asked) == []
+    lead = get_user_model().objects.create_user("lead", password="x", is_staff=True, is_superuser=True)
+    reason = "The carrier found the parcel at the depot; it goes out again tomorrow"
+    gate.approval_decide(approval=Approval.objects.get(run__conversation=conversation), user=lead,
+                         approve=False, reason=reason)
+    runner.run_execute(queued.pop())
+    answer = conversation.messages.filter(author=Message.AGENT).last().content
+    assert f"Unser Team schreibt dazu: „{reason}.“" in answer
+    assert english_left(answer.replace(reason, "")) == [], answer
