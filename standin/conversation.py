@@ -24,7 +24,10 @@ INTENTS = (
                  "stolen", "can't find", "cannot find", "no parcel", "no package", "nothing is here", "not here",
                  "nothing came", "didn't come", "hasn't come", "not turned up", "hasn't turned up", "never turned up",
                  # German
-                 "nie angekommen", "nicht angekommen", "nie gekommen", "nicht erhalten", "verloren")),
+                 "nie angekommen", "nicht angekommen", "nichts angekommen", "nichts ist angekommen", "nie gekommen",
+                 "nicht erhalten", "nichts erhalten", "nicht bekommen", "nie bekommen", "nichts bekommen",
+                 "nicht zugestellt", "nie zugestellt", "nicht eingetroffen", "nie eingetroffen", "nicht geliefert",
+                 "nie geliefert", "kam nie", "kein paket", "verloren")),
     ("damaged", ("damaged", "broken", "cracked", "smashed", "shattered", "dented", "torn", "scratched", "beschädigt", "kaputt",
                  "zerbrochen")),
     ("wrong", ("wrong item", "wrong colour", "wrong color", "wrong size", "wrong product", "not what i ordered",

@@ -17,8 +17,8 @@ from django.test import Client
 
 from agentsite.asgi import application
 from support.customers import identity, notify
-from support.desk import services
-from support.models import Conversation, FollowUp, Message
+from support.desk import inbox, services
+from support.models import Conversation, FollowUp, Message, Run
 
 
 def api(path, body, client=None):
@@ -212,6 +212,20 @@ def test_a_signed_in_customer_lists_their_own_conversations_newest_first(chat, d
     assert rows[1]["last_message"] == {"author": "agent", "text": "It is on its way.",
                                        "created_at": rows[1]["last_message"]["created_at"]}
     assert "Tom's question" not in response.content.decode()
+
+
+def test_the_list_shows_a_closed_conversation_as_closed_until_the_customer_writes_again(chat, demo):
+    lead = get_user_model().objects.create_user("lead", password="x", is_staff=True)
+    Conversation.objects.filter(pk=chat.pk).update(status=Conversation.TAKEN_OVER, assignee=lead)
+    Run.objects.filter(conversation=chat).update(status=Run.STOPPED)  # the agent's run had ended
+    inbox.conversation_close(conversation=Conversation.objects.get(pk=chat.pk), actor=lead)
+    maya = {"customer_token": identity.customer_token("maya@example.com")}
+    (row,) = api("conversations/history", maya).json()["conversations"]
+    assert row["status"] == "closed"
+
+    services.conversation_post_message(conversation=chat, text="One more thing")  # writing again reopens it
+    (row,) = api("conversations/history", maya).json()["conversations"]
+    assert row["status"] == Conversation.TAKEN_OVER
 
 
 def test_a_signed_in_customer_opens_a_past_conversation_of_theirs_only(chat, demo):

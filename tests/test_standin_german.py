@@ -4,9 +4,13 @@ told nothing, it answers in English."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from standin import german
+from standin.conversation import intent
+from standin.reply import declined_answer
 from support.desk import runner, services
 from support.models import Conversation, Message
 from tests.standin_fixture import standin  # noqa: F401
@@ -42,3 +46,97 @@ def test_a_run_answers_in_the_conversation_s_language(desk, queued, language, wo
     assert runner.run_execute(queued.pop()) == "answered"
     answer = conversation.messages.filter(author=Message.AGENT).last().content
     assert words in answer and "SU-41210" in answer
+
+
+# -- the missing-parcel flow, and what staff said, in German ------------------------------------------------------
+
+@pytest.mark.parametrize("words", [
+    "Nichts ist angekommen, Bestellung SU-41310.",
+    "Bei mir ist nichts angekommen.",
+    "Das Paket ist nie angekommen.",
+    "Ich habe das Paket nicht bekommen.",
+    "Die Sendung wurde nicht zugestellt, obwohl es so angezeigt wird.",
+    "Meine Lieferung ist nicht eingetroffen.",
+    "Das Paket kam nie an.",
+    "Es ist kein Paket da, obwohl zugestellt steht.",
+])
+def test_german_phrasings_of_a_missing_parcel_play_the_missing_parcel_scenario(words):
+    assert intent(words) == "missing"
+
+
+@pytest.mark.parametrize("words", ["Wo ist meine Bestellung SU-41210?", "Wann kommt mein Paket?"])
+def test_a_german_question_where_a_parcel_is_stays_a_status_question(words):
+    assert intent(words) == "status"
+
+
+def test_a_declined_refund_quotes_the_persons_reason_as_written_with_a_note_in_german():
+    reason = "Laut DPD am Wed 02 Dec at 14:00 your time zugestellt, 3 hours ago. I'm sorry"
+    said = german.translate("DPD shows order SU-41402 as delivered: \"Delivered\" on Wed 02 Dec at 14:00 your time, "
+                            "3 hours ago. " + declined_answer("a refund of 64.00 EUR", reason))
+    assert f"Unser Team schreibt dazu: „{reason}.“" in said  # word for word: nothing in it translated
+    assert said.startswith("Laut DPD wurde die Bestellung SU-41402 zugestellt")
+    assert "Ich habe unser Team gebeten, eine Erstattung von 64.00 EUR zu genehmigen" in said
+    assert english_left(said.replace(reason, "")) == []
+
+
+@pytest.mark.parametrize("english", [
+    'DX Freight recorded your parcel for order SU-41310 as delivered: "Delivered: left in porch" on Mon 30 Nov at '
+    "10:00 your time, 50 hours ago. Our policy is that a missing-parcel claim can be opened 48 hours after the "
+    "delivered scan, and 50 hours have passed, within the 30-day claim window. I've refunded 64.00 EUR to your "
+    "original payment method (refund reference RF-1A2B).",
+    'Royal Mail recorded your parcel for order SU-41419 as delivered: "Delivered" on Wed 02 Dec at 10:00 your time, '
+    "20 hours ago. Hearth & Loom's policy is that a missing-parcel claim can be opened once 48 hours have passed "
+    "since the delivered scan, and it has been 20 hours so far. I've messaged Hearth & Loom and asked them to open "
+    "a claim with the carrier as soon as the 48 hours have passed, in about 28 hours. If the parcel still hasn't "
+    "turned up by then, the claim can go ahead and you can be refunded up to 79.00 EUR.",
+    'Royal Mail recorded your parcel for order SU-40155 as delivered: "Delivered" on Wed 21 Oct at 10:00 your time, '
+    "45 days ago (1080 hours). Our policy is that a missing-parcel claim must be opened within 30 days of the "
+    "delivery scan. That scan was 45 days ago, so I'm sorry, but I can't open a claim or refund this order any more.",
+    "Order SU-41501 is on its way with Evri (tracking EV1). The latest scan is \"In transit\" at Wakefield on Fri 04 "
+    "Dec at 07:44 your time, 3 hours ago. The carrier hasn't marked it as delivered yet, so it is still on its way "
+    "to you.",
+    "I asked our team to approve a refund of 64.00 EUR, but it couldn't be reviewed in time, so nothing has been "
+    "refunded yet. A member of our team will follow up with you here.",
+    'DX Freight recorded your parcel for order SU-41310 as delivered: "Delivered" on Mon 30 Nov at 10:00 your time, '
+    "50 hours ago. This is more than I'm allowed to approve myself, so I've passed your request with all the "
+    "details to a specialist on our team. They'll get back to you here.",
+    "I couldn't find an order SU-99999 on your account. Could you check the number in your confirmation email and "
+    "send it again? If the order was placed from another account, please write to us from that account.",
+])
+def test_every_answer_of_the_missing_parcel_scenario_reads_in_german(english):
+    said = german.translate(english)
+    assert english_left(said) == [], said
+
+
+def english_left(text: str) -> list[str]:
+    """English words a German answer should not have (quoted scans and names aside)."""
+    text = re.sub(r"„[^“]*“", "", text)
+    return [w for w in re.findall(r"[A-Za-z']+", text) if w.lower() in ENGLISH]
+
+
+ENGLISH = {"the", "your", "you", "order", "our", "is", "and", "it", "has", "have", "was", "i've", "i'm", "to",
+           "of", "on", "as", "policy", "refund", "refunded", "claim", "hours", "days", "ago", "but",
+           "so", "this", "that", "they", "here", "with", "delivered", "please", "if", "time", "at"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_german_missing_parcel_ends_in_german_with_the_reviewers_words_as_written(desk, queued):
+    from django.contrib.auth import get_user_model
+
+    from support.desk import gate
+    from support.models import Approval
+
+    conversation = services.conversation_start(customer=desk.maya)
+    Conversation.objects.filter(pk=conversation.pk).update(language="de")
+    services.conversation_post_message(conversation=conversation, text="Nichts ist angekommen, Bestellung SU-41310.")
+    assert runner.run_execute(queued.pop()) == "awaiting_approval"  # the missing-parcel refund, not a status
+    asked = conversation.messages.filter(author=Message.AGENT).last().content
+    assert asked.startswith("Ich habe unser Team gebeten, eine Erstattung von 64.00 EUR") and english_left(asked) == []
+    lead = get_user_model().objects.create_user("lead", password="x", is_staff=True, is_superuser=True)
+    reason = "The carrier found the parcel at the depot; it goes out again tomorrow"
+    gate.approval_decide(approval=Approval.objects.get(run__conversation=conversation), user=lead,
+                         approve=False, reason=reason)
+    runner.run_execute(queued.pop())
+    answer = conversation.messages.filter(author=Message.AGENT).last().content
+    assert f"Unser Team schreibt dazu: „{reason}.“" in answer
+    assert english_left(answer.replace(reason, "")) == [], answer

@@ -3,7 +3,8 @@
 the inbox with rows and one selected, a conversation with its transcript, the customer's context, the
 trace, an approval card that needs a second look and a note, the approval queue with cards (some ticked
 for a bulk decision, one waiting for a second approval), the audit page with rows, the login page and the
-not-found page; at 1280 and at 390 px wide. Screenshots: var/screenshots/a11y-<page>-<width>.png.
+not-found page; and the customer's widget (closed, open with the rating form, its list); at 1280 and at 390 px
+wide. Screenshots: var/screenshots/a11y-<page>-<width>.png.
 
 axe-core is vendored (tests/browser/vendor/axe.min.js, pinned by version and digest) and evaluated through
 Playwright, which runs it outside the page's Content-Security-Policy (script-src 'self', no inline script):
@@ -397,3 +398,22 @@ def test_an_older_policy_version_with_its_differences_is_accessible_and_fits_a_p
     page = staff_page(f"/console/policies/{edited_policy}/versions/1/")
     expect(page.get_by_test_id("policy-diff").get_by_test_id("diff-removed").first).to_be_visible()
     assert_accessible(page, "policy-version")
+
+
+def test_the_widget_closed_open_with_its_rating_form_and_its_list_is_accessible_and_fits_a_phone(site, new_context):
+    # The shop page as a signed-in customer sees it: the launcher (named by the words it shows), then the panel
+    # with an answer and the rating form, then the list of their conversations.
+    from tests.browser.conftest import agent_messages, ask, open_widget
+
+    page = new_context().new_page()
+    page.goto(site + "/")
+    assert_accessible(page, "widget-closed")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    open_widget(page)
+    ask(page, "Where is my order SU-41210?")
+    expect(agent_messages(page)).to_have_count(1, timeout=20000)
+    expect(page.get_by_test_id("widget-rating")).to_be_visible()
+    assert_accessible(page, "widget-rating", ready=lambda p: expect(p.get_by_test_id("widget-rating")).to_be_visible())
+    page.get_by_test_id("widget-history-button").click()
+    assert_accessible(page, "widget-list",
+                      ready=lambda p: expect(p.get_by_test_id("widget-history-row").first).to_be_visible())

@@ -304,6 +304,9 @@ def test_closing_from_the_page_tells_the_customer_then_asks_for_the_rating(custo
     expect(staff.get_by_test_id("conversation-assignee")).to_have_text(re.compile(f"^Closed by {STAFF_NAME}"))
     expect(staff.get_by_test_id("reopen-conversation-button")).to_be_focused()
     expect(close).to_be_hidden()
+    expect(staff.get_by_test_id("hand-back-button")).to_be_hidden()  # closed: nothing to hand back
+    expect(staff.get_by_test_id("conversation-id")).to_have_count(0)  # the customer's name, no hash beside it
+    expect(staff.locator("h1")).to_have_text("Maya Okafor")
     closing = (f"{STAFF_NAME} aus unserem Team hat dieses Gespräch abgeschlossen. Wenn Sie noch etwas brauchen, "
                "schreiben Sie einfach hier.")
     # The console's transcript shows the line the customer was sent.
@@ -320,6 +323,9 @@ def test_closing_from_the_page_tells_the_customer_then_asks_for_the_rating(custo
     snap(customer, "closed-widget-390", PHONE)
     snap(staff, "closed-1280")
     snap(staff, "closed-390", PHONE)
+    staff.set_viewport_size(PHONE)  # the phone's navigation leaves the screen to the conversation
+    assert staff.locator(".topbar").bounding_box()["height"] <= 100, staff.locator(".topbar").bounding_box()
+    staff.set_viewport_size(DESKTOP)
 
     # The customer writes again: reopened, for the customer and on the page.
     ask(customer, "Noch eine Frage zur Rechnung.")
@@ -327,6 +333,7 @@ def test_closing_from_the_page_tells_the_customer_then_asks_for_the_rating(custo
     expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "taken_over")
     expect(staff.get_by_test_id("close-conversation-button")).to_be_visible()
     expect(staff.get_by_test_id("reopen-conversation-button")).to_be_hidden()
+    expect(staff.get_by_test_id("hand-back-button")).to_be_visible()
 
 
 def test_a_conversation_the_agent_is_waiting_on_is_not_closed_and_the_page_says_why(customer_page, staff_page):

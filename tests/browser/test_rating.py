@@ -87,3 +87,46 @@ def test_a_conversation_closed_by_staff_offers_the_rating_at_once(site, customer
     assert Rating.objects.get(conversation__public_id=conversation).occasion == "closed"
     staff.goto(site + "/console/?filter=closed")  # closed conversations have a filter of their own
     expect(row(staff, conversation).get_by_test_id("row-rating")).to_have_attribute("data-score", "5")
+
+
+def test_each_conversation_starts_with_an_empty_rating_form_and_the_list_shows_a_closed_one_as_closed(
+        site, customer_page, new_context):
+    customer = customer_page(viewport=DESKTOP)
+    open_widget(customer)
+    ask(customer, "Where is my order SU-41210?")
+    first = widget_conversation(customer)["id"]
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    customer.get_by_test_id("widget-rating-star").nth(1).click()
+    customer.get_by_test_id("widget-rating-comment").fill("Too slow.")
+    customer.get_by_test_id("widget-rating-send").click()
+    expect(customer.get_by_test_id("widget-rating-done")).to_contain_text("2 of 5")
+
+    staff = login(new_context, site, viewport=DESKTOP)
+    the_row = row(staff, first)
+    expect(the_row.get_by_test_id("close-button")).to_be_visible(timeout=20000)
+    the_row.get_by_test_id("close-button").click()
+    expect(the_row).to_have_attribute("data-status", "closed")
+
+    # A new conversation, resolved in turn: its form is empty, not the 2 stars and comment of the first.
+    customer.get_by_test_id("widget-history-button").click()
+    customer.get_by_test_id("widget-new-conversation").click()
+    expect(customer.get_by_test_id("widget-rating")).to_be_hidden()
+    ask(customer, "Where is my order SU-41210?")
+    customer.wait_for_function("""(first) => {
+        const key = Object.keys(localStorage).find((k) => k.startsWith("sundry-widget:"));
+        return !!key && !localStorage.getItem(key).includes(first);
+    }""", arg=first, timeout=20000)  # the new conversation is stored
+    expect(agent_messages(customer)).to_have_count(1, timeout=20000)
+    expect(customer.get_by_test_id("widget-rating")).to_be_visible()
+    expect(customer.locator('[data-testid="widget-rating-star"][aria-pressed="true"]')).to_have_count(0)
+    expect(customer.get_by_test_id("widget-rating-comment")).to_have_value("")
+    snap(customer, "fresh-1280")
+
+    # The list says the first one is closed, not "With our team".
+    customer.get_by_test_id("widget-history-button").click()
+    closed = customer.locator(f'[data-testid="widget-history-row"][data-conversation="{first}"]')
+    expect(closed.locator(".sw-history-status")).to_have_text("Closed")
+    snap(customer, "list-1280")
+    customer.set_viewport_size({"width": 390, "height": 844})
+    customer.wait_for_timeout(400)
+    snap(customer, "list-390")

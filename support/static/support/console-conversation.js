@@ -9,7 +9,7 @@ import { ContextPanel } from "./console-context.js";
 import { HandoverPanel } from "./console-handover.js";
 import { NotesPanel, SavedReplies, SlashReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
-import { announce, badge, fill, h, shortId, timeEl, visibleText } from "./console-dom.js";
+import { announce, badge, fill, h, timeEl, visibleText } from "./console-dom.js";
 import { conversationStatus, fmtCost, fmtInt, label, plural, runPhrase, STOP_REASON_HELP } from "./console-format.js";
 import { Trace } from "./console-trace.js";
 import { Transcript } from "./console-transcript.js";
@@ -319,7 +319,6 @@ export class ConversationPage {
     const name = this.context.data?.customer?.name;
     document.title = `${name || c.customer} · ${document.body.dataset.shopName || "Support"} support desk`;
     $("conversation-customer").textContent = visibleText(name ? `${name}` : c.customer);
-    $("conversation-id").textContent = shortId(c.id);
     // `assignee` is a display name (a first name); `me` is this staff member's username. One model of
     // ownership: a person who has the conversation answers it and the agent is silent.
     const mineNow = c.status === "taken_over" && c.assignee_username === this.me;
@@ -338,7 +337,7 @@ export class ConversationPage {
     const take = $("take-over-button");
     take.hidden = mineNow;
     take.title = someoneElse && c.assignee ? `${c.assignee} has it now` : "";
-    $("hand-back-button").hidden = c.status === "open";
+    $("hand-back-button").hidden = c.status === "open" || !!c.closed; // closed: the agent has nothing to take back
     $("close-conversation-button").hidden = !!c.closed;
     $("reopen-conversation-button").hidden = !c.closed;
     // Replying assigns the conversation to the one who replies (the server keeps the rule: a person writes

@@ -98,8 +98,7 @@
 
   // The widget's words in each language: the English text is the key, so an untranslated one shows in English.
   var CATALOG = {de: {
-    "Open {shop} support chat": "{shop}-Support-Chat öffnen", "Close {shop} support chat": "{shop}-Support-Chat schließen",
-    "Open the support chat": "Support-Chat öffnen", "Close the support chat": "Support-Chat schließen",
+    "Close {shop} support chat": "{shop}-Support-Chat schließen", "Close the support chat": "Support-Chat schließen",
     "New message": "Neue Nachricht", "Chat with us": "Chatten Sie mit uns", "{shop} support": "{shop}-Support",
     "Customer support": "Kundensupport",
     "Our assistant replies in seconds": "Unser Assistent antwortet in Sekunden", "Close chat": "Chat schließen",
@@ -382,7 +381,7 @@
   shadow.appendChild(css); shadow.appendChild(root);
 
   var button = tid(el("button", "sw-launcher"), "widget-button");
-  button.type = "button"; button.setAttribute("aria-label", named("Open {shop} support chat", "Open the support chat"));
+  button.type = "button"; // named by its visible label while closed (axe: label-content-name-mismatch), "Close …" while open
   button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-controls", "sw-panel");
   var unread = tid(el("span", "sw-unread"), "widget-unread"); unread.hidden = true;
   unread.appendChild(el("span", "sw-visually-hidden", t("New message")));
@@ -813,7 +812,7 @@
   }
 
   function reset() { // a new conversation: clear the old one off the screen
-    expired = false; list.textContent = ""; seen.clear(); forgetSeqs(); dropStream(); lastStaffName = null;
+    expired = false; list.textContent = ""; seen.clear(); forgetSeqs(); dropStream(); lastStaffName = null; clearRating();
     state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null, closed: false}; setLabel(null); lastAnswerSeq = 0;
   }
 
@@ -1185,7 +1184,7 @@
   function close() {
     panel.hidden = true; root.classList.remove("sw-open");
     fitClose();
-    button.setAttribute("aria-expanded", "false"); button.setAttribute("aria-label", named("Open {shop} support chat", "Open the support chat"));
+    button.setAttribute("aria-expanded", "false"); button.removeAttribute("aria-label"); // its visible label again
     button.focus();
   }
   button.addEventListener("click", function () { if (panel.hidden) open(); else close(); });
@@ -1376,11 +1375,16 @@
     }
     if (pinned) toBottom(false);
   }
+  function clearRating() { // another conversation: no stars, no comment, nothing offered until the desk says so
+    choose(0); comment.value = ""; ratingFor = null;
+    rating.hidden = true; ratingError.hidden = true; delete rating.dataset.score;
+  }
   function offerRating() {
     var c = conv;
     if (!c) return;
     api("conversations/" + c.id + "/rating", {headers: {Authorization: "Bearer " + c.token}}).then(function (body) {
       if (c !== conv) return;
+      if (ratingFor !== c.id) clearRating(); // what was chosen for another conversation is not this one's
       ratingFor = c.id;
       if (body.rating) { choose(body.rating.score); comment.value = body.rating.comment || ""; showRating(body.rating); }
       else if (body.offered) showRating(null);

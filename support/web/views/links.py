@@ -150,7 +150,10 @@ def history(request):
     customer = _customer(json_body(request))
     visible = (Message.objects.filter(conversation=OuterRef("pk"), role__in=("user", "assistant"))
                .exclude(content__isnull=True).exclude(content="").order_by("-seq").values("seq")[:1])
-    conversations = list(Conversation.objects.filter(customer=customer).annotate(last_visible=Subquery(visible))
+    customer_said = (Message.objects.filter(conversation=OuterRef("pk"), author=Message.CUSTOMER)
+                     .order_by("-seq").values("created_at")[:1])
+    conversations = list(Conversation.objects.filter(customer=customer)
+                         .annotate(last_visible=Subquery(visible), last_customer_at=Subquery(customer_said))
                          .filter(last_visible__isnull=False)  # never written in: nothing to go back to
                          .order_by("-updated_at", "-pk")[:HISTORY_LIMIT])
     last = {(m.conversation_id, m.seq): m for m in Message.objects.filter(
@@ -158,11 +161,19 @@ def history(request):
     rows = []
     for conversation in conversations:
         message = last[(conversation.pk, conversation.last_visible)]
-        rows.append({"id": str(conversation.public_id), "status": conversation.status,
+        rows.append({"id": str(conversation.public_id), "status": _status(conversation),
                      "created_at": _ts(conversation.created_at), "updated_at": _ts(message.created_at),
                      "last_message": {"author": message.author, "text": message.content[:140],
                                       "created_at": _ts(message.created_at)}})
     return JsonResponse({"conversations": rows})
+
+
+def _status(conversation) -> str:
+    """"closed" while closed by our team and the customer has not written since (which reopens it), else the
+    conversation's status: the widget's list says "Closed", never "With our team", of a closed one."""
+    closed = conversation.closed_at is not None and not (
+        conversation.last_customer_at and conversation.last_customer_at > conversation.closed_at)
+    return "closed" if closed else conversation.status
 
 
 def _ts(value):
