@@ -271,3 +271,21 @@ def test_every_text_on_the_pages_is_escaped(lee, var, monkeypatch):
     listing = client.get(PAGE).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in detail and "<script>alert" not in detail
     assert "&lt;b&gt;model&lt;/b&gt;" in listing and "<b>model</b>" not in listing
+
+
+def test_the_page_says_in_words_how_a_scenario_that_passed_on_both_sides_acted_otherwise(lee, var, monkeypatch):
+    from tests.test_evaluation_compare_outcomes import report, trial
+
+    monkeypatch.setattr(trials.services.app, "send_task", lambda name, args: None)
+    draft_with(lee, guidance=(STORE_CREDIT_RULE,))
+    test = trials.draft_test_start(by=lee)
+    DraftTest.objects.filter(pk=test.pk).update(state=DraftTest.FINISHED, draft_pass_rate=1.0, live_pass_rate=1.0)
+    paths = trials.report_paths(test)
+    paths["live"].parent.mkdir(parents=True)
+    paths["live"].write_text(json.dumps(report(a_same=trial(), b_refund=trial(refund="12.00"))))
+    paths["draft"].write_text(json.dumps(report(a_same=trial(), b_refund=trial(says="We can offer store credit."))))
+    page = signed_in(lee).get(f"{PAGE}{test.public_id}/").content.decode()
+    rows = page.split('data-testid="agent-test-compare-row"')[1:]
+    assert 'data-change="different"' in rows[0] and "Passed on both sides, acted otherwise" in rows[0]
+    assert "Refund: issued 12.00 → none" in rows[0] and "Store credit: not offered → offered" in rows[0]
+    assert "1 scenario changed: 0 worse, 0 better, 1 acted otherwise" in page
