@@ -7,17 +7,19 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from support.agent.loop import OUTCOME_TOOL
+
 ISSUED_AMOUNT = re.compile(r'"amount":\s*"([0-9.]+)"')
 CREDIT_WORDS = re.compile(r"store credit|gutschrift|guthaben", re.IGNORECASE)
 
 
 def of_trial(run: dict) -> tuple | None:
-    """(tools called, in the order first called; refunds issued; store credit: none, offered or issued; stop
+    """(tools called, in the order first called, the agent's own record_outcome left out; refunds issued; store credit: none, offered or issued; stop
     reasons): None for a trial whose report kept no evidence (a report of an older format, a skipped trial)."""
     if run.get("skipped") or "transcript" not in run:
         return None
     tools = list(dict.fromkeys(call.get("name", "") for m in run["transcript"] if m.get("role") == "assistant"
-                               for call in m.get("tool_calls") or []))
+                               for call in m.get("tool_calls") or [] if call.get("name") != OUTCOME_TOOL.name))
     ran = [s for s in run.get("trace") or [] if s.get("kind") == "tool" and not s.get("error")]
     refunds = tuple(m.group(1) for s in ran if s.get("tool") == "issue_refund" and '"issued"' in s.get("result", "")
                     for m in [ISSUED_AMOUNT.search(s.get("result", ""))] if m)
