@@ -63,10 +63,9 @@ def policies(request):
 
 def _import_words(report: ImportReport | None) -> dict:
     if report is None:
-        return {"ok": False, "text": "This shop serves no policies the desk can read (the demo shop's are the "
-                                     "desk's own; a contract shop serves them at GET /policies, a Shopify store "
-                                     "as its shop policies). Write them in the policies page, or import files or "
-                                     "pages with manage.py import_policies."}
+        return {"ok": False, "text": "This shop serves no policies the desk can read: a contract shop serves them "
+                                     "at GET /policies, a Shopify store as its shop policies (the demo shop's are "
+                                     "the desk's own). Write them, or import files or pages, as below."}
     return {"ok": not report.refused, "text": f"The shop's policies: {report.summary()}.",
             "refused": [f"{r.source}: {r.why}" for r in report.refused]}
 
