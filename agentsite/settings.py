@@ -312,6 +312,9 @@ MODEL_MAX_RETRY_WAIT = env_float("MODEL_MAX_RETRY_WAIT", 20.0)
 EVALUATION_TRIAGE_MODEL = env_str("EVALUATION_TRIAGE_MODEL", "")
 # The scenarios a draft test plays on each side (support/trials/): names or globs, comma-separated; all by default.
 DRAFT_TEST_SCENARIOS = [g.strip() for g in env_str("DRAFT_TEST_SCENARIOS", "*").split(",") if g.strip()] or ["*"]
+# A draft test still running this long after it started (or still queued this long after it was asked) is failed
+# by the beat's sweeper, so a test whose worker died does not hold the draft for ever.
+DRAFT_TEST_MAX_SECONDS = env_int("DRAFT_TEST_MAX_SECONDS", 3600, minimum=60)
 
 # Limits of one run of the agent loop.
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12, minimum=1)

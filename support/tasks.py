@@ -6,7 +6,7 @@ from slack_sdk.errors import SlackApiError
 from support.customers import attachments, notify, signin
 from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack
 from support.ops import sweeper
-from support.trials import draft_test_execute
+from support.trials import draft_test_execute, draft_tests_sweep
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -17,9 +17,11 @@ def run_agent(run_id: int) -> str:
 
 @shared_task(ignore_result=True)
 def sweep() -> dict:
-    """Periodic (the beat, every RUN_SWEEP_SECONDS): resume runs whose worker died, expire old approvals.
-    Its last run is recorded, so `manage.py check_workers` and /metrics can tell whether the beat runs."""
-    done = {"requeued": services.runs_recover(), "expired": gate.approvals_expire()}
+    """Periodic (the beat, every RUN_SWEEP_SECONDS): resume runs whose worker died, expire old approvals, fail
+    draft tests past DRAFT_TEST_MAX_SECONDS. Its last run is recorded, so `manage.py check_workers` and /metrics
+    can tell whether the beat runs."""
+    done = {"requeued": services.runs_recover(), "expired": gate.approvals_expire(),
+            "draft_tests_failed": draft_tests_sweep()}
     sweeper.sweeper_ran()
     return done
 

@@ -248,3 +248,23 @@ def test_only_leads_run_the_shops_checks_from_the_checklist(others, settings):
     refused = others.sam.post(SETUP, {"email": "maya@example.com", "order": "SU-41207"})
     assert refused.status_code == 403 and "support.change_agent_profile" in refused.content.decode()
 
+
+
+def test_a_hand_over_and_a_refund_show_their_wait_for_a_person_ticked_and_fixed(as_lee):
+    text = as_lee.get(PAGE).content.decode()
+    for tool in ("escalate_to_human", "issue_refund"):
+        box = text.split(f'data-testid="gate-{tool}"')[1].split(">")[0]
+        assert " checked" in box and " disabled" in box, tool
+    box = text.split('data-testid="gate-get_order"')[1].split(">")[0]
+    assert " disabled" not in box
+
+
+def test_the_server_ignores_an_attempt_to_change_an_always_gated_tools_box(as_lee):
+    from support.desk import assistant
+
+    as_lee.post(PAGE, form(gated=["escalate_to_human", "get_order"]))  # a posted box the page shows fixed
+    assert draft().data["limits"]["gated_tools"] == ["get_order"]
+    as_lee.post(PUBLISH, {"revision": str(draft().revision)})
+    gated = {t.name: t.gated for t in assistant.tools(profiles.live())}
+    assert gated["issue_refund"] and gated["get_order"]  # no box posted for the refund: it waits all the same
+    assert not gated["escalate_to_human"]  # a hand-over goes to a person's queue as the operator set it

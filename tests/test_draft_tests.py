@@ -11,11 +11,13 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.utils import timezone
 
 from support import profiles, trials
 from support.desk import permissions
@@ -188,6 +190,44 @@ def test_a_failed_test_records_why(demo, var, monkeypatch):
     assert "not a profile the desk would run" in test.error
 
 
+# --- a test whose worker died -------------------------------------------------------------------------------------
+
+def test_a_test_running_past_its_time_is_failed_once_by_two_sweeps_and_the_draft_may_be_tested_again(
+        lee, var, settings, monkeypatch):
+    from support import tasks
+
+    settings.DRAFT_TEST_MAX_SECONDS = 600
+    monkeypatch.setattr(trials.services.app, "send_task", lambda name, args: None)
+    draft_with(lee, guidance=(STORE_CREDIT_RULE,))
+    stuck = trials.draft_test_start(by=lee)
+    DraftTest.objects.filter(pk=stuck.pk).update(state=DraftTest.RUNNING,
+                                                 started_at=timezone.now() - timedelta(seconds=590))
+    assert tasks.sweep()["draft_tests_failed"] == 0  # still within its time
+    DraftTest.objects.filter(pk=stuck.pk).update(started_at=timezone.now() - timedelta(seconds=610))
+    assert [tasks.sweep()["draft_tests_failed"], tasks.sweep()["draft_tests_failed"]] == [1, 0]
+    stuck.refresh_from_db()
+    assert stuck.state == DraftTest.FAILED and stuck.finished_at is not None
+    assert stuck.error == ("The test stopped answering: it was still running 10 minutes after it started "
+                           "(DRAFT_TEST_MAX_SECONDS), so its worker most likely stopped. Test the draft again.")
+    assert trials.draft_test_start(by=lee).state == DraftTest.QUEUED
+
+
+def test_a_worker_that_comes_back_after_the_sweep_leaves_the_test_failed(lee, var, settings, monkeypatch):
+    monkeypatch.setattr(trials.services.app, "send_task", lambda name, args: None)
+    draft_with(lee, guidance=(STORE_CREDIT_RULE,))
+    test = trials.draft_test_start(by=lee)
+
+    def slow_side(test, side, offset):  # the beat sweeps while this worker is away
+        settings.DRAFT_TEST_MAX_SECONDS = 0
+        trials.draft_tests_sweep()
+        return 1.0
+
+    monkeypatch.setattr(trials.services, "_side", slow_side)
+    assert trials.draft_test_execute(test.pk) == "swept"
+    test.refresh_from_db()
+    assert test.state == DraftTest.FAILED and test.draft_pass_rate is None
+
+
 # --- the pages ---------------------------------------------------------------------------------------------------
 
 def test_staff_read_the_page_and_only_a_lead_may_start_a_test(lee, sam, var, monkeypatch):
@@ -231,3 +271,21 @@ def test_every_text_on_the_pages_is_escaped(lee, var, monkeypatch):
     listing = client.get(PAGE).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in detail and "<script>alert" not in detail
     assert "&lt;b&gt;model&lt;/b&gt;" in listing and "<b>model</b>" not in listing
+
+
+def test_the_page_says_in_words_how_a_scenario_that_passed_on_both_sides_acted_otherwise(lee, var, monkeypatch):
+    from tests.test_evaluation_compare_outcomes import report, trial
+
+    monkeypatch.setattr(trials.services.app, "send_task", lambda name, args: None)
+    draft_with(lee, guidance=(STORE_CREDIT_RULE,))
+    test = trials.draft_test_start(by=lee)
+    DraftTest.objects.filter(pk=test.pk).update(state=DraftTest.FINISHED, draft_pass_rate=1.0, live_pass_rate=1.0)
+    paths = trials.report_paths(test)
+    paths["live"].parent.mkdir(parents=True)
+    paths["live"].write_text(json.dumps(report(a_same=trial(), b_refund=trial(refund="12.00"))))
+    paths["draft"].write_text(json.dumps(report(a_same=trial(), b_refund=trial(says="We can offer store credit."))))
+    page = signed_in(lee).get(f"{PAGE}{test.public_id}/").content.decode()
+    rows = page.split('data-testid="agent-test-compare-row"')[1:]
+    assert 'data-change="different"' in rows[0] and "Passed on both sides, acted otherwise" in rows[0]
+    assert "Refund: issued 12.00 → none" in rows[0] and "Store credit: not offered → offered" in rows[0]
+    assert "1 scenario changed: 0 worse, 0 better, 1 acted otherwise" in page

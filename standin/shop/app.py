@@ -234,6 +234,9 @@ def create_app(store: Store, state: ShopState, keys: tuple[str, ...], control_to
             return _invalid("this order is shipped by the shop itself: it has no seller to message")
         return _Answer(201 if new else 200, {"message": made}, wrote=new)
 
+    async def policies(request: Request, body: bytes) -> _Answer:
+        return _Answer(200, {"policies": store.policies()})
+
     async def capabilities(request: Request, body: bytes) -> _Answer:
         return _Answer(200, {"capabilities": SINGLE_BRAND if store.single_brand else MARKETPLACE})
 
@@ -252,6 +255,7 @@ def create_app(store: Store, state: ShopState, keys: tuple[str, ...], control_to
 
     routes = [
         Route("/capabilities", served(capabilities), methods=["GET"]),
+        Route("/policies", served(policies), methods=["GET"]),
         Route("/customers", served(customer), methods=["GET"]),
         Route("/customers/{customer_id}/orders", served(orders_of), methods=["GET"]),
         Route("/orders/{number}", served(order), methods=["GET"]),

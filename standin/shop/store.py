@@ -118,6 +118,11 @@ class Store:
 
     # -- reads ------------------------------------------------------------------------------------------
 
+    def policies(self) -> list[dict]:
+        """GET /policies: the catalogue's shop-wide policies (sellers' supplements are the marketplace's own)."""
+        return [{"id": doc_id, "title": title, "body": body}
+                for doc_id, seller, title, body in sundry.POLICIES if seller is None]
+
     def customer_by_email(self, email: str) -> dict | None:
         with self._lock:
             row = self._db.execute("SELECT id, name, email FROM customers WHERE lower(email) = lower(?) "

@@ -10,6 +10,7 @@ GraphQL.
 from __future__ import annotations
 
 import hashlib
+import html
 import itertools
 import json
 import uuid
@@ -17,6 +18,9 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import sundry
+
+POLICY_TYPES = ("REFUND_POLICY", "SHIPPING_POLICY", "TERMS_OF_SALE", "TERMS_OF_SERVICE", "PRIVACY_POLICY",
+                "LEGAL_NOTICE", "CONTACT_INFORMATION", "SUBSCRIPTION_POLICY")
 
 GATEWAY = "shopify_payments"
 CURRENCY = "EUR"
@@ -51,6 +55,11 @@ class Store:
         self.customers: list[dict] = []
         self.orders: list[dict] = []
         self.refund_keys: dict[str, tuple[str, str]] = {}  # @idempotent key -> (order id, refund id)
+        # The store's policies as Shopify serves them: HTML bodies, one per type (the catalogue's shop-wide ones).
+        self.shop_policies = [
+            {"id": self.new_id("ShopPolicy"), "type": kind, "title": title, "body": f"<p>{html.escape(body)}</p>",
+             "url": f"https://sundry-demo.myshopify.com/policies/{kind.lower().replace('_', '-')}"}
+            for kind, (_, _, title, body) in zip(POLICY_TYPES, [p for p in sundry.POLICIES if p[1] is None])]
         self._seed(now)
 
     def new_id(self, kind: str) -> str:

@@ -172,7 +172,10 @@ def query_root(store: Store) -> dict:
         found.sort(key=keys.get(sortKey, keys["ID"]))
         return connection([order_view(store, o) for o in found], **page)
 
-    return {"customers": customers, "orders": orders}
+    def shop(info):
+        return {"shopPolicies": store.shop_policies}
+
+    return {"customers": customers, "orders": orders, "shop": shop}
 
 
 def mutation_root(store: Store, now: Callable[[], datetime]) -> dict:

@@ -8,6 +8,7 @@ from django.conf import settings
 
 from support import profiles
 from support.customers.words import staff_name
+from support.desk.assistant import ALWAYS_OFFERED, GATE_FIXED
 from support.models import ProfileVersion
 from support.profiles import caps
 from support.profiles import selectors as profile_selectors
@@ -22,10 +23,10 @@ def known_tools() -> set[str]:
 
 def tool_choices() -> list[dict]:
     """The tools the editor offers as boxes: the built-in ones this shop's capabilities allow, then MCP_SERVERS'
-    listed ones. `always_gated`: waits for a person whatever the profile says; `always_offered`: the profile
-    cannot take it away (a hand-over is always possible)."""
-    built_in = [{"name": t.name, "always_gated": t.gated, "always_offered": t.name == "escalate_to_human",
-                 "source": "built in"}
+    listed ones. `always_gated`: waits for a person whatever the profile says (a hand-over goes to one);
+    `always_offered`: the profile cannot take it away (a hand-over is always possible)."""
+    built_in = [{"name": t.name, "always_gated": t.gated or t.name in GATE_FIXED,
+                 "always_offered": t.name in ALWAYS_OFFERED, "source": "built in"}
                 for t in shop_tools(shop().capabilities(), profiles.live().shop_name)]
     return built_in + [{"name": name, "always_gated": False, "always_offered": False, "source": "MCP"}
                        for name in mcp.configured_names()]
@@ -58,6 +59,12 @@ def profile_json() -> dict:
 
 
 def draft_save(*, data: dict, by) -> ProfileVersion:
+    """Save the draft; a gate on a tool whose wait the desk fixes (always gated, or the hand-over) is dropped,
+    whoever posted it: a box the editor shows fixed changes nothing."""
+    limits = data.get("limits")
+    if isinstance(limits, dict) and isinstance(limits.get("gated_tools"), list):
+        fixed = {t["name"] for t in tool_choices() if t["always_gated"]}
+        data = {**data, "limits": {**limits, "gated_tools": [n for n in limits["gated_tools"] if n not in fixed]}}
     return profiles.draft_save(data=data, by=by, known_tools=known_tools())
 
 

@@ -148,6 +148,9 @@ def new_transcript(customer_text: str, profile: profiles.Profile | None = None) 
 
 
 ALWAYS_OFFERED = ("escalate_to_human",)  # a profile cannot take away the agent's way to a person
+# Tools whose wait for a person is the desk's, not a profile's: a hand-over always goes to a person (whether one
+# confirms it first is the operator's ESCALATION_NEEDS_APPROVAL), so a profile's gate on it is ignored.
+GATE_FIXED = ("escalate_to_human",)
 
 
 def tools(profile: profiles.Profile | None = None):
@@ -158,7 +161,8 @@ def tools(profile: profiles.Profile | None = None):
     every = [*shop_tools(shop().capabilities(), profile.shop_name), *mcp.tools()]
     offered = [t for t in every if limits.offered_tools is None or t.name in limits.offered_tools
                or t.name in ALWAYS_OFFERED]
-    return [replace(t, gated=True) if t.name in limits.gated_tools else t for t in offered]
+    return [replace(t, gated=True) if t.name in limits.gated_tools and t.name not in GATE_FIXED else t
+            for t in offered]
 
 
 def context_window() -> int:

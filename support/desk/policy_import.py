@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from support.desk.policy_sources import Refused, Source, from_path, from_url, new_client
+from support.desk.policy_sources import Refused, Source, from_path, from_shop, from_url, new_client
 from support.models import PolicyDocument, PolicyVersion, Seller
+from support.shop import shop
 
 CHANGED_BY = "import"
 
@@ -48,9 +49,23 @@ def read_sources(args: Iterable[str]) -> Iterator[Source | Refused]:
 
 
 def import_policies(args: Iterable[str], changed_by: str = CHANGED_BY) -> ImportReport:
+    return save_all(read_sources(args), changed_by)
+
+
+def import_shop_policies(changed_by: str) -> ImportReport | None:
+    """The shop's own policies, read where the shop itself serves them (through the port: the shop contract's
+    GET /policies, Shopify's shop policies), never from an address or a path anyone typed. None: this shop
+    serves none. Raises ShopUnavailable when the shop cannot be read now."""
+    served = shop().policies()
+    if served is None:
+        return None
+    return save_all((from_shop(policy) for policy in served), changed_by)
+
+
+def save_all(items: Iterable[Source | Refused], changed_by: str = CHANGED_BY) -> ImportReport:
     report = ImportReport()
     seen: set[str] = set()
-    for item in read_sources(args):
+    for item in items:
         if isinstance(item, Refused):
             report.refused.append(item)
         elif item.doc_id in seen:  # two sources claiming one doc_id would overwrite each other silently

@@ -17,13 +17,15 @@ import re
 import socket
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import httpx2
 from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 from django.conf import settings
+
+from support.shop.port import ShopPolicy
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 HTML_SUFFIXES = (".html", ".htm")
@@ -195,6 +197,26 @@ def _one_file(path: Path, key: str, source: str) -> Source | Refused:
         return Refused(source, e.code, e.why)
     except OSError as e:
         return Refused(source, "not_found", f"it could not be read ({e.strerror or e})")
+
+
+# --- the shop's own ----------------------------------------------------------------------------------------
+
+
+def from_shop(policy: ShopPolicy) -> Source | Refused:
+    """A policy the shop serves itself (the port's `policies()`): its doc_id and scope are the desk's to give
+    (derived from the shop's id), never what its text claims in front matter or a meta tag, so a shop's text
+    takes over no other document and names no seller."""
+    source = f"shop:{policy.id}"
+    try:
+        limit = settings.POLICY_IMPORT_MAX_BYTES
+        if len(policy.body.encode()) > limit:
+            raise Refusal("too_large", f"it is larger than {limit} bytes")
+        read = html_policy if policy.html else markdown_policy
+        item = read(policy.body, source, source)
+    except Refusal as e:
+        return Refused(source, e.code, e.why)
+    title = " ".join(policy.title.split())[:200] or item.title
+    return replace(item, doc_id=derived_doc_id(source), title=title, seller_code="", scope="")
 
 
 # --- the web -----------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@ cost (tokens, dollars), so a prompt or model change is judged on evidence (`mana
 A.json B.json`, and the console's evaluation page).
 
 k is the larger number both reports can say: the smaller of their trial counts. A scenario in one report
-only is listed as such. Reports of the first format (no pass^k) are read too: pass^k is worked out from
-their passes and attempts.
+only is listed as such. A scenario with the same verdicts whose trials acted otherwise (outcome.py: tools called,
+refunds, store credit, how the runs ended) is "different", each difference in words. Reports of the first format
+(no pass^k) are read too: pass^k is worked out from their passes and attempts.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import passk
+from . import outcome, passk
 
 
 class CompareError(ValueError):
@@ -38,7 +39,11 @@ def compare(before: dict, after: dict) -> dict:
     for name in list(a) + [n for n in b if n not in a]:
         x, y = a.get(name), b.get(name)
         row = {"name": name, "title": (y or x).get("title", ""), "before": _side(x, k), "after": _side(y, k)}
+        row["differences"] = outcome.differences(outcome.of_side((x or {}).get("runs") or []),
+                                                 outcome.of_side((y or {}).get("runs") or []))
         row["change"] = _change(row["before"], row["after"], k)
+        if row["change"] == "same" and row["differences"]:
+            row["change"] = "different"  # the same verdicts, reached another way
         rows.append(row)
     return {
         "k": k,
@@ -135,5 +140,6 @@ def table(result: dict) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    tail = [f"{len(result['worse'])} worse, {len(result['better'])} better"]
+    tail = [f"{r['name']}: {'; '.join(r['differences'])}" for r in result["scenarios"] if r.get("differences")]
+    tail += [f"{len(result['worse'])} worse, {len(result['better'])} better"]
     return "\n".join(head + lines + [""] + tail)

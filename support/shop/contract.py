@@ -151,6 +151,22 @@ def capabilities(data: Any, where: str = "capabilities") -> port.Capabilities:
     return port.Capabilities(**said)
 
 
+MAX_POLICIES = 100  # the most policies one answer may list
+
+
+def policies(data: Any) -> list[port.ShopPolicy]:
+    """GET /policies: {"policies": [{"id", "title", "body"}, ...]}, the body Markdown or plain text."""
+    items = _list(_object(data, "the answer"), "policies", "the answer")
+    if len(items) > MAX_POLICIES:
+        raise port.BadAnswer(f"the answer lists {len(items)} policies; at most {MAX_POLICIES} are read")
+    return [_policy(item, f"policies[{i}]") for i, item in enumerate(items)]
+
+
+def _policy(data: Any, where: str) -> port.ShopPolicy:
+    obj = _object(data, where)
+    return port.ShopPolicy(id=_id(obj, "id", where), title=_text(obj, "title", where), body=_text(obj, "body", where))
+
+
 def money(value: Any, where: str) -> Decimal:
     if not isinstance(value, str) or not _MONEY.match(value):
         raise port.BadAnswer(f"{where}: {quoted(value)} is not money (a string such as \"12.50\", never negative)")

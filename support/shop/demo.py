@@ -22,6 +22,9 @@ class DemoShop:
     def capabilities(self) -> port.Capabilities:
         return port.MARKETPLACE  # Sundry: its own warehouse and marketplace sellers with their supplements
 
+    def policies(self) -> list[port.ShopPolicy] | None:
+        return None  # the demo's policies are the desk's own rows, seeded with it: nothing to import
+
     def customer_by_email(self, email: str) -> port.ShopCustomer | None:
         # The exact address first; otherwise a case-insensitive match, but only when it is unambiguous.
         row = models.Customer.objects.filter(email=email).first()

@@ -76,6 +76,11 @@ class HttpShop:
 
     # -- reads ------------------------------------------------------------------------------------------
 
+    def policies(self) -> list[port.ShopPolicy] | None:
+        """GET /policies (optional in the contract: a shop without the route, any 404, serves none)."""
+        data = self._read("/policies", any_404=True)
+        return None if data is None else contract.policies(data)
+
     def customer_by_email(self, email: str) -> port.ShopCustomer | None:
         data = self._read("/customers", {"email": email})
         return None if data is None else contract.customer(contract.envelope(data, "customer"))

@@ -39,6 +39,17 @@ SINGLE_BRAND = Capabilities()
 # -- what the shop answers with ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class ShopPolicy:
+    """A policy as the shop itself serves it: the shop's id for it, a title, and the body as Markdown or plain
+    text (`html`: as HTML, e.g. Shopify's)."""
+
+    id: str
+    title: str
+    body: str
+    html: bool = False
+
+
+@dataclass(frozen=True)
 class ShopCustomer:
     id: str
     name: str
@@ -179,6 +190,10 @@ class Shop(Protocol):
     def capabilities(self) -> Capabilities:
         """What the shop has (sellers, seller messages, seller policies, parcel tracking): read often, so a remote shop's
         answer is kept for a while; never raises (a shop that cannot say is taken as a single-brand store)."""
+
+    def policies(self) -> list[ShopPolicy] | None:
+        """The shop's own policies where the shop itself serves them (the contract's GET /policies, Shopify's shop
+        policies); None: this shop serves none (the demo's are the desk's own). Raises ShopUnavailable."""
 
     def customer_by_email(self, email: str) -> ShopCustomer | None:
         """The customer with that address, compared case-insensitively; None when there is none."""

@@ -98,7 +98,11 @@ mutation SellerMessageSet($metafields: [MetafieldsSetInput!]!) {
 }
 """
 
-QUERIES = (CUSTOMER_BY_EMAIL, ORDERS_OF_CUSTOMER, ORDER_BY_NAME, REFUND_CREATE, METAFIELDS_SET)
+SHOP_POLICIES = """
+query ShopPolicies { shop { shopPolicies { type title body } } }
+"""
+
+QUERIES = (SHOP_POLICIES, CUSTOMER_BY_EMAIL, ORDERS_OF_CUSTOMER, ORDER_BY_NAME, REFUND_CREATE, METAFIELDS_SET)
 
 # -- the mappings -----------------------------------------------------------------------------------------
 
@@ -152,6 +156,13 @@ class ShopifyShop:
         return port.MARKETPLACE if settings.SHOPIFY_VENDORS_ARE_SELLERS else port.SINGLE_BRAND
 
     # -- reads ---------------------------------------------------------------------------------------------
+
+    def policies(self) -> list[port.ShopPolicy] | None:
+        """The store's policies as its own pages show them (refund, shipping, terms...: Shopify's shopPolicies,
+        HTML; the custom app needs the read_legal_policies scope)."""
+        nodes = _path(self._read(SHOP_POLICIES, {}), "shop", "shopPolicies")
+        return [port.ShopPolicy(id=_text(n, "type"), title=_text(n, "title"), body=_text(n, "body"), html=True)
+                for n in nodes if isinstance(n, dict)]
 
     def customer_by_email(self, email: str) -> port.ShopCustomer | None:
         data = self._read(CUSTOMER_BY_EMAIL, {"query": f"email:{_quoted(email)}"})

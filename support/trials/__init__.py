@@ -9,6 +9,7 @@ from support.trials.services import (  # noqa: F401
     draft_test_estimate,
     draft_test_execute,
     draft_test_start,
+    draft_tests_sweep,
     report_paths,
 )
 from support.profiles.setup import draft_tested  # noqa: F401  (the checklist's step, read here too)

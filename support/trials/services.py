@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -114,12 +115,41 @@ def draft_test_execute(test_id: int) -> str:
     try:
         rates = {side: _side(test, side, offset) for offset, side in enumerate(SIDES)}
     except Exception as e:  # noqa: BLE001 - any failure is the test's outcome, recorded for the person who asked
-        DraftTest.objects.filter(pk=test_id).update(state=DraftTest.FAILED, finished_at=timezone.now(),
-                                                    error=str(e)[:2000] or type(e).__name__)
+        DraftTest.objects.filter(pk=test_id, state=DraftTest.RUNNING).update(
+            state=DraftTest.FAILED, finished_at=timezone.now(), error=str(e)[:2000] or type(e).__name__)
         return DraftTest.FAILED
-    DraftTest.objects.filter(pk=test_id).update(state=DraftTest.FINISHED, finished_at=timezone.now(),
-                                                draft_pass_rate=rates["draft"], live_pass_rate=rates["live"])
+    if not DraftTest.objects.filter(pk=test_id, state=DraftTest.RUNNING).update(
+            state=DraftTest.FINISHED, finished_at=timezone.now(), draft_pass_rate=rates["draft"],
+            live_pass_rate=rates["live"]):
+        return "swept"  # the sweeper failed it meanwhile: that stays the test's outcome
     return DraftTest.FINISHED
+
+
+def draft_tests_sweep() -> int:
+    """The beat's sweep: a test still running DRAFT_TEST_MAX_SECONDS after it started (its worker died, or its
+    child processes hang), or still queued that long after it was asked (its task was lost), is failed with the
+    reason in plain words, so the draft can be tested again. One conditional UPDATE each: of two beats at once,
+    one fails it. How many were failed."""
+    limit = settings.DRAFT_TEST_MAX_SECONDS
+    now = timezone.now()
+    since = now - timedelta(seconds=limit)
+    stopped = DraftTest.objects.filter(state=DraftTest.RUNNING, started_at__lt=since).update(
+        state=DraftTest.FAILED, finished_at=now,
+        error=f"The test stopped answering: it was still running {_duration(limit)} after it started "
+              "(DRAFT_TEST_MAX_SECONDS), so its worker most likely stopped. Test the draft again.")
+    lost = DraftTest.objects.filter(state=DraftTest.QUEUED, asked_at__lt=since).update(
+        state=DraftTest.FAILED, finished_at=now,
+        error=f"No worker took the test up within {_duration(limit)} (DRAFT_TEST_MAX_SECONDS). Test the draft "
+              "again, and check that the workers run (manage.py check_workers).")
+    return stopped + lost
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds:g} seconds"
 
 
 def _side(test: DraftTest, side: str, offset: int) -> float:

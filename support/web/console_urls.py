@@ -39,6 +39,7 @@ urlpatterns = [
     path("agent/publish/", agent.publish, name="agent_publish"),
     path("agent/versions/<int:number>/rollback/", agent.rollback, name="agent_rollback"),
     path("setup/", setup.checklist, name="setup"),
+    path("setup/policies/", setup.policies, name="setup_policies"),
     # "Test this draft" (support/web/views/agent_test.py): staff read, support.change_agent_profile starts one.
     path("agent/test/", agent_test.page, name="agent_test"),
     path("agent/test/<uuid:public_id>/", agent_test.detail, name="agent_test_detail"),

@@ -83,6 +83,8 @@ ENV = {
     # A trace viewer's address (tracing itself is off): a run that has a trace id links to it
     # (tests/browser/test_trace_link.py).
     "TRACE_URL": "http://traces.example:16686/trace/{trace_id}",
+    # "Test this draft" plays one scenario a side, so a real test ends in seconds (test_agent_test_page.py).
+    "DRAFT_TEST_SCENARIOS": "su-41290-*",
     "DJANGO_SETTINGS_MODULE": "agentsite.settings",
     "DJANGO_ALLOW_ASYNC_UNSAFE": "true",  # ORM checks from a sync Playwright test
     "PYTHONUNBUFFERED": "1",

@@ -77,4 +77,6 @@ def test_the_setup_checklist_shows_each_step_with_its_state_and_each_check(staff
     expect(page.locator('[data-step="connect"]')).to_have_attribute("data-state", "failed")  # the demo site: no SHOP_URL
     expect(page.get_by_test_id("setup-check-row").first).to_contain_text("SHOP_URL")
     expect(page.get_by_test_id("setup-live")).to_be_visible()
+    page.get_by_test_id("setup-import-policies").click()  # the demo shop serves none: said plainly
+    expect(page.get_by_test_id("setup-imported")).to_contain_text("This shop serves no policies the desk can read")
     checked(page, "setup")

@@ -64,7 +64,7 @@ def detail(request, public_id):
         if result is not None:
             rows = sorted(result["scenarios"], key=lambda r: r["change"] == "same")  # the changed ones first
             summary = {"changed": sum(r["change"] != "same" for r in rows), "worse": result["worse"],
-                       "better": result["better"]}
+                       "better": result["better"], "different": sum(r["change"] == "different" for r in rows)}
     return console_page(request, "agent_test_detail.html", "agent_test", test=test, rows=rows, summary=summary,
                         running=test.state in DraftTest.ACTIVE,
                         percent=round(100 * test.done / test.total) if test.total else 0)
