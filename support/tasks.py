@@ -4,7 +4,7 @@ from celery import shared_task
 from slack_sdk.errors import SlackApiError
 
 from support.customers import attachments, notify, signin
-from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack
+from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack, waiting
 from support.ops import sweeper
 from support.trials import draft_test_execute
 
@@ -29,6 +29,13 @@ def nudge_approvals() -> dict:
     """Periodic (the beat, every APPROVAL_NUDGE_SWEEP_SECONDS): remind people of approvals still waiting, and tell
     the leads of those whose time runs out (support/desk/nudges.py). Safe to run twice at once: each is claimed first."""
     return nudges.approvals_nudge()
+
+
+@shared_task(ignore_result=True)
+def end_waits() -> list:
+    """Periodic (the beat, every WAITING_SWEEP_SECONDS): cases whose wait is over go back to the agent or a
+    person (support/desk/waiting.py). Safe to run twice at once: each is claimed first."""
+    return waiting.waits_end()
 
 
 @shared_task(ignore_result=True)

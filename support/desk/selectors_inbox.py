@@ -26,14 +26,17 @@ from support.models.desk import ConversationRead, InboxEvent
 AGENT_WORKING, WITH_AGENT = "agent_working", "with_agent"
 WAITING_APPROVAL, NEEDS_PERSON = "waiting_approval", "needs_person"
 WITH_PERSON, RESOLVED, CLOSED = "with_person", "resolved", "closed"
+WAITING = "waiting"  # on something with a time (support/desk/waiting.py): the seller's answer
 INBOX_STATUSES = {  # code -> the words staff read ("With a person" is "With Sam" on a row: status_words)
     AGENT_WORKING: "Agent working", WITH_AGENT: "With the agent", WAITING_APPROVAL: "Waiting for approval",
-    NEEDS_PERSON: "Needs a person", WITH_PERSON: "With a person", RESOLVED: "Resolved", CLOSED: "Closed",
+    NEEDS_PERSON: "Needs a person", WITH_PERSON: "With a person", WAITING: "Waiting", RESOLVED: "Resolved",
+    CLOSED: "Closed",
 }
 # "" is every conversation that is not closed; "all" includes the closed ones. "routed_to_me": in the viewer's
 # queue by routing (support/desk/routing.py), nobody assigned.
 ROUTED_TO_ME = "routed_to_me"
-FILTERS = ("", "mine", ROUTED_TO_ME, "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, CLOSED, "all")
+FILTERS = ("", "mine", ROUTED_TO_ME, "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, WAITING, CLOSED,
+           "all")
 SORTS = ("updated", "waiting", "expiring")  # expiring: least time left on a pending approval first
 DEFAULT_LIMIT, MAX_LIMIT = 50, 200
 PREVIEW_CHARS = 160
@@ -126,6 +129,8 @@ def _filtered(queryset, filter_: str, viewer):
         return queryset.filter(status=Conversation.TAKEN_OVER)
     if filter_ == WAITING_APPROVAL:
         return queryset.filter(pending_approvals__gt=0)
+    if filter_ == WAITING:
+        return queryset.filter(waiting_until__isnull=False, status=Conversation.OPEN)
     return queryset
 
 
@@ -211,6 +216,8 @@ def inbox_status(conversation: Conversation, run: Run | None) -> str:
         return NEEDS_PERSON
     if conversation.pending_approvals:
         return WAITING_APPROVAL
+    if conversation.waiting_until is not None and not (run is not None and run.status in Run.ACTIVE):
+        return WAITING
     if run is not None and run.status == Run.STOPPED and run.outcome == "resolved" \
             and conversation.waiting_since is None:
         return RESOLVED
@@ -221,6 +228,8 @@ def status_words(status: str, conversation: Conversation) -> str:
     """What staff read for a status: the person's name when a person has it ("With Sam")."""
     if status == WITH_PERSON and conversation.assignee_id:
         return f"With {person_json(conversation.assignee)['name']}"
+    if status == WAITING:
+        return f"Waiting for {conversation.get_waiting_for_display()}"
     return INBOX_STATUSES[status]
 
 
@@ -276,6 +285,9 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
         "closed_at": _ts(conversation.closed_at) if status == CLOSED else None,
         "closed_by": person_json(conversation.closed_by) if status == CLOSED and conversation.closed_by_id else None,
         "rating": _rating(conversation),  # the customer's 1-5 and comment (support/desk/feedback.py)
+        # What the case waits for and until when (support/desk/waiting.py); the console shows the deadline.
+        "waiting": {"for": conversation.waiting_for, "until": _ts(conversation.waiting_until)}
+        if status == WAITING else None,
     }
 
 

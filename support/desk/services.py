@@ -190,6 +190,9 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
             content=wire.get("content"), tool_calls=wire.get("tool_calls") or None,
             tool_call_id=wire.get("tool_call_id", ""), run=run, client_id=client_id, channel=channel,
         )
+        if author == Message.CUSTOMER:  # whatever the case waited for, the customer's words come first now
+            Conversation.objects.filter(pk=conversation.pk, waiting_until__isnull=False).update(
+                waiting_for="", waiting_until=None)
         transaction.on_commit(lambda: serializers.publish_message(message))
     return message
 
