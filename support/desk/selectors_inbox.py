@@ -15,12 +15,13 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count, DateTimeField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce, Least
+from django.db.models import (BooleanField, Count, DateTimeField, Exists, ExpressionWrapper, F, IntegerField, OuterRef,
+                              Q, Subquery, TextField, Value)
+from django.db.models.functions import Cast, Coalesce, Least
 
 from support.desk import routing
 from support.desk.feedback import rating_json
-from support.models import Approval, Conversation, Message, Order, Rating, Run
+from support.models import Approval, Conversation, Message, Order, Rating, Run, ToolCall
 from support.models.desk import ConversationRead, InboxEvent
 
 AGENT_WORKING, WITH_AGENT = "agent_working", "with_agent"
@@ -135,14 +136,21 @@ def _filtered(queryset, filter_: str, viewer):
 
 
 def _searched(queryset, q: str):
-    """Customer name or e-mail, one of the customer's order numbers, or words of the conversation."""
+    """Customer name or e-mail, one of the customer's order numbers, or words of the conversation. For an order
+    number, `about_order` marks the conversations about it: its scope, a message or a tool call names it."""
     q = q.strip()
     if not q:
         return queryset
     orders = Order.objects.filter(customer=OuterRef("customer"), number__icontains=q)
     said = Message.objects.filter(conversation=OuterRef("pk"), role__in=("user", "assistant"), content__icontains=q)
-    return queryset.filter(Q(customer__name__icontains=q) | Q(customer__email__icontains=q)
-                           | Exists(orders) | Exists(said))
+    found = queryset.filter(Q(customer__name__icontains=q) | Q(customer__email__icontains=q)
+                            | Exists(orders) | Exists(said))
+    if not ORDER_NUMBER.fullmatch(q):
+        return found
+    called = (ToolCall.objects.annotate(text=Cast("arguments", TextField()))
+              .filter(run__conversation=OuterRef("pk"), text__icontains=q))
+    about = Q(order_scope__iexact=q) | Exists(said) | Exists(called)
+    return found.annotate(about_order=ExpressionWrapper(about, output_field=BooleanField()))
 
 
 def inbox(viewer, *, filter_: str = "", q: str = "", sort: str = "updated", limit: int = DEFAULT_LIMIT,
@@ -156,12 +164,13 @@ def inbox(viewer, *, filter_: str = "", q: str = "", sort: str = "updated", limi
     queryset = _searched(_filtered(_annotated(viewer), filter_, viewer), q)
     if ids is not None:
         queryset = queryset.filter(public_id__in=ids)
+    first = ["-about_order"] if "about_order" in queryset.query.annotations else []  # an order's own, first
     if sort == "waiting":  # longest-waiting customer first; those not waiting after them, newest first
-        queryset = queryset.order_by(F("waiting_since").asc(nulls_last=True), "-updated_at", "-pk")
+        queryset = queryset.order_by(*first, F("waiting_since").asc(nulls_last=True), "-updated_at", "-pk")
     elif sort == "expiring":  # least time left on a pending approval first; the rest after them, newest first
-        queryset = queryset.order_by(F("nearest_expiry").asc(nulls_last=True), "-updated_at", "-pk")
+        queryset = queryset.order_by(*first, F("nearest_expiry").asc(nulls_last=True), "-updated_at", "-pk")
     else:
-        queryset = queryset.order_by("-updated_at", "-pk")
+        queryset = queryset.order_by(*first, "-updated_at", "-pk")
     limit = max(1, min(limit, MAX_LIMIT))
     conversations = list(queryset[offset:offset + limit])
     count = len(conversations) if ids is not None or (offset == 0 and len(conversations) < limit) \
