@@ -15,9 +15,12 @@ from support.models import Message, Run, ToolCall
 from tests.desk_factories import make_user, start_conversation
 
 
-def said(conversation, text, role="user"):
-    author = Message.CUSTOMER if role == "user" else Message.AGENT
-    services.message_append(conversation=conversation, wire={"role": role, "content": text}, author=author)
+def spoken(customer, text):
+    """A conversation of the customer's in which they wrote `text`."""
+    conversation = start_conversation(customer)
+    services.message_append(conversation=conversation, wire={"role": "user", "content": text},
+                            author=Message.CUSTOMER)
+    return conversation
 
 
 def searched(q):
@@ -30,15 +33,12 @@ def searched(q):
 
 @pytest.mark.django_db
 def test_an_order_number_finds_the_conversations_about_it_first_then_the_customers_others(demo):
-    named = start_conversation(demo.maya)
-    said(named, "Where is su-41207?")
-    by_tool = start_conversation(demo.maya)
-    said(by_tool, "My parcel never came")
+    named = spoken(demo.maya, "Where is su-41207?")
+    by_tool = spoken(demo.maya, "My parcel never came")
     run = Run.objects.create(conversation=by_tool, status=Run.STOPPED)
     ToolCall.objects.create(run=run, call_id="c1", name="track_order", arguments={"order_id": "SU-41207"},
                             status=ToolCall.EXECUTED, idempotency_key="k1")
-    other = start_conversation(demo.maya)
-    said(other, "Do you sell gift cards?")  # the newest: without the ranking it would come first
+    other = spoken(demo.maya, "Do you sell gift cards?")  # the newest: without the ranking it would come first
     assert searched("SU-41207")[:2] in ([str(named.public_id), str(by_tool.public_id)],
                                        [str(by_tool.public_id), str(named.public_id)])
     assert searched("SU-41207")[2:] == [str(other.public_id)]
@@ -46,9 +46,7 @@ def test_an_order_number_finds_the_conversations_about_it_first_then_the_custome
 
 @pytest.mark.django_db
 def test_an_order_number_named_by_another_customer_does_not_list_them_before_the_owner(demo):
-    owner = start_conversation(demo.maya)
-    said(owner, "Hello")
-    stranger = start_conversation(demo.tom)
-    said(stranger, "Is SU-41207 mine?")
+    owner = spoken(demo.maya, "Hello")
+    stranger = spoken(demo.tom, "Is SU-41207 mine?")
     assert searched("SU-41207")[0] == str(stranger.public_id)  # named in it: about the order, shown
     assert str(owner.public_id) in searched("SU-41207")
