@@ -58,6 +58,13 @@ def send_reply_emails() -> int:
 
 
 @shared_task(ignore_result=True)
+def send_reply_email(conversation_id: int) -> int:
+    """Queued when an answer is saved in a conversation whose customer wrote by e-mail: the reply goes out now
+    (support/customers/notify.py). A duplicate finds the replies claimed and sends nothing."""
+    return len(notify.send_reply_email_now(conversation_id))
+
+
+@shared_task(ignore_result=True)
 def poll_mailbox() -> int:
     """Periodic (the beat, every INBOUND_IMAP_POLL_SECONDS, when INBOUND_IMAP_HOST is set): customers' mail from
     the shop's mailbox (support/desk/mailbox.py). Safe to run twice at once: each mail is stored once."""

@@ -21,7 +21,7 @@ from django.db.models.functions import Cast, Coalesce, Least
 
 from support.desk import routing
 from support.desk.feedback import rating_json
-from support.models import Approval, Conversation, Message, Order, Rating, Run, ToolCall
+from support.models import Approval, Conversation, InboundEmail, Message, Order, Rating, Run, ToolCall
 from support.models.desk import ConversationRead, InboxEvent
 
 AGENT_WORKING, WITH_AGENT = "agent_working", "with_agent"
@@ -100,6 +100,10 @@ def _annotated(viewer):
             customer_since=Subquery(Conversation.objects.filter(customer=OuterRef("customer"))
                                     .order_by("created_at").values("created_at")[:1]),
             unread=Coalesce(Subquery(unread, output_field=IntegerField()), Value(0)),
+            # How the customer last wrote (widget / e-mail), and the subject of their latest e-mail.
+            channel=Subquery(customer_messages.order_by("-seq").values("channel")[:1]),
+            subject=Subquery(InboundEmail.objects.filter(conversation=conv, message__isnull=False)
+                             .order_by("-received_at", "-pk").values("subject")[:1]),
         )
     )
 
@@ -269,6 +273,9 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
     return {
         "id": str(conversation.public_id),
         "customer": {"name": customer.name, "email": customer.email, "since": _ts(conversation.customer_since)},
+        "channel": conversation.channel or Message.WIDGET,
+        "subject": conversation.subject or None,
+        "language": conversation.language,
         "orders": orders,
         "last_message": last_message,
         "created_at": _ts(conversation.created_at),

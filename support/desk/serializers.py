@@ -193,8 +193,15 @@ def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
                     assignee=staff_name(conversation.assignee) if conversation.assignee_id else None,
                     # unique, unlike the first name above: the console tells "taken over by me" with it
                     assignee_username=conversation.assignee.get_username() if conversation.assignee_id else None,
-                    updated_at=_ts(conversation.updated_at))
+                    updated_at=_ts(conversation.updated_at), language=conversation.language,
+                    subject=email_subject(conversation))
     return data
+
+
+def email_subject(conversation: Conversation) -> str | None:
+    """The subject of the customer's latest e-mail in the conversation, for the console's header."""
+    return (InboundEmail.objects.filter(conversation=conversation, message__isnull=False)
+            .order_by("-received_at", "-pk").values_list("subject", flat=True).first()) or None
 
 
 # -- live events (sent after commit); each carries the conversation's id and its seq ------------------

@@ -193,8 +193,20 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
         if author == Message.CUSTOMER:  # whatever the case waited for, the customer's words come first now
             Conversation.objects.filter(pk=conversation.pk, waiting_until__isnull=False).update(
                 waiting_for="", waiting_until=None)
+        elif author in notify.REPLY_AUTHORS and wire["role"] == "assistant" and wire.get("content") \
+                and notify.by_email(conversation.pk):
+            transaction.on_commit(lambda: _reply_email(conversation.pk))  # an answer to their e-mail: sent now
         transaction.on_commit(lambda: serializers.publish_message(message))
     return message
+
+
+def _reply_email(conversation_pk: int) -> None:
+    """Never raises: the answer is saved, and the beat e-mails it if the broker lost this."""
+    try:
+        queue.reply_email(conversation_pk)
+    except Exception:
+        log.warning("conversation id %s: its reply e-mail not queued; the beat sends it", conversation_pk,
+                    exc_info=True)
 
 
 def lease_check(run: Run, lease: str) -> None:
