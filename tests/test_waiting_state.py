@@ -82,7 +82,7 @@ def test_the_inbox_shows_the_waiting_case_with_its_deadline_and_filters_it(desk,
     services.message_append(conversation=other, wire={"role": "user", "content": "Hi"}, author=Message.CUSTOMER)
     row = next(r for r in inbox_rows() if r["id"] == str(conversation.public_id))
     assert row["status"] == "waiting" and row["status_label"] == "Waiting for the seller"
-    assert row["waiting"] == {"for": "seller",
+    assert row["waiting"] == {"for": "seller", "for_words": "the seller",
                               "until": conversation.waiting_until.isoformat().replace("+00:00", "Z")}
     assert [r["id"] for r in inbox_rows(filter="waiting")] == [str(conversation.public_id)]
 

@@ -21,6 +21,7 @@ from django.db.models.functions import Cast, Coalesce, Least
 
 from support.desk import routing
 from support.desk.feedback import rating_json
+from support.desk.serializers import waiting_json
 from support.models import Approval, Conversation, InboundEmail, Message, Order, Rating, Run, ToolCall
 from support.models.desk import ConversationRead, InboxEvent
 
@@ -302,8 +303,7 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
         "closed_by": person_json(conversation.closed_by) if status == CLOSED and conversation.closed_by_id else None,
         "rating": _rating(conversation),  # the customer's 1-5 and comment (support/desk/feedback.py)
         # What the case waits for and until when (support/desk/waiting.py); the console shows the deadline.
-        "waiting": {"for": conversation.waiting_for, "until": _ts(conversation.waiting_until)}
-        if status == WAITING else None,
+        "waiting": waiting_json(conversation) if status == WAITING else None,
     }
 
 

@@ -24,9 +24,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from support.agent import types as agent
 from support.customers import languages
-from support.desk import serializers, services
+from support.desk import services
 from support.models import Conversation, Message, Run, ToolCall
 from support.tools.sellers import MESSAGE_SELLER_NAME
 
@@ -67,13 +66,6 @@ def wait_of_run(run: Run) -> Wait | None:
 def wait_start(*, conversation: Conversation, wait: Wait) -> None:
     Conversation.objects.filter(pk=conversation.pk).update(waiting_for=wait.waits_for, waiting_until=wait.until)
     conversation.waiting_for, conversation.waiting_until = wait.waits_for, wait.until
-
-
-def waiting_json(conversation: Conversation) -> dict | None:
-    if conversation.waiting_until is None:
-        return None
-    return {"for": conversation.waiting_for, "for_words": str(WAITS_FOR_WORDS.get(conversation.waiting_for, "")),
-            "until": serializers._ts(conversation.waiting_until)}
 
 
 def waits_end(*, now: datetime | None = None) -> list[str]:
