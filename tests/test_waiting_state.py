@@ -109,6 +109,21 @@ def test_the_beat_gives_an_ended_wait_back_to_the_agent_once(desk, queued, monke
     assert conversation.status == Conversation.OPEN and conversation.waiting_until is None
 
 
+def test_the_agent_given_an_ended_wait_back_checks_and_tells_the_customer(desk, queued, monkeypatch, settings):
+    settings.WAITING_RETURNS_TO = "agent"
+    conversation, _ = seller_asked(desk, queued, monkeypatch, settings)
+    waiting.waits_end(now=timezone.now() + timedelta(hours=49))
+    model = ScriptedModel(reply(calls=[call("get_order", {"order_id": "SU-41207"})]),
+                          *answer("The seller has not answered yet; I have passed your case to our team.",
+                                  outcome="not_resolved"))
+    monkeypatch.setattr(assistant, "shared_model", lambda: model)
+    assert runner.run_execute(queued.pop()) == "answered"
+    last = conversation.messages.order_by("-seq").first()
+    assert last.author == Message.AGENT and "has not answered yet" in last.content
+    sent = [m["content"] for m in model.sent[0] if m["role"] == "user"]
+    assert "the seller" in sent[-1]  # the model read why it runs
+
+
 def test_two_beats_at_once_give_it_back_exactly_once(desk, queued, monkeypatch, settings):
     settings.WAITING_RETURNS_TO = "agent"
     conversation, _ = seller_asked(desk, queued, monkeypatch, settings)
