@@ -22,7 +22,7 @@ from django.db.models.functions import Cast, Coalesce, Least
 from support.desk import routing
 from support.desk.feedback import rating_json
 from support.desk.serializers import waiting_json
-from support.models import Approval, Conversation, InboundEmail, Message, Order, Rating, Run, ToolCall
+from support.models import Approval, Conversation, Message, Order, Rating, Run, ToolCall
 from support.models.desk import ConversationRead, InboxEvent
 
 AGENT_WORKING, WITH_AGENT = "agent_working", "with_agent"
@@ -101,10 +101,8 @@ def _annotated(viewer):
             customer_since=Subquery(Conversation.objects.filter(customer=OuterRef("customer"))
                                     .order_by("created_at").values("created_at")[:1]),
             unread=Coalesce(Subquery(unread, output_field=IntegerField()), Value(0)),
-            # How the customer last wrote (widget / e-mail), and the subject of their latest e-mail.
+            # How the customer last wrote: widget / e-mail.
             channel=Subquery(customer_messages.order_by("-seq").values("channel")[:1]),
-            subject=Subquery(InboundEmail.objects.filter(conversation=conv, message__isnull=False)
-                             .order_by("-received_at", "-pk").values("subject")[:1]),
         )
     )
 
@@ -275,7 +273,7 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
         "id": str(conversation.public_id),
         "customer": {"name": customer.name, "email": customer.email, "since": _ts(conversation.customer_since)},
         "channel": conversation.channel or Message.WIDGET,
-        "subject": conversation.subject or None,
+        "subject": conversation.email_subject or None,
         "language": conversation.language,
         "orders": orders,
         "last_message": last_message,

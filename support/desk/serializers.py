@@ -194,7 +194,7 @@ def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
                     # unique, unlike the first name above: the console tells "taken over by me" with it
                     assignee_username=conversation.assignee.get_username() if conversation.assignee_id else None,
                     updated_at=_ts(conversation.updated_at), language=conversation.language,
-                    subject=email_subject(conversation), waiting=waiting_json(conversation))
+                    subject=conversation.email_subject or None, waiting=waiting_json(conversation))
     return data
 
 
@@ -205,11 +205,6 @@ def waiting_json(conversation: Conversation) -> dict | None:
     return {"for": conversation.waiting_for, "for_words": conversation.get_waiting_for_display(),
             "until": _ts(conversation.waiting_until)}
 
-
-def email_subject(conversation: Conversation) -> str | None:
-    """The subject of the customer's latest e-mail in the conversation, for the console's header."""
-    return (InboundEmail.objects.filter(conversation=conversation, message__isnull=False)
-            .order_by("-received_at", "-pk").values_list("subject", flat=True).first()) or None
 
 
 # -- live events (sent after commit); each carries the conversation's id and its seq ------------------

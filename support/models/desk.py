@@ -54,6 +54,8 @@ class Conversation(models.Model):
     WAITS_FOR = [("seller", "the seller")]
     waiting_for = models.CharField(max_length=16, choices=WAITS_FOR, blank=True)
     waiting_until = models.DateTimeField(null=True, blank=True, db_index=True)
+    # The subject of the customer's latest e-mail in it (support/desk/inbound_mail.py), for the console.
+    email_subject = models.CharField(max_length=250, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]

@@ -29,7 +29,7 @@ def waiting_email_case() -> Conversation:
                                 subject=SUBJECT, raw=b"", outcome=InboundEmail.STARTED, conversation=conversation,
                                 message=message)
     Conversation.objects.filter(pk=conversation.pk).update(
-        language="de", waiting_for="seller", waiting_until=timezone.now() + timedelta(hours=40))
+        language="de", email_subject=SUBJECT, waiting_for="seller", waiting_until=timezone.now() + timedelta(hours=40))
     return Conversation.objects.get(pk=conversation.pk)
 
 
