@@ -16,9 +16,10 @@ from django.test import Client
 from django.utils import timezone
 
 from support.customers import notify
-from support.desk import inbound_mail, queue, services
+from support.desk import assistant, inbound_mail, queue, runner, services
 from support.models import Message
 from tests.desk_factories import make_user, start_conversation
+from tests.fake_model import ScriptedModel, answer
 from tests.mail_factories import mail
 from tests.smtp_fixture import smtp_inbox  # noqa: F401  (fixture)
 
@@ -113,3 +114,14 @@ def test_a_widget_row_says_widget_and_has_no_subject(inbound, demo):
     row = next(r for r in staff().get("/api/staff/inbox").json()["conversations"]
                if r["id"] == str(conversation.public_id))
     assert (row["subject"], row["channel"], row["language"]) == (None, "widget", "en")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_agents_answer_to_an_email_is_sent_when_its_run_saves_it(inbound, queued, monkeypatch):
+    asked = []
+    monkeypatch.setattr(queue, "reply_email", asked.append)
+    record = inbound_mail.receive(mail(subject="Parcel late", text="Where is my parcel SU-41207?"), source="imap")
+    model = ScriptedModel(*answer(ANSWER))
+    monkeypatch.setattr(assistant, "shared_model", lambda: model)
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert asked == [record.conversation.pk]

@@ -561,6 +561,8 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         else:
             fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
         Run.objects.filter(pk=run.pk, lease=lease).update(**fields)  # its lock is ours: the lease holds
+        if result.stop_reason == agent.ANSWERED:  # the answer was saved by the journal, not message_append
+            services.reply_email_after_commit(conversation.pk)
         if result.status == agent.AWAITING_APPROVAL:
             _request_approvals(run, result.pending, turn=result.spent.turns)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:

@@ -193,11 +193,17 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
         if author == Message.CUSTOMER:  # whatever the case waited for, the customer's words come first now
             Conversation.objects.filter(pk=conversation.pk, waiting_until__isnull=False).update(
                 waiting_for="", waiting_until=None)
-        elif author in notify.REPLY_AUTHORS and wire["role"] == "assistant" and wire.get("content") \
-                and notify.by_email(conversation.pk):
-            transaction.on_commit(lambda: _reply_email(conversation.pk))  # an answer to their e-mail: sent now
+        elif author in notify.REPLY_AUTHORS and wire["role"] == "assistant" and wire.get("content"):
+            reply_email_after_commit(conversation.pk)
         transaction.on_commit(lambda: serializers.publish_message(message))
     return message
+
+
+def reply_email_after_commit(conversation_pk: int) -> None:
+    """An answer was saved: when the customer wrote by e-mail, it goes to them once this commits, not after
+    the widget's wait (support/customers/notify.py)."""
+    if notify.by_email(conversation_pk):
+        transaction.on_commit(lambda: _reply_email(conversation_pk))
 
 
 def _reply_email(conversation_pk: int) -> None:
