@@ -339,6 +339,13 @@ CONVERSATION_MAX_COST_USD_PER_DAY = env_float("CONVERSATION_MAX_COST_USD_PER_DAY
 # Messages the agent may send to sellers from one conversation in 24 hours; the same text about the same
 # order is sent once.
 SELLER_MESSAGES_PER_CONVERSATION_PER_DAY = env_int("SELLER_MESSAGES_PER_CONVERSATION_PER_DAY", 3, minimum=1)
+# A seller asked by message_seller has this long to answer: the case waits for the seller until then
+# (the run's outcome "waiting", support/desk/waiting.py).
+SELLER_ANSWER_HOURS = env_float("SELLER_ANSWER_HOURS", 48.0, minimum=1.0)
+# When a case's wait ends with nothing new from the customer, the beat gives it back to the agent (a run that
+# checks and tells the customer) or to a person (needs a person, routed). docs/deploy.md.
+WAITING_RETURNS_TO = env_choice("WAITING_RETURNS_TO", "agent", ("agent", "person"))
+WAITING_SWEEP_SECONDS = env_float("WAITING_SWEEP_SECONDS", 60.0, minimum=1.0)
 # Requests for a person's approval that may wait at once in one conversation; past it the model is refused and
 # the conversation is flagged for a person.
 APPROVALS_WAITING_PER_CONVERSATION = env_int("APPROVALS_WAITING_PER_CONVERSATION", 3, minimum=1)
@@ -611,6 +618,7 @@ CELERY_BEAT_SCHEDULE = {
     # Conversations nobody wrote in (an API client opened one and left), once EMPTY_CONVERSATION_HOURS old.
     "empty-conversations": {"task": "support.tasks.delete_empty_conversations", "schedule": 3600},
     "approval-nudges": {"task": "support.tasks.nudge_approvals", "schedule": APPROVAL_NUDGE_SWEEP_SECONDS},
+    "waits-ended": {"task": "support.tasks.end_waits", "schedule": WAITING_SWEEP_SECONDS},
 }
 if INBOUND_IMAP_HOST:
     CELERY_BEAT_SCHEDULE["inbound-mailbox"] = {"task": "support.tasks.poll_mailbox", "schedule": INBOUND_IMAP_POLL_SECONDS}

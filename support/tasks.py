@@ -4,7 +4,7 @@ from celery import shared_task
 from slack_sdk.errors import SlackApiError
 
 from support.customers import attachments, notify, signin
-from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack
+from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack, waiting
 from support.ops import sweeper
 from support.trials import draft_test_execute, draft_tests_sweep
 
@@ -34,6 +34,13 @@ def nudge_approvals() -> dict:
 
 
 @shared_task(ignore_result=True)
+def end_waits() -> list:
+    """Periodic (the beat, every WAITING_SWEEP_SECONDS): cases whose wait is over go back to the agent or a
+    person (support/desk/waiting.py). Safe to run twice at once: each is claimed first."""
+    return waiting.waits_end()
+
+
+@shared_task(ignore_result=True)
 def sweep_attachment_orphans() -> int:
     """Periodic (the beat, hourly): files a dead process stored for a message it never saved."""
     return attachments.sweep_orphans()
@@ -50,6 +57,13 @@ def send_reply_emails() -> int:
     """Periodic (the beat, every REPLY_EMAIL_SWEEP_SECONDS): one e-mail per conversation whose customer left
     before replies arrived (support/customers/notify.py). Safe to run twice at once: each reply is claimed before it is sent."""
     return len(notify.send_reply_emails())
+
+
+@shared_task(ignore_result=True)
+def send_reply_email(conversation_id: int) -> int:
+    """Queued when an answer is saved in a conversation whose customer wrote by e-mail: the reply goes out now
+    (support/customers/notify.py). A duplicate finds the replies claimed and sends nothing."""
+    return len(notify.send_reply_email_now(conversation_id))
 
 
 @shared_task(ignore_result=True)

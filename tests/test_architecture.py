@@ -83,4 +83,4 @@ def test_the_task_the_desk_queues_runs_by_is_a_real_task():
     from support.desk import queue
 
     app.loader.import_default_modules()
-    assert {queue.RUN_AGENT, queue.EMAIL_APPROVAL, queue.SLACK_APPROVAL} <= set(app.tasks)
+    assert {queue.RUN_AGENT, queue.EMAIL_APPROVAL, queue.SLACK_APPROVAL, queue.REPLY_EMAIL} <= set(app.tasks)

@@ -28,7 +28,7 @@ def refuse(ctx, **arguments) -> str:
 
 def test_it_sends_a_message_to_the_orders_seller(ctx_for, any_shop):
     result = message_seller(ctx_for(MAYA, "call_m1"), order_id="SU-41419", message="Please send a return label.")
-    assert set(result) == {"message_id", "order_id", "seller", "status"}
+    assert set(result) == {"message_id", "order_id", "seller", "status", "waiting"}
     assert (result["order_id"], result["seller"], result["status"]) == (
         "SU-41419", {"untrusted_text_from": "seller", "text": "Hearth & Loom"}, "sent")
     assert any_shop.seller_messages() == [framed("Please send a return label.", "SU-41419")]

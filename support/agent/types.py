@@ -31,6 +31,9 @@ STOPPED = "stopped"
 # What the model says it achieved (through the record_outcome tool). UNSTATED: it answered without saying.
 OUTCOMES = ("resolved", "waiting_on_customer", "not_resolved", "handed_to_person")
 UNSTATED = "unstated"
+# Set by the desk, never by the model: the answer leaves the case waiting on something with a time, which a
+# tool of the desk's own said (support/desk/waiting.py).
+WAITING = "waiting"
 HANDED_TO_PERSON = "handed_to_person"
 
 # A message's keys that start with "_" are the desk's notes about it, never sent: encode() leaves them out.

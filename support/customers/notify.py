@@ -5,7 +5,9 @@ Presence is written to the database (FollowUp.seen_at / seen_seq) by the custome
 process and the beat agree on it. The beat (support.tasks.send_reply_emails) collects, per conversation, the
 agent's and staff's replies the customer has not seen (after seen_seq and emailed_seq) once the oldest is
 REPLY_EMAIL_AFTER_MINUTES old and the customer has not been connected for as long, and sends one e-mail with
-all of them. Each reply is e-mailed at most once: the batch is claimed with a conditional UPDATE of
+all of them. A customer who wrote by e-mail (their latest message came by e-mail) is answered at once, in the
+words of a reply: the task support.tasks.send_reply_email is queued when the answer is saved, and the beat sends
+what it missed. Each reply is e-mailed at most once: the batch is claimed with a conditional UPDATE of
 emailed_seq before the e-mail goes out, and given back if sending fails.
 """
 
@@ -23,7 +25,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db.models import F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.template.loader import render_to_string
 from django.utils import dateformat, timezone, translation
@@ -190,19 +192,28 @@ def _replies(conversation_pk: int, after_seq: int):
             .exclude(content__isnull=True).exclude(content="").select_related("author_user").order_by("seq"))
 
 
-def due_conversations(now: datetime) -> list[int]:
-    """Conversations with a reply the customer has not seen nor been e-mailed, older than the wait, whose
-    customer has not been connected during the wait, still wants these e-mails and whose address has not
-    bounced."""
+def by_email(conversation_pk: int) -> bool:
+    """The customer's latest message came by e-mail: they read our answers as e-mail."""
+    return (Message.objects.filter(conversation_id=conversation_pk, author=Message.CUSTOMER).order_by("-seq")
+            .values_list("channel", flat=True).first()) == Message.EMAIL
+
+
+def due_conversations(now: datetime, *, only: int | None = None) -> list[int]:
+    """Conversations with a reply the customer has not seen nor been e-mailed, whose customer still wants these
+    e-mails and whose address has not bounced: at once when the customer wrote by e-mail; otherwise once the
+    reply is older than the wait and the customer has not been connected during it. `only`: that one."""
     wait = timedelta(minutes=settings.REPLY_EMAIL_AFTER_MINUTES)
     oldest = now - timedelta(hours=settings.REPLY_EMAIL_WITHIN_HOURS)  # older replies are history, not news
     done = Greatest(Coalesce(F("conversation__follow_up__emailed_seq"), Value(0)),
                     Coalesce(F("conversation__follow_up__seen_seq"), Value(0)))
-    replies = (Message.objects.filter(role="assistant", author__in=REPLY_AUTHORS, created_at__lte=now - wait,
-                                      created_at__gte=oldest)
+    channel = (Message.objects.filter(conversation=OuterRef("conversation"), author=Message.CUSTOMER)
+               .order_by("-seq").values("channel")[:1])
+    left = Q(created_at__lte=now - wait) & ~Q(conversation__follow_up__seen_at__gt=now - wait)
+    replies = (Message.objects.filter(role="assistant", author__in=REPLY_AUTHORS, created_at__gte=oldest)
+               .filter(**({"conversation_id": only} if only is not None else {}))
                .exclude(content__isnull=True).exclude(content="")
-               .annotate(done=done).filter(seq__gt=F("done"))
-               .exclude(conversation__follow_up__seen_at__gt=now - wait)
+               .annotate(done=done, channel_now=Subquery(channel)).filter(seq__gt=F("done"))
+               .filter(left | Q(channel_now=Message.EMAIL))
                .exclude(conversation__customer__reply_email_opt_out__isnull=False)
                .exclude(conversation__customer__undeliverable__isnull=False))  # a mail to them bounced
     return sorted(set(replies.values_list("conversation_id", flat=True)))
@@ -215,13 +226,18 @@ class Sent:
     seqs: list[int]
 
 
-def send_reply_emails(*, now: datetime | None = None) -> list[Sent]:
+def send_reply_email_now(conversation_pk: int, *, now: datetime | None = None) -> list[Sent]:
+    """The conversation's replies, now, when its customer wrote by e-mail (queued when an answer is saved)."""
+    return send_reply_emails(now=now, only=conversation_pk)
+
+
+def send_reply_emails(*, now: datetime | None = None, only: int | None = None) -> list[Sent]:
     """One e-mail per due conversation with every reply not seen nor e-mailed yet; what was sent."""
     now = now or timezone.now()
     if not settings.REPLY_EMAILS:
         return []
     sent = []
-    for conversation_pk in due_conversations(now):
+    for conversation_pk in due_conversations(now, only=only):
         try:
             done = _send_one(conversation_pk, now)
         except Exception:  # one bad conversation never stops the others; the next beat tries it again
@@ -280,6 +296,7 @@ def _email_in_language(conversation: Conversation, replies: list[Message], follo
     zone = zoneinfo.ZoneInfo(follow_up.time_zone) if valid_time_zone(follow_up.time_zone) else None
     customer = conversation.customer
     unsubscribe = desk_url(f"/c/unsubscribe/{unsubscribe_token(customer)}/")
+    mailed = by_email(conversation.pk)  # a reply to their e-mail, not a catch-up on the widget
     context = {
         **faces.email_context(),
         "name": customer.name.split()[0] if customer.name.strip() else "",
@@ -287,12 +304,14 @@ def _email_in_language(conversation: Conversation, replies: list[Message], follo
         "link": desk_url(f"/c/{link_token(conversation)}/"),
         "unsubscribe": unsubscribe,
         "language": translation.get_language(),
+        "by_email": mailed,
     }
     count = len(replies)
     subject = ngettext("New reply from %(shop)s support", "%(count)d new replies from %(shop)s support",
                        count) % {"count": count, "shop": faces.shop_name()}
-    headers = {"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
-               "Auto-Submitted": "auto-generated", **_thread_headers(conversation)}
+    headers = {"Auto-Submitted": "auto-generated", **_thread_headers(conversation)}
+    if not mailed:
+        headers.update({"List-Unsubscribe": f"<{unsubscribe}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
     if headers.get("Subject"):
         subject = headers.pop("Subject")
     message = EmailMultiAlternatives(

@@ -179,6 +179,8 @@ def _save(mail: mail_reading.Mail, base: dict, conversation: Conversation | None
             message = services.message_append(conversation=conversation, wire={"role": "user", "content": content},
                                                author=Message.CUSTOMER, channel=Message.EMAIL)
             _verify_order(conversation, mail)
+            if mail.subject:  # the console shows the latest one
+                Conversation.objects.filter(pk=conversation.pk).update(email_subject=mail.subject[:250])
             for row in rows:
                 row.message, row.conversation = message, conversation
                 row.save(force_insert=True)

@@ -6,6 +6,7 @@ from agentsite.celery import app
 RUN_AGENT = "support.tasks.run_agent"
 EMAIL_APPROVAL = "support.tasks.email_approval_request"
 SLACK_APPROVAL = "support.tasks.sync_approval_to_slack"
+REPLY_EMAIL = "support.tasks.send_reply_email"
 
 
 def run_agent(run_id: int, *, run: str = "", conversation: str = "") -> None:
@@ -24,3 +25,8 @@ def email_approval(approval_id: int) -> None:
 def slack_approval(approval_id: int) -> None:
     """Post the approval to Slack, or bring its message up to date (support/desk/slack.py)."""
     app.send_task(SLACK_APPROVAL, args=[approval_id])
+
+
+def reply_email(conversation_id: int) -> None:
+    """E-mail the replies of a conversation whose customer wrote by e-mail, now (support/customers/notify.py)."""
+    app.send_task(REPLY_EMAIL, args=[conversation_id])

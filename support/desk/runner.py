@@ -28,6 +28,7 @@ from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
 from support.desk import assistant, journal, known_orders, notices, routing, serializers, services, takeover
+from support.desk import waiting as waits
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics, tracing
 from support.tools import mcp, tool_by_name
@@ -549,6 +550,10 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
                 return False
         fields = dict(outcome=result.outcome or "", outcome_summary=result.outcome_summary,
                       summary=result.summary, detail=result.detail[:2000], lease="")
+        if result.stop_reason == agent.ANSWERED and result.outcome != agent.HANDED_TO_PERSON \
+                and (wait := waits.wait_of_run(run)) is not None:
+            fields["outcome"] = agent.WAITING  # from the tool's deadline, whatever the model recorded
+            waits.wait_start(conversation=conversation, wait=wait)
         if result.status == agent.AWAITING_APPROVAL:
             # A clean pause: attempts count the claims since, so a run that pauses often is not taken
             # for one whose worker keeps dying.
@@ -556,6 +561,8 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         else:
             fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
         Run.objects.filter(pk=run.pk, lease=lease).update(**fields)  # its lock is ours: the lease holds
+        if result.stop_reason == agent.ANSWERED:  # the answer was saved by the journal, not message_append
+            services.reply_email_after_commit(conversation.pk)
         if result.status == agent.AWAITING_APPROVAL:
             _request_approvals(run, result.pending, turn=result.spent.turns)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:

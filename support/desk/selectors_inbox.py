@@ -15,25 +15,30 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Count, DateTimeField, Exists, ExpressionWrapper, F, IntegerField, OuterRef, Q, Subquery, Value
-from django.db.models.functions import Coalesce, Least
+from django.db.models import (BooleanField, Count, DateTimeField, Exists, ExpressionWrapper, F, IntegerField, OuterRef,
+                              Q, Subquery, TextField, Value)
+from django.db.models.functions import Cast, Coalesce, Least
 
 from support.desk import routing
 from support.desk.feedback import rating_json
-from support.models import Approval, Conversation, Message, Order, Rating, Run
+from support.desk.serializers import waiting_json
+from support.models import Approval, Conversation, Message, Order, Rating, Run, ToolCall
 from support.models.desk import ConversationRead, InboxEvent
 
 AGENT_WORKING, WITH_AGENT = "agent_working", "with_agent"
 WAITING_APPROVAL, NEEDS_PERSON = "waiting_approval", "needs_person"
 WITH_PERSON, RESOLVED, CLOSED = "with_person", "resolved", "closed"
+WAITING = "waiting"  # on something with a time (support/desk/waiting.py): the seller's answer
 INBOX_STATUSES = {  # code -> the words staff read ("With a person" is "With Sam" on a row: status_words)
     AGENT_WORKING: "Agent working", WITH_AGENT: "With the agent", WAITING_APPROVAL: "Waiting for approval",
-    NEEDS_PERSON: "Needs a person", WITH_PERSON: "With a person", RESOLVED: "Resolved", CLOSED: "Closed",
+    NEEDS_PERSON: "Needs a person", WITH_PERSON: "With a person", WAITING: "Waiting", RESOLVED: "Resolved",
+    CLOSED: "Closed",
 }
 # "" is every conversation that is not closed; "all" includes the closed ones. "routed_to_me": in the viewer's
 # queue by routing (support/desk/routing.py), nobody assigned.
 ROUTED_TO_ME = "routed_to_me"
-FILTERS = ("", "mine", ROUTED_TO_ME, "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, CLOSED, "all")
+FILTERS = ("", "mine", ROUTED_TO_ME, "unassigned", NEEDS_PERSON, WAITING_APPROVAL, WITH_PERSON, WAITING, CLOSED,
+           "all")
 SORTS = ("updated", "waiting", "expiring")  # expiring: least time left on a pending approval first
 DEFAULT_LIMIT, MAX_LIMIT = 50, 200
 PREVIEW_CHARS = 160
@@ -96,6 +101,8 @@ def _annotated(viewer):
             customer_since=Subquery(Conversation.objects.filter(customer=OuterRef("customer"))
                                     .order_by("created_at").values("created_at")[:1]),
             unread=Coalesce(Subquery(unread, output_field=IntegerField()), Value(0)),
+            # How the customer last wrote: widget / e-mail.
+            channel=Subquery(customer_messages.order_by("-seq").values("channel")[:1]),
         )
     )
 
@@ -126,18 +133,27 @@ def _filtered(queryset, filter_: str, viewer):
         return queryset.filter(status=Conversation.TAKEN_OVER)
     if filter_ == WAITING_APPROVAL:
         return queryset.filter(pending_approvals__gt=0)
+    if filter_ == WAITING:
+        return queryset.filter(waiting_until__isnull=False, status=Conversation.OPEN)
     return queryset
 
 
 def _searched(queryset, q: str):
-    """Customer name or e-mail, one of the customer's order numbers, or words of the conversation."""
+    """Customer name or e-mail, one of the customer's order numbers, or words of the conversation. For an order
+    number, `about_order` marks the conversations about it: its scope, a message or a tool call names it."""
     q = q.strip()
     if not q:
         return queryset
     orders = Order.objects.filter(customer=OuterRef("customer"), number__icontains=q)
     said = Message.objects.filter(conversation=OuterRef("pk"), role__in=("user", "assistant"), content__icontains=q)
-    return queryset.filter(Q(customer__name__icontains=q) | Q(customer__email__icontains=q)
-                           | Exists(orders) | Exists(said))
+    found = queryset.filter(Q(customer__name__icontains=q) | Q(customer__email__icontains=q)
+                            | Exists(orders) | Exists(said))
+    if not ORDER_NUMBER.fullmatch(q):
+        return found
+    called = (ToolCall.objects.annotate(text=Cast("arguments", TextField()))
+              .filter(run__conversation=OuterRef("pk"), text__icontains=q))
+    about = Q(order_scope__iexact=q) | Exists(said) | Exists(called)
+    return found.annotate(about_order=ExpressionWrapper(about, output_field=BooleanField()))
 
 
 def inbox(viewer, *, filter_: str = "", q: str = "", sort: str = "updated", limit: int = DEFAULT_LIMIT,
@@ -151,12 +167,13 @@ def inbox(viewer, *, filter_: str = "", q: str = "", sort: str = "updated", limi
     queryset = _searched(_filtered(_annotated(viewer), filter_, viewer), q)
     if ids is not None:
         queryset = queryset.filter(public_id__in=ids)
+    first = ["-about_order"] if "about_order" in queryset.query.annotations else []  # an order's own, first
     if sort == "waiting":  # longest-waiting customer first; those not waiting after them, newest first
-        queryset = queryset.order_by(F("waiting_since").asc(nulls_last=True), "-updated_at", "-pk")
+        queryset = queryset.order_by(*first, F("waiting_since").asc(nulls_last=True), "-updated_at", "-pk")
     elif sort == "expiring":  # least time left on a pending approval first; the rest after them, newest first
-        queryset = queryset.order_by(F("nearest_expiry").asc(nulls_last=True), "-updated_at", "-pk")
+        queryset = queryset.order_by(*first, F("nearest_expiry").asc(nulls_last=True), "-updated_at", "-pk")
     else:
-        queryset = queryset.order_by("-updated_at", "-pk")
+        queryset = queryset.order_by(*first, "-updated_at", "-pk")
     limit = max(1, min(limit, MAX_LIMIT))
     conversations = list(queryset[offset:offset + limit])
     count = len(conversations) if ids is not None or (offset == 0 and len(conversations) < limit) \
@@ -211,6 +228,8 @@ def inbox_status(conversation: Conversation, run: Run | None) -> str:
         return NEEDS_PERSON
     if conversation.pending_approvals:
         return WAITING_APPROVAL
+    if conversation.waiting_until is not None and not (run is not None and run.status in Run.ACTIVE):
+        return WAITING
     if run is not None and run.status == Run.STOPPED and run.outcome == "resolved" \
             and conversation.waiting_since is None:
         return RESOLVED
@@ -221,6 +240,8 @@ def status_words(status: str, conversation: Conversation) -> str:
     """What staff read for a status: the person's name when a person has it ("With Sam")."""
     if status == WITH_PERSON and conversation.assignee_id:
         return f"With {person_json(conversation.assignee)['name']}"
+    if status == WAITING:
+        return f"Waiting for {conversation.get_waiting_for_display()}"
     return INBOX_STATUSES[status]
 
 
@@ -251,6 +272,9 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
     return {
         "id": str(conversation.public_id),
         "customer": {"name": customer.name, "email": customer.email, "since": _ts(conversation.customer_since)},
+        "channel": conversation.channel or Message.WIDGET,
+        "subject": conversation.email_subject or None,
+        "language": conversation.language,
         "orders": orders,
         "last_message": last_message,
         "created_at": _ts(conversation.created_at),
@@ -276,6 +300,8 @@ def row_json(conversation: Conversation, *, run: Run | None, last: Message | Non
         "closed_at": _ts(conversation.closed_at) if status == CLOSED else None,
         "closed_by": person_json(conversation.closed_by) if status == CLOSED and conversation.closed_by_id else None,
         "rating": _rating(conversation),  # the customer's 1-5 and comment (support/desk/feedback.py)
+        # What the case waits for and until when (support/desk/waiting.py); the console shows the deadline.
+        "waiting": waiting_json(conversation) if status == WAITING else None,
     }
 
 

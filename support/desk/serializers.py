@@ -193,8 +193,18 @@ def conversation_json(conversation: Conversation, *, staff: bool) -> dict:
                     assignee=staff_name(conversation.assignee) if conversation.assignee_id else None,
                     # unique, unlike the first name above: the console tells "taken over by me" with it
                     assignee_username=conversation.assignee.get_username() if conversation.assignee_id else None,
-                    updated_at=_ts(conversation.updated_at))
+                    updated_at=_ts(conversation.updated_at), language=conversation.language,
+                    subject=conversation.email_subject or None, waiting=waiting_json(conversation))
     return data
+
+
+def waiting_json(conversation: Conversation) -> dict | None:
+    """What the case waits for and until when (support/desk/waiting.py), or None."""
+    if conversation.waiting_until is None:
+        return None
+    return {"for": conversation.waiting_for, "for_words": conversation.get_waiting_for_display(),
+            "until": _ts(conversation.waiting_until)}
+
 
 
 # -- live events (sent after commit); each carries the conversation's id and its seq ------------------

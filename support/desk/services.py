@@ -208,8 +208,29 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
             content=wire.get("content"), tool_calls=wire.get("tool_calls") or None,
             tool_call_id=wire.get("tool_call_id", ""), run=run, client_id=client_id, channel=channel,
         )
+        if author == Message.CUSTOMER:  # whatever the case waited for, the customer's words come first now
+            Conversation.objects.filter(pk=conversation.pk, waiting_until__isnull=False).update(
+                waiting_for="", waiting_until=None)
+        elif author in notify.REPLY_AUTHORS and wire["role"] == "assistant" and wire.get("content"):
+            reply_email_after_commit(conversation.pk)
         transaction.on_commit(lambda: serializers.publish_message(message))
     return message
+
+
+def reply_email_after_commit(conversation_pk: int) -> None:
+    """An answer was saved: when the customer wrote by e-mail, it goes to them once this commits, not after
+    the widget's wait (support/customers/notify.py)."""
+    if notify.by_email(conversation_pk):
+        transaction.on_commit(lambda: _reply_email(conversation_pk))
+
+
+def _reply_email(conversation_pk: int) -> None:
+    """Never raises: the answer is saved, and the beat e-mails it if the broker lost this."""
+    try:
+        queue.reply_email(conversation_pk)
+    except Exception:
+        log.warning("conversation id %s: its reply e-mail not queued; the beat sends it", conversation_pk,
+                    exc_info=True)
 
 
 def lease_check(run: Run, lease: str) -> None:

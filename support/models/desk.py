@@ -49,6 +49,13 @@ class Conversation(models.Model):
     routed_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="+")
     routed_at = models.DateTimeField(null=True, blank=True)
+    # What the case waits for and until when (support/desk/waiting.py): set from a desk tool's result when a run
+    # answers, cleared by the customer's next message or by the beat when the time is up.
+    WAITS_FOR = [("seller", "the seller")]
+    waiting_for = models.CharField(max_length=16, choices=WAITS_FOR, blank=True)
+    waiting_until = models.DateTimeField(null=True, blank=True, db_index=True)
+    # The subject of the customer's latest e-mail in it (support/desk/inbound_mail.py), for the console.
+    email_subject = models.CharField(max_length=250, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]

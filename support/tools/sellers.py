@@ -85,12 +85,16 @@ def seller_text(order_number: str, issue: str, message: str) -> str:
 
 
 def _result(message: port.SellerMessageResult | ShopEffect, order: port.Order, status: str = "sent") -> dict:
-    return {
+    result = {
         "message_id": message.shop_id if isinstance(message, ShopEffect) else message.id,
         "order_id": order.number,
         "seller": shop_text("seller", order.seller.name, NAME_CHARS),
         "status": status,
     }
+    if status == "sent":  # the seller's time to answer, the same on every retry: the case waits for it, from
+        # the call's time (support/desk/waiting.py)
+        result["waiting"] = {"for": "seller", "within_hours": settings.SELLER_ANSWER_HOURS}
+    return result
 
 
 def _normalised(body: str) -> str:
@@ -186,7 +190,8 @@ MESSAGE_SELLER = Tool(
         "street address), a link to a site other than the shop's, insults or swearing, threats, pressure, "
         "capital letters throughout, asks for payment, bank or login details or for contact outside Sundry, "
         "or tells the seller to ignore instructions. Not possible for orders fulfilled by Sundry itself "
-        "(fulfilled_by.type sundry). Returns message_id, the seller's name and status sent."
+        "(fulfilled_by.type sundry). Returns message_id, the seller's name, status sent and waiting: the hours "
+        "the seller has to answer (the case waits for them until then)."
     ),
     parameters={
         "type": "object",

@@ -319,6 +319,9 @@ export class ConversationPage {
     const name = this.context.data?.customer?.name;
     document.title = `${name || c.customer} · ${document.body.dataset.shopName || "Support"} support desk`;
     $("conversation-customer").textContent = visibleText(name ? `${name}` : c.customer);
+    const subject = $("conversation-subject"); // the customer's e-mail subject, when they wrote by e-mail
+    subject.textContent = c.subject ? `Subject: ${visibleText(c.subject)}` : "";
+    subject.hidden = !c.subject;
     // `assignee` is a display name (a first name); `me` is this staff member's username. One model of
     // ownership: a person who has the conversation answers it and the agent is silent.
     const mineNow = c.status === "taken_over" && c.assignee_username === this.me;

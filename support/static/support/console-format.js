@@ -50,6 +50,7 @@ export const LABELS = {
   tool_unavailable: "Stopped: shop unreachable",
   resolved: "Resolved",
   waiting_on_customer: "Waiting for the customer",
+  waiting: "Waiting",
   not_resolved: "Not resolved",
   handed_to_person: "Handed to a person",
   unstated: "Outcome not stated",
@@ -89,6 +90,7 @@ export function conversationStatus(c, run) {
   if (c.status === "needs_attention") return ["needs_person", "Needs a person"];
   if (run && run.status === "awaiting_approval") return ["waiting_approval", "Waiting for approval"];
   if (run && (run.status === "queued" || run.status === "running")) return ["agent_working", "Agent working"];
+  if (c.waiting) return ["waiting", `Waiting for ${c.waiting.for_words} until ${fmtDeadline(c.waiting.until)}`];
   return ["with_agent", "With the agent"];
 }
 
@@ -134,6 +136,8 @@ const clock = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-dig
 const dayAndClock = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
 const dayOnly = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", year: "numeric" });
 const dayMonth = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short" });
+const weekdayClock = new Intl.DateTimeFormat("en-GB", { weekday: "short", day: "numeric", month: "short",
+  hour: "2-digit", minute: "2-digit" });
 
 /** "2 Dec 2025, 14:02:07": the full moment, for a title. */
 export function fmtDateTime(iso) {
@@ -150,6 +154,12 @@ export function fmtDay(iso) {
 export function fmtDayTime(iso) {
   const t = Date.parse(iso);
   return Number.isNaN(t) ? "" : dayAndClock.format(new Date(t));
+}
+
+/** "Tue 8 Dec, 14:00": a deadline, with its weekday. */
+export function fmtDeadline(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? "" : weekdayClock.format(new Date(t));
 }
 
 /** "2 Dec 2025": the day only; "—" when there is none. */

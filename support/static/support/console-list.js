@@ -7,9 +7,10 @@
 import { inboxApi } from "./console-api.js";
 import { announce, conversationUrl, fill, h, timeEl, visibleText } from "./console-dom.js";
 import { expiryText } from "./console-approvals.js";
+import { fmtDeadline } from "./console-format.js";
 import { learnCustomers } from "./console-store.js";
 
-const FILTERS = ["", "mine", "routed_to_me", "unassigned", "needs_person", "waiting_approval", "closed"];
+const FILTERS = ["", "mine", "routed_to_me", "unassigned", "needs_person", "waiting_approval", "waiting", "closed"];
 const SORTS = ["updated", "waiting", "expiring"];
 const PAGE = 50;
 const REFRESH_AFTER_MS = 250; // events of one change arrive together: one request for all of them
@@ -36,6 +37,16 @@ export function waitedFor(iso) {
 
 function typing(target) {
   return target instanceof HTMLElement && (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName));
+}
+
+/** How the customer wrote (widget / e-mail) and their language: two small marks on the row. */
+function channelMarks(d) {
+  const email = d.channel === "email";
+  return h("span", { class: "row-marks" },
+    h("span", { class: `row-channel is-${email ? "email" : "widget"}`, "data-testid": "row-channel", "data-channel": d.channel },
+      email ? "E-mail" : "Widget"),
+    h("span", { class: "row-language", "data-testid": "row-language", "data-language": d.language, lang: "en" },
+      h("span", { class: "visually-hidden" }, "Language: "), (d.language || "").toUpperCase()));
 }
 
 /** Nobody has it: whose queue routing put it in ("Routed to you", "Routed to Sam"), else "Unassigned". */
@@ -288,16 +299,21 @@ export class ConversationList {
       h("div", { class: "row-top" },
         h("a", { class: "conv-link", href: conversationUrl(d.id), "data-testid": "conversation-link" }, d.customer.name || d.customer.email),
         h("span", { class: "row-email", "data-testid": "row-email" }, d.customer.email),
+        channelMarks(d),
         h("span", { class: `badge inbox-status is-${d.status}`, "data-testid": "inbox-status", "data-status": d.status }, d.status_label),
         d.unread ? h("span", { class: "unread-pill", "data-testid": "unread-count", "data-count": String(d.unread) },
           String(d.unread), h("span", { class: "visually-hidden" }, ` unread message${d.unread === 1 ? "" : "s"}`)) : null,
         h("span", { class: "row-time" }, timeEl(d.updated_at, "conversation-updated"))),
+      d.subject ? h("p", { class: "row-subject", "data-testid": "row-subject" },
+        h("span", { class: "visually-hidden" }, "Subject: "), d.subject) : null,
       last ? h("p", { class: "row-preview", "data-testid": "last-message" },
         h("span", { class: "row-who" }, `${who}: `), last.text) : h("p", { class: "row-preview muted", "data-testid": "last-message" }, "No messages yet"),
       h("div", { class: "row-meta" },
         d.orders.length ? h("span", { "data-testid": "row-orders" }, d.orders.join(", ")) : null,
         d.waiting_since && d.status !== "closed" ? h("span", { class: "waiting", "data-testid": "waiting", "data-since": d.waiting_since },
           `waiting ${waitedFor(d.waiting_since)}`) : null,
+        d.waiting ? h("span", { class: "row-waiting-until", "data-testid": "row-waiting-until", "data-until": d.waiting.until },
+          `until ${fmtDeadline(d.waiting.until)}`) : null,
         d.pending_approvals ? h("span", { "data-testid": "pending-approvals", "data-count": String(d.pending_approvals) },
           `${d.pending_approvals} approval${d.pending_approvals === 1 ? "" : "s"} waiting`) : null,
         d.nearest_expiry ? h("span", { class: "row-expiry", "data-testid": "row-expiry", "data-until": d.nearest_expiry },
