@@ -18,7 +18,7 @@ from starlette.routing import Route
 from . import dialects, facts, faults, streaming
 from .conversation import context_first, read_turn, text_of, without_summaries
 from .faults import Fault
-from .reply import Reply, completion, estimate_tokens, images_in, new_id, prompt_tokens
+from .reply import Reply, completion, completion_tokens, estimate_tokens, images_in, new_id, prompt_tokens
 from .rules import error_body, parse_error, validate_request
 from .scenarios import decide
 from .state import ControlState
@@ -127,7 +127,7 @@ async def _answer(state: ControlState, n: int, body: dict, peer: str | None = No
     reply = dialects.restyle(dialect, _cap(faults.apply(fault, reply, turn), body))
     prompt, cached = prompt_tokens(body), state.prompt_cache.read(body)
     state.log(n, 200, fault, stream, len(messages), finish_reason=reply.finish, prompt_tokens=prompt,
-              cached_tokens=cached,
+              cached_tokens=cached, completion_tokens=completion_tokens(reply),
               tool_calls=[c.name for c in reply.calls], peer=peer, images=images_in(messages))
     # What the desk wrote for the model (its system messages and the tools it offered), kept once each.
     state.remember_sent([text_of(m.get("content")) for m in messages
