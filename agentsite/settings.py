@@ -106,19 +106,29 @@ def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
     return "HTTP_" + header.upper().replace("-", "_"), value
 
 
-def env_price(name: str) -> tuple[float, float] | None:
-    """MODEL_DEFAULT_PRICE: [usd per 1M input tokens, usd per 1M output tokens], or unset."""
+PRICE_SHAPE = "[input_usd_per_1m, output_usd_per_1m] or [input, output, cached_input_usd_per_1m]"
+
+
+def read_price(value) -> tuple[float, ...]:
+    """A model's price: input and output per 1M tokens, and optionally cached input (priced as input when
+    absent); ValueError for anything else."""
+    if not isinstance(value, list) or len(value) not in (2, 3):
+        raise ValueError("two or three prices")
+    price = tuple(float(p) for p in value)
+    if min(price) < 0:
+        raise ValueError("a negative price")
+    return price
+
+
+def env_price(name: str) -> tuple[float, ...] | None:
+    """MODEL_DEFAULT_PRICE: PRICE_SHAPE, or unset."""
     raw = os.environ.get(name)
     if not raw:
         return None
     try:
-        value = json.loads(raw)
-        price = (float(value[0]), float(value[1]))
-    except (ValueError, TypeError, KeyError, IndexError):
-        raise ImproperlyConfigured(f"{name} must be JSON like [input_usd_per_1m, output_usd_per_1m], got {raw!r}") from None
-    if len(value) != 2 or min(price) < 0:
-        raise ImproperlyConfigured(f"{name} must be two prices of at least 0, got {raw!r}")
-    return price
+        return read_price(json.loads(raw))
+    except (ValueError, TypeError):
+        raise ImproperlyConfigured(f"{name} must be JSON like {PRICE_SHAPE}, each at least 0, got {raw!r}") from None
 
 
 def env_token_counts(name: str) -> dict[str, int]:
@@ -135,18 +145,15 @@ def env_token_counts(name: str) -> dict[str, int]:
     return table
 
 
-def env_prices(name: str) -> dict[str, tuple[float, float]]:
-    """MODEL_PRICES: {"model": [usd per 1M input tokens, usd per 1M output tokens], ...}."""
+def env_prices(name: str) -> dict[str, tuple[float, ...]]:
+    """MODEL_PRICES: {"model": PRICE_SHAPE, ...}."""
     raw = os.environ.get(name)
     if not raw:
         return {}
     try:
-        table = json.loads(raw)
-        return {str(m): (float(p[0]), float(p[1])) for m, p in table.items()}
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        raise ImproperlyConfigured(
-            f'{name} must be JSON like {{"model": [input_usd_per_1m, output_usd_per_1m]}}, got {raw!r}'
-        ) from None
+        return {str(m): read_price(p) for m, p in json.loads(raw).items()}
+    except (ValueError, TypeError, AttributeError):
+        raise ImproperlyConfigured(f'{name} must be JSON like {{"model": {PRICE_SHAPE}}}, got {raw!r}') from None
 
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
@@ -299,10 +306,17 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6390/0")
 MODEL_BASE_URL = env_str("MODEL_BASE_URL", "")
 MODEL_API_KEY = env_str("MODEL_API_KEY", "standin-no-key-needed")
 MODEL_NAME = env_str("MODEL_NAME", "sundry-standin-1")
-MODEL_PRICES = {"sundry-standin-1": (0.15, 0.60), **env_prices("MODEL_PRICES")}
+MODEL_PRICES = {"sundry-standin-1": (0.15, 0.60, 0.075), **env_prices("MODEL_PRICES")}
 # The price of a model missing from MODEL_PRICES. Unset, a run on an unpriced model is refused while a
 # cost cap is set (AGENT_MAX_COST_USD=0 means no cost cap): a cap that counts $0 would never fire.
 MODEL_DEFAULT_PRICE = env_price("MODEL_DEFAULT_PRICE")
+# What the endpoint takes beyond the common messages (support/agent/llm.py DIALECTS): "openai" sends
+# prompt_cache_key and the per-run note as a system message; "compatible" sends no extra field and the note as a
+# user message (chat templates that refuse a late system message). OpenAI's API and the stand-in: openai.
+MODEL_DIALECT = env_str("MODEL_DIALECT", "compatible" if MODEL_BASE_URL and "api.openai.com" not in MODEL_BASE_URL
+                        else "openai")
+if MODEL_DIALECT not in ("openai", "compatible"):
+    raise ImproperlyConfigured(f"MODEL_DIALECT must be openai or compatible, got {MODEL_DIALECT!r}")
 MODEL_CONNECT_TIMEOUT = env_float("MODEL_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 MODEL_READ_TIMEOUT = env_float("MODEL_READ_TIMEOUT", 30.0, minimum=0.1)
 MODEL_MAX_RETRIES = env_int("MODEL_MAX_RETRIES", 3)

@@ -16,9 +16,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import dialects, facts, faults, streaming
-from .conversation import read_turn, text_of, without_summaries
+from .conversation import context_first, read_turn, text_of, without_summaries
 from .faults import Fault
-from .reply import Reply, completion, estimate_tokens, images_in, new_id, prompt_tokens
+from .reply import Reply, completion, completion_tokens, estimate_tokens, images_in, new_id, prompt_tokens
 from .rules import error_body, parse_error, validate_request
 from .scenarios import decide
 from .state import ControlState
@@ -104,8 +104,8 @@ def create_app(state: ControlState | None = None) -> Starlette:
 
 async def _answer(state: ControlState, n: int, body: dict, peer: str | None = None) -> Response:
     messages, stream = body["messages"], bool(body.get("stream"))
-    read = without_summaries(messages)  # the desk's summary of older turns is data, not the customer's request
-    facts.CUSTOMER_ZONE.set(facts.zone_in(messages))  # this request's task only: times in the customer's zone
+    read = context_first(without_summaries(messages))  # a summary of older turns is data, not the request
+    facts.CUSTOMER_ZONE.set(facts.zone_in(read))  # this request's task only: times in the customer's zone
     turn = read_turn(read)
     fault, directive_repeat = faults.pick(state, read, turn)
     config = state.config
@@ -125,18 +125,19 @@ async def _answer(state: ControlState, n: int, body: dict, peer: str | None = No
         reply = decide(read, body.get("tools"), body.get("tool_choice"), config["outcome_style"], turn)
     dialect = dialects.DIALECTS[config["dialect"]]
     reply = dialects.restyle(dialect, _cap(faults.apply(fault, reply, turn), body))
-    prompt = prompt_tokens(body)
-    state.log(n, 200, fault, stream, len(messages), finish_reason=reply.finish,
+    prompt, cached = prompt_tokens(body), state.prompt_cache.read(body)
+    state.log(n, 200, fault, stream, len(messages), finish_reason=reply.finish, prompt_tokens=prompt,
+              cached_tokens=cached, completion_tokens=completion_tokens(reply),
               tool_calls=[c.name for c in reply.calls], peer=peer, images=images_in(messages))
     # What the desk wrote for the model (its system messages and the tools it offered), kept once each.
     state.remember_sent([text_of(m.get("content")) for m in messages
                          if isinstance(m, dict) and m.get("role") == "system"]
                         + [json.dumps(t, ensure_ascii=False, sort_keys=True) for t in body.get("tools") or []])
     if not stream:
-        return JSONResponse(dialects.bend_completion(dialect, reply, completion(reply, body["model"], prompt)),
+        return JSONResponse(dialects.bend_completion(dialect, reply, completion(reply, body["model"], prompt, cached)),
                             headers=_request_id())
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    events = streaming.chunks(reply, body["model"], prompt, include_usage, dialect)
+    events = streaming.chunks(reply, body["model"], prompt, include_usage, dialect, cached)
     if fault is not None and fault.name == "stream_error":
         events = streaming.broken(events, int(fault.get("after_chunks")))
     stall = fault is not None and fault.name == "stall"

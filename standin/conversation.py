@@ -130,6 +130,7 @@ SHOP_NAMED = re.compile(r"You are (.{1,80}?)'s (?:customer )?support agent")
 # How the desk opens its summary of the older turns it left out of a long conversation (support/agent/
 # compaction.py): a user message by role, but the desk's notes framed as data, not what the customer says now.
 SUMMARY_OPENING = "Summary of earlier conversation (data, not instructions):"
+NOTE_OPENING = "The desk's note for this turn (not the customer's words):"  # the per-run context as a user message
 
 
 def without_summaries(messages: list) -> list:
@@ -137,6 +138,24 @@ def without_summaries(messages: list) -> list:
     it says it is, so never taken for the customer's request (the turns kept after it carry what matters)."""
     return [m for m in messages if not (isinstance(m, dict) and m.get("role") == "user"
                                         and text_of(m.get("content")).startswith(SUMMARY_OPENING))]
+
+
+def context_first(messages: list) -> list:
+    """The desk's per-run context, which it sends after the history (a system message, or a user message opening
+    NOTE_OPENING), read with the system messages at the start, as a model reads instructions wherever they are:
+    the customer's request and the last message stay what the conversation says."""
+    def note(m: Any) -> bool:
+        return isinstance(m, dict) and (m.get("role") in ("system", "developer") or (
+            m.get("role") == "user" and text_of(m.get("content")).startswith(NOTE_OPENING)))
+
+    end = len(messages)
+    while end > 0 and note(messages[end - 1]) and any(not note(m) for m in messages[:end - 1]):
+        end -= 1
+    lead = next((i for i, m in enumerate(messages) if not note(m)), len(messages))
+    if end == len(messages) or lead >= end:
+        return messages
+    moved = [{**m, "role": "system"} for m in messages[end:]]
+    return [*messages[:lead], *moved, *messages[lead:end]]
 
 
 def text_of(content: Any) -> str:

@@ -82,7 +82,7 @@ def images_in(messages) -> int:
                for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url")
 
 
-def _without_images(messages: list) -> list:
+def without_images(messages: list) -> list:
     return [{**m, "content": [p for p in m["content"] if not (isinstance(p, dict) and p.get("type") == "image_url")]}
             if isinstance(m, dict) and isinstance(m.get("content"), list) else m for m in messages]
 
@@ -90,7 +90,7 @@ def _without_images(messages: list) -> list:
 def prompt_tokens(body: dict) -> int:
     # An image costs its tiles, not the length of its base64 text.
     messages = body.get("messages") or []
-    chars = len(json.dumps(_without_images(messages), ensure_ascii=False))
+    chars = len(json.dumps(without_images(messages), ensure_ascii=False))
     chars += 4 * IMAGE_TOKENS * images_in(messages)
     if body.get("tools"):
         chars += len(json.dumps(body["tools"], ensure_ascii=False))
@@ -102,9 +102,11 @@ def completion_tokens(reply: Reply) -> int:
     return estimate_tokens(chars)
 
 
-def usage(reply: Reply, prompt: int) -> dict:
+def usage(reply: Reply, prompt: int, cached: int = 0) -> dict:
+    """As OpenAI reports it, with the prompt's tokens served from the prompt cache (standin/cache.py)."""
     done = completion_tokens(reply)
-    return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+    return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done,
+            "prompt_tokens_details": {"cached_tokens": min(cached, prompt), "audio_tokens": 0}}
 
 
 def message(reply: Reply) -> dict:
@@ -117,7 +119,7 @@ def message(reply: Reply) -> dict:
     return out
 
 
-def completion(reply: Reply, model: str, prompt: int) -> dict:
+def completion(reply: Reply, model: str, prompt: int, cached: int = 0) -> dict:
     """The whole non-streaming response body."""
     return {
         "id": new_id("chatcmpl-", 29),
@@ -126,5 +128,5 @@ def completion(reply: Reply, model: str, prompt: int) -> dict:
         "model": model,
         "system_fingerprint": FINGERPRINT,
         "choices": [{"index": 0, "message": message(reply), "logprobs": None, "finish_reason": reply.finish}],
-        "usage": usage(reply, prompt),
+        "usage": usage(reply, prompt, cached),
     }

@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Callable
 
+from .cache import PromptCache
 from .dialects import DIALECTS
 from .faults import Fault, parse_all
 
@@ -34,6 +35,7 @@ class ControlState:
             self._n = 0
             self._directive_seen: OrderedDict[str, int] = OrderedDict()
             self._sent: OrderedDict[str, None] = OrderedDict()
+            self.prompt_cache = PromptCache()
 
     # --- faults ---------------------------------------------------------------------------------
 

@@ -34,7 +34,8 @@ def pieces(text: str) -> list[str]:
     return found if "".join(found) == text else [text]
 
 
-def chunks(reply: Reply, model: str, prompt: int, include_usage: bool, dialect: Dialect = OPENAI) -> list[bytes]:
+def chunks(reply: Reply, model: str, prompt: int, include_usage: bool, dialect: Dialect = OPENAI,
+           cached: int = 0) -> list[bytes]:
     """Every SSE event of the stream, in order, `[DONE]` included, as `dialect`'s server writes them."""
     head = json.dumps({"id": new_id("chatcmpl-", 29), "object": "chat.completion.chunk",
                        "created": int(time.time()), "model": model,
@@ -60,7 +61,7 @@ def chunks(reply: Reply, model: str, prompt: int, include_usage: bool, dialect: 
         out.append(event({"content": piece}))
     for calls in dialects.call_deltas(dialect, reply.calls, ARG_PIECE):
         out.append(event({"tool_calls": calls}))
-    used = json.dumps(usage(reply, prompt), separators=(",", ":"))
+    used = json.dumps(usage(reply, prompt, cached), separators=(",", ":"))
     out.append(event({}, dialects.finish(dialect, reply), f'"usage":{used}' if dialect.usage == "always" else ""))
     if asked:
         out.append(f'data: {head},"choices":[],"usage":{used}}}\n\n'.encode())

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from support.desk import known_orders, runner, services
+from support.desk import assistant, known_orders, runner, services
 from support.models import Conversation, Message, Order, ToolCall
 from support.shop import port
 from tests.standin_fixture import standin  # noqa: F401
@@ -32,11 +32,11 @@ def newest_first(customer):
                 .values_list("number", flat=True))
 
 
-def test_a_signed_in_customer_s_recent_orders_go_after_the_system_prompt_newest_first(demo):
+def test_a_signed_in_customer_s_recent_orders_go_in_the_run_s_context_newest_first(demo):
     conversation = services.conversation_start(customer=demo.maya)
-    history = known_orders.with_orders_line(HISTORY, conversation)
-    assert [m["role"] for m in history] == ["system", "system", "user"]
-    line = history[1]["content"]
+    [note] = assistant.run_context(conversation)
+    assert note["role"] == "system"
+    line = note["content"]
     numbers = newest_first(demo.maya)
     assert len(numbers) > 1
     told = [n for n in numbers if n in line]
@@ -53,16 +53,16 @@ def test_a_conversation_opened_with_an_order_names_that_order_only(demo):
 
 
 def test_no_line_without_a_customer_nor_for_a_scope_that_is_not_an_order(demo):
-    assert known_orders.with_orders_line(HISTORY, SimpleNamespace(customer_id=None, order_scope="")) == HISTORY
+    assert known_orders.orders_line(SimpleNamespace(customer_id=None, order_scope="")) is None
     assert known_orders.orders_line(start(demo.maya, "-")) is None  # a sender who proved no order
 
 
-def test_a_shop_that_cannot_be_read_leaves_the_history_as_it_was(demo, monkeypatch):
+def test_a_shop_that_cannot_be_read_adds_no_line(demo, monkeypatch):
     def down(self, customer_id, limit=None):
         raise port.ShopUnavailable("the shop timed out")
 
     monkeypatch.setattr(type(known_orders.shop()), "orders_of", down)
-    assert known_orders.with_orders_line(HISTORY, services.conversation_start(customer=demo.maya)) == HISTORY
+    assert known_orders.orders_line(services.conversation_start(customer=demo.maya)) is None
 
 
 def test_seller_text_is_flattened_and_cut(demo):

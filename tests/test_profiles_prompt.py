@@ -104,7 +104,7 @@ def test_fields_the_model_does_not_read_leave_the_prompt_as_it_is(db):
     assert prompt(profile) == SUNDRY_PROMPT and assistant.guidance_message(profile) is None
 
 
-def test_the_rules_come_right_after_the_system_prompt_and_before_what_each_run_adds(demo):
+def test_the_rules_come_right_after_the_system_prompt(demo):
     conversation = services.conversation_start(customer=demo.maya)
     profile = replace(profiles.SUNDRY, guidance=("Never promise a delivery date",))
     history = [{"role": "system", "content": "saved prompt"}, {"role": "user", "content": "hi"}]
@@ -113,8 +113,6 @@ def test_the_rules_come_right_after_the_system_prompt_and_before_what_each_run_a
     assert read[0]["content"] == assistant.system_prompt(conversation.created_at, profile=profile)
     assert read[1] == assistant.guidance_message(profile)
     assert history[0]["content"] == "saved prompt"  # the saved message is not rewritten
-    with_zone = assistant.with_time_zone_line(read, conversation)  # what each run adds goes after the rules
-    assert with_zone[:2] == read[:2]
 
 
 def test_a_new_transcript_carries_the_rules_after_the_prompt(db):

@@ -49,21 +49,18 @@ def test_a_time_zone_that_is_not_a_short_string_is_refused_and_nothing_is_create
     assert Conversation.objects.count() == before
 
 
-def test_the_model_is_told_the_zone_and_the_local_time_after_the_system_prompt(demo):
+def test_the_model_is_told_the_zone_and_the_local_time_in_the_run_s_context(demo):
     conversation = services.conversation_start(customer=demo.maya)
     notify.set_time_zone(conversation, "Asia/Tokyo")
-    history = [{"role": "system", "content": "prompt"}, {"role": "user", "content": "hi"}]
-    told = assistant.with_time_zone_line(history, conversation, now=datetime(2024, 5, 14, 23, 30, tzinfo=UTC))
-    assert [m["role"] for m in told] == ["system", "system", "user"]
-    assert told[1]["content"].startswith("The customer's time zone is Asia/Tokyo: it is now Wednesday 15 May "
-                                         "2024, 08:30 there.")
-    assert history == [{"role": "system", "content": "prompt"}, {"role": "user", "content": "hi"}]  # not changed
+    [told] = assistant.run_context(conversation, now=datetime(2024, 5, 14, 23, 30, tzinfo=UTC))
+    assert told["role"] == "system"
+    assert told["content"].startswith("The customer's time zone is Asia/Tokyo: it is now Wednesday 15 May "
+                                      "2024, 08:30 there.")
 
 
 def test_no_zone_no_line(demo):
     conversation = services.conversation_start(customer=demo.maya)
-    history = [{"role": "system", "content": "prompt"}]
-    assert assistant.with_time_zone_line(history, conversation) == history
+    assert not any("time zone" in m["content"] for m in assistant.run_context(conversation))
 
 
 @pytest.mark.django_db(transaction=True)  # the run is queued after the commit
@@ -75,7 +72,7 @@ def test_the_agent_writes_the_delivery_time_in_the_customers_zone(desk, queued, 
     sent = []
     model = assistant.shared_model()
     original = model.complete
-    monkeypatch.setattr(model, "complete", lambda t, tools, sink: sent.append(list(t.messages)) or original(t, tools, sink))
+    monkeypatch.setattr(model, "complete", lambda t, tools, sink: sent.append(t.sent()) or original(t, tools, sink))
     while queued:
         runner.run_execute(queued.pop(0))
     assert any("The customer's time zone is America/New_York" in (m.get("content") or "") for m in sent[0])

@@ -3,7 +3,8 @@
 Streams every reply (token deltas go to the observer as they arrive), retries with backoff inside the
 call for 429, 5xx, connection errors, stalls, broken streams and one empty reply (honouring Retry-After),
 never for other 4xx nor for a used-up quota, reads the stream forgivingly enough for any OpenAI-compatible
-server (see _Reply), and prices each reply from a per-model table.
+server (see _Reply), and prices each reply from a per-model table, the tokens the endpoint served from its
+prompt cache at the cached-input price.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import random
 import ssl
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import anyio
@@ -31,6 +33,22 @@ TRANSPORT_ERRORS = (httpx2.RequestError, httpx2.StreamError, ssl.SSLError, anyio
 # The model writes these strings; they are clipped here to fit the columns they are saved in.
 MAX_TOOL_NAME, MAX_CALL_ID, MAX_FINISH_REASON, MAX_MODEL_NAME = 64, 128, 20, 120
 EMPTY_RETRIES = 1  # an empty reply is asked for again once; a second one is a failure of its own
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What the desk may send an endpoint beyond the messages every OpenAI-compatible server reads
+    (MODEL_DIALECT; docs/deploy.md)."""
+
+    name: str
+    cache_key: bool = False  # sends prompt_cache_key (OpenAI's; servers that refuse unknown fields never get it)
+    context_role: str = "system"  # the role of the per-run note after the history (Transcript.context)
+
+
+# OpenAI takes a system message anywhere and prompt_cache_key. Any other server: no extra field, and the per-run
+# note as a user message, since many chat templates served by vLLM and llama.cpp refuse a system message that
+# is not first (Qwen's: "System message must be at the beginning") or drop every system message but the first.
+DIALECTS = {d.name: d for d in (Dialect("openai", cache_key=True), Dialect("compatible", context_role="user"))}
 
 
 class IncompleteStream(Exception):
@@ -120,13 +138,15 @@ class _Reply:
         self.calls: list[dict] = []
         self._by_index: dict[int, dict] = {}
         self.finish_reason: str | None = None
-        self.usage: tuple[int, int] | None = None
+        self.usage: tuple[int, int, int] | None = None  # prompt, completion, cached (of prompt)
 
     def read(self, chunk: dict, sink: Observer) -> None:
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self.model = chunk["model"][:MAX_MODEL_NAME]
         if isinstance(chunk.get("usage"), dict):
-            self.usage = (_count(chunk["usage"].get("prompt_tokens")), _count(chunk["usage"].get("completion_tokens")))
+            usage = chunk["usage"]
+            prompt = _count(usage.get("prompt_tokens"))
+            self.usage = (prompt, _count(usage.get("completion_tokens")), min(prompt, cached_tokens(chunk)))
         choices = _typed(chunk.get("choices"), list, "choices")
         for choice in choices:
             choice = _typed(choice, dict, "a choice")
@@ -207,6 +227,17 @@ def _count(value) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def cached_tokens(chunk: dict) -> int:
+    """The prompt tokens the server read from its prefix cache, as each reports them: OpenAI, vLLM (with
+    --enable-prompt-tokens-details) and newer llama.cpp in usage.prompt_tokens_details.cached_tokens;
+    llama.cpp's llama-server also in timings.cache_n beside the usage. 0 when the server says nothing."""
+    details = chunk["usage"].get("prompt_tokens_details")
+    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+        return _count(details.get("cached_tokens"))
+    timings = chunk.get("timings")
+    return _count(timings.get("cache_n")) if isinstance(timings, dict) else 0
+
+
 class OpenAIModel:
     def __init__(
         self,
@@ -214,8 +245,9 @@ class OpenAIModel:
         base_url: str,
         api_key: str,
         model: str,
-        prices: dict[str, tuple[float, float]] | None = None,
-        default_price: tuple[float, float] | None = None,
+        prices: dict[str, tuple[float, ...]] | None = None,
+        default_price: tuple[float, ...] | None = None,
+        dialect: str = "openai",
         connect_timeout: float = 5.0,
         read_timeout: float = 30.0,
         max_retries: int = 3,
@@ -227,6 +259,7 @@ class OpenAIModel:
         self.base_url = base_url
         self.prices = prices or {}
         self.default_price = default_price
+        self.dialect = DIALECTS[dialect]
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
         self.backoff_base = backoff_base
@@ -249,15 +282,17 @@ class OpenAIModel:
         key = tuple(t["function"]["name"] for t in tools)
         if key != self._tools_key:
             self._tools_key, self._tools_json = key, json.dumps(tools, separators=(",", ":")).encode()
-        head = json.dumps({"model": self.model, "stream": True, "stream_options": {"include_usage": True}})
-        return b"".join([head[:-1].encode(), b',"tools":', self._tools_json,
-                         b',"messages":[', b",".join(transcript.encoded), b"]}"])
+        head = {"model": self.model, "stream": True, "stream_options": {"include_usage": True}}
+        if self.dialect.cache_key and transcript.cache_key:
+            head["prompt_cache_key"] = transcript.cache_key  # routes the conversation's calls to one cache
+        return b"".join([json.dumps(head)[:-1].encode(), b',"tools":', self._tools_json,
+                         b',"messages":[', b",".join([*transcript.encoded, *transcript.context_encoded]), b"]}"])
 
     # -- the call ------------------------------------------------------------------------------
     def complete(self, transcript: Transcript, tools: list[dict], sink: Observer) -> ModelReply:
         body = self.body(transcript, tools)
         t0 = time.monotonic()
-        spent = [0, 0]  # tokens the endpoint reported for attempts that failed: they still count and cost
+        spent = [0, 0, 0]  # tokens the endpoint reported for attempts that failed: they still count and cost
         attempt = empties = 0
         while True:
             attempt += 1
@@ -267,6 +302,7 @@ class OpenAIModel:
                 reply = self._stream_once(body, sink, current, transcript)
                 reply.prompt_tokens += spent[0]
                 reply.completion_tokens += spent[1]
+                reply.cached_tokens += spent[2]
                 reply.attempts, reply.duration_ms = attempt, round((time.monotonic() - t0) * 1000, 2)
                 return reply
             except openai.APIStatusError as e:
@@ -303,7 +339,7 @@ class OpenAIModel:
         if not counted:
             _add_usage(spent, current)
         return ModelError(message, status=status, attempts=attempts, code=code, prompt_tokens=spent[0],
-                          completion_tokens=spent[1], model=current.model)
+                          completion_tokens=spent[1], cached_tokens=spent[2], model=current.model)
 
     def _wait(self, attempt: int, hint: float | None) -> float:
         if hint is not None:
@@ -327,18 +363,23 @@ class OpenAIModel:
         message = reply.message()
         if reply.usage is None:  # an endpoint that reports no usage still counts against the budget, by estimate
             # (its photos as the provider counts them, not by their base64 text: compaction.py)
-            reply.usage = (estimate_tokens(transcript.messages) + len(self._tools_json) // 4,
-                           len(json.dumps(message)) // 4)
+            reply.usage = (estimate_tokens(transcript.sent()) + len(self._tools_json) // 4,
+                           len(json.dumps(message)) // 4, 0)
         if reply.empty:
             raise EmptyReply(f"the model sent an empty reply (finish reason {reply.finish_reason!r})")
         return ModelReply(message=message, finish_reason=reply.finish_reason, model=reply.model,
-                          prompt_tokens=reply.usage[0], completion_tokens=reply.usage[1])
+                          prompt_tokens=reply.usage[0], completion_tokens=reply.usage[1],
+                          cached_tokens=reply.usage[2])
 
     # -- prices --------------------------------------------------------------------------------
     def cost(self, reply: ModelReply | ModelError) -> float:
-        price_in, price_out = (self.prices.get(reply.model) or self.prices.get(self.model)
-                               or self.default_price or (0.0, 0.0))
-        return (reply.prompt_tokens * price_in + reply.completion_tokens * price_out) / 1_000_000
+        """USD for the reply: fresh input, cached input (at the input price when none is given) and output."""
+        price = self.prices.get(reply.model) or self.prices.get(self.model) or self.default_price or (0.0, 0.0)
+        price_in, price_out = price[0], price[1]
+        price_cached = price[2] if len(price) > 2 else price_in
+        cached = min(reply.cached_tokens, reply.prompt_tokens)
+        return ((reply.prompt_tokens - cached) * price_in + cached * price_cached
+                + reply.completion_tokens * price_out) / 1_000_000
 
     def is_priced(self) -> bool:
         """Whether calls are priced: the configured model is in the table, or a default price is given."""
@@ -348,8 +389,8 @@ class OpenAIModel:
 def _add_usage(spent: list[int], attempt: _Reply) -> None:
     """Add what the server reported for a failed attempt (nothing when it reported nothing)."""
     if attempt.usage is not None:
-        spent[0] += attempt.usage[0]
-        spent[1] += attempt.usage[1]
+        for i, n in enumerate(attempt.usage):
+            spent[i] += n
 
 
 def _quota_used_up(e: openai.APIStatusError) -> bool:

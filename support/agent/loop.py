@@ -194,7 +194,8 @@ def run_loop(
         except ModelError as e:
             # Failed attempts the endpoint reported usage for still count against the budget.
             failed = ModelReply(message={}, finish_reason=None, prompt_tokens=e.prompt_tokens,
-                                completion_tokens=e.completion_tokens, model=e.model)
+                                completion_tokens=e.completion_tokens, model=e.model,
+                                cached_tokens=e.cached_tokens)
             _spend(run, step, failed, model.cost(failed))
             step.duration_ms, step.error, step.attempts = _ms(t0), str(e), e.attempts
             run.observer.step(step)
@@ -254,7 +255,7 @@ def _what_the_model_reads(run: _Run) -> Transcript:
         run.observer.step(Step(kind="compact", turn=run.spent.turns, label="Compacting the history",
                                result=f"{done}: about {before} tokens sent as {after} (saved {before - after})",
                                prompt_tokens=after))
-    return Transcript(messages)
+    return Transcript(messages, context=run.transcript.context, cache_key=run.transcript.cache_key)
 
 
 def _spend(run: _Run, step: Step, reply: ModelReply, cost: float) -> None:
@@ -263,6 +264,7 @@ def _spend(run: _Run, step: Step, reply: ModelReply, cost: float) -> None:
     run.spent.cost_usd += cost
     step.model, step.cost_usd = reply.model, cost
     step.prompt_tokens, step.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+    step.cached_tokens = reply.cached_tokens
 
 
 def _own_ids(run: _Run, reply: ModelReply) -> list[ToolCall]:

@@ -57,13 +57,26 @@ class Transcript:
 
     Every model call re-sends the whole history; encoding each message once makes the request body a
     join of ready bytes instead of a walk over every message on every call.
+
+    `context`: what the desk tells the model for this run only (the customer's local time, the orders it
+    knows), sent after the history in every call and never saved. Last, so that all before it (the tools,
+    the prompt, the shop's rules, the history) is the prefix the previous call sent, which a provider's
+    prompt cache serves (docs/agent-loop.md, "Prompt caching").
     """
 
-    def __init__(self, messages: list[dict] | None = None):
+    def __init__(self, messages: list[dict] | None = None, *, context: list[dict] | None = None,
+                 cache_key: str = ""):
         self.messages: list[dict] = []
+        self.cache_key = cache_key  # the conversation's prompt_cache_key, sent where the dialect takes it
         self.encoded: list[bytes] = []
+        self.context: list[dict] = list(context or [])
+        self.context_encoded: list[bytes] = [encode(m) for m in self.context]
         for m in messages or []:
             self.append(m)
+
+    def sent(self) -> list[dict]:
+        """The messages as a model call sends them: the history, then this run's context."""
+        return [*self.messages, *self.context]
 
     def append(self, message: dict) -> None:
         self.encoded.append(encode(message))
@@ -100,6 +113,7 @@ class ModelReply:
     model: str = ""
     attempts: int = 1
     duration_ms: float = 0.0
+    cached_tokens: int = 0  # of prompt_tokens, those the endpoint served from its prompt cache
 
     @property
     def content(self) -> str:
@@ -118,8 +132,9 @@ class ModelError(Exception):
     """
 
     def __init__(self, message: str, *, status: int | None = None, attempts: int = 1, code: str = "",
-                 prompt_tokens: int = 0, completion_tokens: int = 0, model: str = ""):
+                 prompt_tokens: int = 0, completion_tokens: int = 0, model: str = "", cached_tokens: int = 0):
         super().__init__(message)
+        self.cached_tokens = cached_tokens
         self.status = status
         self.attempts = attempts
         self.code = code
@@ -145,6 +160,7 @@ class Step:
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache (priced as such)
     cost_usd: float = 0.0
     finish_reason: str | None = None
     attempts: int = 0

@@ -4,6 +4,7 @@ system prompt and the shop's rules, tools, limits and model endpoint."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import threading
 from dataclasses import replace
@@ -14,11 +15,12 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from support import profiles
-from support.agent.llm import OpenAIModel
+from support.agent.llm import DIALECTS, OpenAIModel
 from support.agent.loop import OUTCOME_TOOL
 from support.agent.types import Limits, Transcript
 from support.customers import languages
 from support.customers.notify import zone_of
+from support.desk import known_orders
 from support.shop import port, shop
 from support.tools import mcp, shop_tools
 
@@ -130,14 +132,28 @@ def time_zone_line(zone, now: datetime | None = None) -> dict:
         f"zone, e.g. \"{local:%a} {local.day} {local:%b} at {local:%H:%M}, your time\"; never in UTC.")}
 
 
-def with_time_zone_line(history: list[dict], conversation, now: datetime | None = None) -> list[dict]:
-    """The history with the customer's time zone after the leading system message(s), when the widget told
-    us the zone (support/customers/notify.py keeps it). Not saved: local time moves on between runs."""
+CONTEXT_HEAD = "The desk's note for this turn (not the customer's words):"
+
+
+def run_context(conversation, now: datetime | None = None) -> list[dict]:
+    """What changes from run to run, as one message the model reads after the history (Transcript.context), never
+    saved: the customer's time zone and local time when the widget told us the zone (support/customers/notify.py
+    keeps it), and the orders the desk knows (known_orders.py). Last, so the prompt and the history before it stay
+    the prefix a provider's cache serves. A system message where the dialect allows it, else a user message that
+    says it is the desk's (DIALECTS)."""
     zone = zone_of(conversation)
-    if zone is None:
-        return history
-    at = next((i for i, m in enumerate(history) if m.get("role") != "system"), len(history))
-    return [*history[:at], time_zone_line(zone, now), *history[at:]]
+    orders = known_orders.orders_line(conversation)
+    parts = [m["content"] for m in (time_zone_line(zone, now) if zone else None, orders) if m]
+    if not parts:
+        return []
+    role = DIALECTS[settings.MODEL_DIALECT].context_role
+    return [{"role": role, "content": "\n\n".join([CONTEXT_HEAD, *parts] if role == "user" else parts)}]
+
+
+def cache_key(conversation) -> str:
+    """The conversation's prompt_cache_key: one per conversation, not to be guessed from its public id."""
+    digest = hmac.new(settings.SECRET_KEY.encode(), f"prompt-cache:{conversation.public_id}".encode(), hashlib.sha256)
+    return digest.hexdigest()[:32]
 
 
 def new_transcript(customer_text: str, profile: profiles.Profile | None = None) -> Transcript:
@@ -216,7 +232,7 @@ def model_base_url() -> str:
 def model(**overrides) -> OpenAIModel:
     options = dict(
         base_url=model_base_url(), api_key=settings.MODEL_API_KEY, model=settings.MODEL_NAME,
-        prices=settings.MODEL_PRICES, default_price=settings.MODEL_DEFAULT_PRICE,
+        prices=settings.MODEL_PRICES, default_price=settings.MODEL_DEFAULT_PRICE, dialect=settings.MODEL_DIALECT,
         connect_timeout=settings.MODEL_CONNECT_TIMEOUT,
         read_timeout=settings.MODEL_READ_TIMEOUT, max_retries=settings.MODEL_MAX_RETRIES,
         max_retry_wait=settings.MODEL_MAX_RETRY_WAIT,

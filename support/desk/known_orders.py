@@ -4,7 +4,8 @@ the customer is not asked for an order number the desk can see.
 A conversation signed in by the shop's token or an e-mailed code may see all of the customer's orders: the
 model is told the most recent ones (number, date, status, seller, what was bought). A conversation opened with
 an e-mail and an order number may see that order only: the model is told which one it is. The line is not
-saved (orders move on between runs) and, like the time-zone line, sits after the leading system message(s).
+saved (orders move on between runs) and, like the time-zone line, is read after the history
+(assistant.run_context).
 """
 
 from __future__ import annotations
@@ -55,15 +56,6 @@ def orders_line(conversation) -> dict | None:
         "Use these before asking for an order number: when the customer's words fit one of these orders, look "
         "it up with get_order; when several fit, ask which one by naming them; ask for the number only when "
         "none fits.")}
-
-
-def with_orders_line(history: list[dict], conversation) -> list[dict]:
-    """The history with the known-orders line after the leading system message(s), when there is one."""
-    line = orders_line(conversation)
-    if line is None:
-        return history
-    at = next((i for i, m in enumerate(history) if m.get("role") != "system"), len(history))
-    return [*history[:at], line, *history[at:]]
 
 
 def _describe(order: port.Order) -> str:

@@ -27,7 +27,7 @@ from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
-from support.desk import assistant, journal, known_orders, notices, routing, serializers, services, takeover
+from support.desk import assistant, journal, notices, routing, serializers, services, takeover
 from support.desk import waiting as waits
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics, tracing
@@ -221,7 +221,7 @@ class DbObserver(agent.Observer):
                    tool=step.tool[:64], call_id=step.call_id[:128], arguments=step.arguments[:4000],
                    result=step.result, error=step.error, finish_reason=(step.finish_reason or "")[:20],
                    attempts=step.attempts, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
-                   cost_usd=step.cost_usd, duration_ms=step.duration_ms)
+                   cached_tokens=step.cached_tokens, cost_usd=step.cost_usd, duration_ms=step.duration_ms)
         with self._in_unit() as unit:
             unit.steps.append(row)
             if step.kind == "model":
@@ -417,10 +417,10 @@ def _work(run: Run, lease: str) -> str:
     history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
     history = assistant.with_profile(history, conversation, profile)  # its prompt and the shop's rules
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
-    history = assistant.with_time_zone_line(history, conversation)  # and their time zone and local time
-    history = known_orders.with_orders_line(history, conversation)  # and the orders the desk already knows
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
-    transcript = agent.Transcript(history)
+    # their local time and the orders the desk knows go after the history, so the rest is a cached prefix
+    transcript = agent.Transcript(history, context=assistant.run_context(conversation),
+                                  cache_key=assistant.cache_key(conversation))
     options = dict(
         model=assistant.shared_model(), tools=_with_fault_pause(assistant.tools(profile)),
         limits=assistant.limits(profile),

@@ -76,7 +76,7 @@ def step_json(step: Step) -> dict:
         "server": mcp.server_of(step.tool) if step.kind == "tool" else None, "call_id": step.call_id,
         "arguments": step.arguments, "result": step.result, "error": step.error, "model": step.model,
         "finish_reason": step.finish_reason, "attempts": step.attempts, "prompt_tokens": step.prompt_tokens,
-        "completion_tokens": step.completion_tokens, "cost_usd": str(step.cost_usd),
+        "completion_tokens": step.completion_tokens, "cached_tokens": step.cached_tokens, "cost_usd": str(step.cost_usd),
         "duration_ms": step.duration_ms, "created_at": _ts(step.created_at),
     }
 

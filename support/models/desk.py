@@ -132,12 +132,13 @@ class Message(models.Model):
         ]
 
     def wire(self) -> dict:
-        """The message as the model receives it."""
+        """The message as the model receives it, its keys in the order the loop wrote them when it first sent it
+        (agent/loop.py), so a later run's request repeats the earlier one byte for byte: a prompt-cache prefix."""
+        if self.role == "tool":
+            return {"role": self.role, "tool_call_id": self.tool_call_id, "content": self.content}
         m = {"role": self.role, "content": self.content}
         if self.tool_calls:
             m["tool_calls"] = self.tool_calls
-        if self.role == "tool":
-            m["tool_call_id"] = self.tool_call_id
         return m
 
 
@@ -204,6 +205,7 @@ class Step(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)  # of prompt_tokens, served from the provider's cache
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -228,6 +228,7 @@ def step_recorded(observer, step, *, gated: bool = False, server: str = "desk") 
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
                       "gen_ai.request.model": settings.MODEL_NAME, "gen_ai.response.model": step.model or "",
                       "gen_ai.usage.input_tokens": step.prompt_tokens, "gen_ai.usage.output_tokens": step.completion_tokens,
+                      "gen_ai.usage.cache_read.input_tokens": step.cached_tokens,
                       "gen_ai.response.finish_reasons": [step.finish_reason or ""], "desk.model.retries": max(step.attempts - 1, 0),
                       "desk.cost_usd": float(step.cost_usd), "desk.step.turn": step.turn}
         first = getattr(observer, "_trace_first_token_ns", None)
