@@ -30,7 +30,7 @@ def test_it_saves_every_message_with_a_gapless_seq_and_a_trace_row_per_step(desk
     seqs = list(conversation.messages.values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
     run = Run.objects.get(pk=run_id)
-    assert (run.status, run.stop_reason, run.outcome, run.attempts) == ("stopped", "answered", "resolved", 1)
+    assert (run.status, run.stop_reason, run.outcome, run.attempts) == ("stopped", "answered", "waiting", 1)  # on the seller
     model_steps = Step.objects.filter(run=run, kind="model")
     assert model_steps.count() == run.turns and all(s.prompt_tokens > 0 for s in model_steps)
     assert run.cost_usd > 0 and run.prompt_tokens == sum(s.prompt_tokens for s in model_steps)

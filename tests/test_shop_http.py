@@ -396,3 +396,13 @@ def test_an_order_the_shop_ships_itself_has_no_seller_to_message(http_shop, refe
 def test_a_shop_without_the_seller_message_look_up_answers_none(http_shop):
     _mocked(http_shop, httpx2.Response(404, text="Not Found"))
     assert http_shop.seller_message_by_key("m-1") is None
+
+
+def test_the_shop_of_the_process_follows_its_settings_and_is_made_once_per_configuration(shop_settings):
+    first = shop_package.shop()
+    assert isinstance(first, HttpShop) and shop_package.shop() is first  # made once, kept for the process
+    shop_settings.SHOP_URL = f"http://127.0.0.1:{free_port()}"  # another shop: another backend, never the old one
+    moved = shop_package.shop()
+    assert moved is not first and moved.url == shop_settings.SHOP_URL
+    shop_settings.SHOP_URL = first.url
+    assert shop_package.shop() is first

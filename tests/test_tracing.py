@@ -106,7 +106,7 @@ def test_with_content_capture_off_a_failed_steps_status_names_only_the_errors_ty
                         ("tool", message)):
         step = SimpleNamespace(kind=kind, tool="lookup_order", call_id="call_1", turn=1, duration_ms=3.0, error=error,
                                result="", arguments={}, model="m", prompt_tokens=1, completion_tokens=1,
-                               finish_reason="", attempts=1, cost_usd=0, step=None)
+                               cached_tokens=0, finish_reason="", attempts=1, cost_usd=0, step=None)
         tracing.step_recorded(observer, step)
     statuses = [s.status.description for s in spans.get_finished_spans()]
     assert statuses == ["LookupError", "unavailable", "tool_error"]

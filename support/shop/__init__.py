@@ -13,15 +13,17 @@ from support.shop.shopify import ShopifyShop
 
 BACKENDS = {"demo": DemoShop, "http": HttpShop, "shopify": ShopifyShop}  # agentsite/settings.py accepts these names
 
-_made: dict[str, Shop] = {}
+_made: dict[tuple, Shop] = {}
 
 
 def shop() -> Shop:
-    """The configured shop, one per process and backend name (a test that changes the setting gets the
-    other backend)."""
+    """The configured shop, one per process and configuration: the backend's name and where and as whom it
+    connects (settings changed at run time, as tests do, get a backend of their own, never a stale one)."""
     name = settings.SHOP_BACKEND
     if name not in BACKENDS:
         raise ImproperlyConfigured(f"SHOP_BACKEND must be one of {', '.join(BACKENDS)}, got {name!r}")
-    if name not in _made:
-        _made[name] = BACKENDS[name]()
-    return _made[name]
+    key = (name, settings.SHOP_URL, settings.SHOP_API_KEY, settings.SHOPIFY_SHOP_DOMAIN,
+           settings.SHOPIFY_ACCESS_TOKEN)
+    if key not in _made:
+        _made[key] = BACKENDS[name]()
+    return _made[key]
