@@ -13,6 +13,7 @@ from django.db.models import Exists, OuterRef, QuerySet, Sum
 from support.models import Approval, Run
 
 STAFF_PREFIX = "staff:"
+CENT, MICRO = Decimal("0.01"), Decimal("0.000001")
 
 
 def _approved_by_a_person():
@@ -37,10 +38,11 @@ def refunds_by_staff(refunds: QuerySet) -> QuerySet:
 
 
 def amount(refunds: QuerySet) -> Decimal:
-    return refunds.aggregate(total=Sum("amount"))["total"] or Decimal("0")
+    """The refunds' total in the shop's currency, to the cent (SQLite sums decimals as floats)."""
+    return Decimal(refunds.aggregate(total=Sum("amount"))["total"] or 0).quantize(CENT)
 
 
 def model_cost(conversations: QuerySet) -> Decimal:
     """What the model cost: the sum of the runs' cost (USD) on the conversations, every run whenever it ran."""
     total = Run.objects.filter(conversation__in=conversations.values("pk")).aggregate(total=Sum("cost_usd"))["total"]
-    return total or Decimal("0")
+    return Decimal(total or 0).quantize(MICRO)
