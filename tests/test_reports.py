@@ -149,3 +149,76 @@ def test_a_series_over_days_and_weeks_adds_up_to_the_figure(week):
     days = series(WEEK, "new_conversations", by="day")
     assert [n for _, n in days] == [2, 2, 2, 2, 2, 1, 1] and days[0][0] == date(2026, 11, 23)
     assert series(WEEK, "approvals_asked", by="week") == [(date(2026, 11, 23), 4)]
+
+
+# -- the page, its drill-downs and its CSV: staff read them; a customer or a signed-out visitor does not -------
+
+PAGE, CSV = "/console/reports/", "/console/reports/export.csv"
+QUERY = "?start=2026-11-23&end=2026-11-29"
+
+
+@pytest.fixture
+def lead(client, week):
+    client.force_login(week.alice)
+    return client
+
+
+def page_figures(html: str) -> dict[str, str]:
+    import re
+    return dict(re.findall(r'data-figure="([^"]+)" data-value="([^"]*)"', html))
+
+
+def test_only_staff_may_read_the_reports_page_its_drill_downs_and_its_csv(client, week):
+    for url in (PAGE, CSV, "/console/reports/new_conversations/"):
+        assert client.get(url).status_code == 302  # signed out: to the login page
+    client.force_login(make_user("pat", staff=False))
+    for url in (PAGE, CSV, "/console/reports/new_conversations/"):
+        response = client.get(url)
+        assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_the_page_shows_every_figure_and_the_csv_equals_it(lead):
+    html = lead.get(PAGE + QUERY).content.decode()
+    shown = page_figures(html)
+    assert shown["new_conversations"] == "12" and shown["resolved_by_agent"] == "5"
+    rows = list(csv.DictReader(io.StringIO(lead.get(CSV + QUERY).content.decode())))
+    assert {r["figure"]: r["value"] for r in rows} == {k.replace("&#x27;", "'"): v for k, v in shown.items()}
+    assert set(shown) == set(report(WEEK)["figures"])
+
+
+def test_the_page_defaults_to_the_last_seven_days(lead):
+    html = lead.get(PAGE).content.decode()
+    today = timezone.localdate()
+    last_week = Filters(start=today - timedelta(days=6), end=today)
+    assert f"{last_week.start:%-d %b %Y} to {today:%-d %b %Y}" in html
+    assert page_figures(html)["new_conversations"] == str(values(last_week)["new_conversations"])
+
+
+def test_a_wrong_range_is_said_and_the_last_seven_days_shown(lead):
+    response = lead.get(PAGE + "?start=2026-11-29&end=2026-11-23")
+    assert response.status_code == 400 and "must not come after" in response.content.decode()
+
+
+def test_each_number_on_the_page_links_to_a_list_as_long_as_it(lead):
+    html = lead.get(PAGE + QUERY).content.decode()
+    for key in COUNTS:
+        assert f'href="/console/reports/{key}/{QUERY}' in html.replace("&amp;", "&"), key
+        drill = lead.get(f"/console/reports/{key}/{QUERY}").content.decode()
+        assert drill.count('data-testid="drill-row"') == int(page_figures(html)[key]), key
+
+
+def test_the_drill_down_links_each_conversation_and_an_unknown_figure_is_404(lead, week):
+    drill = lead.get(f"/console/reports/abandoned/{QUERY}").content.decode()
+    assert f'/console/conversations/{week.c["abandoned"].public_id}/' in drill
+    assert lead.get("/console/reports/nothing/").status_code == 404
+
+
+def test_names_on_the_page_and_in_the_csv_are_data(lead, week):
+    week.bob.username = "=HYPERLINK(\"x\")<b>"
+    week.bob.save()
+    html = lead.get(PAGE + QUERY).content.decode()
+    assert "<b>" not in html.split("<main")[1] and "&lt;b&gt;" in html
+    drill = lead.get(f"/console/reports/new_conversations/{QUERY}").content.decode()
+    assert "Customer abandoned &lt;b&gt;" in drill
+    cells = [cell for line in csv.reader(io.StringIO(lead.get(CSV + QUERY).content.decode())) for cell in line]
+    assert any(cell.startswith("'=HYPERLINK") for cell in cells) and not any(cell.startswith("=") for cell in cells)
