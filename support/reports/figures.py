@@ -111,15 +111,19 @@ def report(filters: Filters) -> dict:
     return {"filters": _filters_data(filters), "figures": figures}
 
 
+SPLITS = {"all": "All decisions", "agent": "The agent", "people": "People", "console": "In the console",
+          "slack": "In Slack", "email": "From an e-mail", "unknown": "Way not recorded"}
+
+
 def _times(figures: dict, group: str, times: dict) -> None:
-    """p50 and p90 rows for each split of a time figure (by decider, channel, or who answered)."""
+    """p50 and p90 rows for each split of a time figure (all, by decider, by channel, or by who answered)."""
     slug = group.lower().replace(" ", "_")
     for split, rows in times.items():
         for row in ([{"who": "all", **rows}] if split == "all" else rows):
             name = row.get("decider") or row.get("channel") or row["who"]
-            for p in ("p50", "p90"):
-                figures[f"{slug}:{split}:{name}:{p}"] = _row(group, f"{name} ({split.replace('_', ' ')}) {p}",
-                                                             row[p], "seconds")
+            said = f"Decided by {name}" if split == "by_decider" else SPLITS.get(name, name)
+            for p, words in (("p50", "median"), ("p90", "9 in 10 within")):
+                figures[f"{slug}:{split}:{name}:{p}"] = _row(group, f"{said}, {words}", row[p], "seconds")
 
 
 def _satisfaction(figures: dict, conversations: QuerySet) -> None:

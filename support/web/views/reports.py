@@ -46,6 +46,8 @@ class ReportForm(forms.Form):
         self.fields["version"].choices = [("", "Any"), *((n, f"v{n}") for n in numbers)]
         people = get_user_model().objects.filter(is_staff=True).order_by("username")
         self.fields["member"].choices = [("", "Anyone"), *((u.pk, u.get_username()) for u in people)]
+        for field in self.fields.values():
+            field.widget.attrs["class"] = "text-input"
 
     def clean(self):
         data = super().clean()
