@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import date, timedelta
 
 import pytest
@@ -164,7 +165,6 @@ def lead(client, week):
 
 
 def page_figures(html: str) -> dict[str, str]:
-    import re
     return dict(re.findall(r'data-figure="([^"]+)" data-value="([^"]*)"', html))
 
 
@@ -223,3 +223,9 @@ def test_names_on_the_page_and_in_the_csv_are_data(lead, week):
     cells = [cell for line in csv.reader(io.StringIO(lead.get(CSV + QUERY).content.decode())) for cell in line]
     assert any(cell.startswith('Decided by =HYPERLINK("x")<b>') for cell in cells)
     assert not any(cell.startswith(("=", "+", "-", "@")) for cell in cells)
+
+
+def test_the_reasons_are_next_to_the_hand_overs_and_the_decision_times_next_to_the_approvals(lead):
+    headings = re.findall(r'<h2 id="group-\d+">([^<]+)</h2>', lead.get(PAGE + QUERY).content.decode())
+    assert headings[:6] == ["Conversations", "Resolution", "Hand-overs", "Hand-over reasons", "Approvals",
+                            "Time to decision"]
