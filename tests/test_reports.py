@@ -229,3 +229,8 @@ def test_the_reasons_are_next_to_the_hand_overs_and_the_decision_times_next_to_t
     headings = re.findall(r'<h2 id="group-\d+">([^<]+)</h2>', lead.get(PAGE + QUERY).content.decode())
     assert headings[:6] == ["Conversations", "Resolution", "Hand-overs", "Hand-over reasons", "Approvals",
                             "Time to decision"]
+
+
+def test_a_series_counts_each_day_in_the_leads_time_zone(week):
+    berlin = Filters(start=WEEK.start, end=WEEK.end, time_zone="Europe/Berlin")
+    assert series(berlin, "new_conversations")[0] == (date(2026, 11, 23), 3)  # Sunday 23:30 UTC is Monday there
