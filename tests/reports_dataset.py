@@ -44,7 +44,7 @@ class Week:
     def message(self, c, author, at, content="", user=None, channel="widget") -> Message:
         c.last_seq += 1
         Conversation.objects.filter(pk=c.pk).update(last_seq=c.last_seq)
-        role = {Message.CUSTOMER: "user", Message.STAFF: "assistant", Message.AGENT: "assistant"}[author]
+        role = {Message.CUSTOMER: "user", Message.SYSTEM: "assistant"}.get(author, "assistant")
         m = Message.objects.create(conversation=c, seq=c.last_seq, role=role, author=author, content=content,
                                    author_user=user, channel=channel)
         Message.objects.filter(pk=m.pk).update(created_at=at)

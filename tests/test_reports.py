@@ -234,3 +234,9 @@ def test_the_reasons_are_next_to_the_hand_overs_and_the_decision_times_next_to_t
 def test_a_series_counts_each_day_in_the_leads_time_zone(week):
     berlin = Filters(start=WEEK.start, end=WEEK.end, time_zone="Europe/Berlin")
     assert series(berlin, "new_conversations")[0] == (date(2026, 11, 23), 3)  # Sunday 23:30 UTC is Monday there
+
+
+def test_a_take_over_handed_back_without_a_word_is_still_a_person_taking_part(week):
+    c = week.c["automatic"]  # resolved by the agent; then someone took it over and handed it back, silently
+    week.message(c, "system", c.created_at + timedelta(seconds=60), "Sam joined the conversation.", user=week.bob)
+    assert "automatic" not in names(week, WEEK, "resolved_by_agent")

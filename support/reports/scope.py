@@ -55,9 +55,12 @@ def first_channel() -> Subquery:
 
 def person_involved() -> Q:
     """A person took part: a staff message to the customer, a staff action (a refund, a seller message), an
-    assignment (now or ever), or a take-over. Deciding an approval and closing are not taking part."""
+    assignment (now or ever), or a take-over (even one handed back without a word). Deciding an approval and
+    closing are not taking part."""
     return (Q(assignee__isnull=False) | Q(status=Conversation.TAKEN_OVER)
-            | Exists(Message.objects.filter(conversation=OuterRef("pk"), author=Message.STAFF))
+            # A staff message, or the notice a take-over writes in the person's name (author_user).
+            | Exists(Message.objects.filter(Q(author=Message.STAFF) | Q(author_user__isnull=False),
+                                            conversation=OuterRef("pk")))
             | Exists(StaffAction.objects.filter(conversation=OuterRef("pk")))
             | Exists(InboxEvent.objects.filter(conversation=OuterRef("pk"), kind=InboxEvent.ASSIGNED))
             | Exists(Run.objects.filter(conversation=OuterRef("pk"), stop_reason=agent.TAKEN_OVER)))
