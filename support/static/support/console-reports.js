@@ -4,6 +4,9 @@
 
 const ACCENT = getComputedStyle(document.documentElement).getPropertyValue("--accent").trim() || "#2253c0";
 
+const DAY = 86400;
+const DATE = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", timeZone: "UTC" });
+
 function parsePoints(text) {
   const xs = [];
   const ys = [];
@@ -24,7 +27,10 @@ function draw(el) {
     legend: { show: false },
     cursor: { drag: { x: false, y: false } },
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
-    axes: [{ stroke: "#5a6475", grid: { stroke: "#e9ecf1" } },
+    // Each point is a day (or a week's Monday) at midnight UTC: shown as that date wherever the browser is.
+    tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
+    axes: [{ stroke: "#5a6475", grid: { stroke: "#e9ecf1" }, space: 56, incrs: [DAY, 7 * DAY, 28 * DAY],
+      values: (u, splits) => splits.map((ts) => DATE.format(new Date(ts * 1000))) },
       { stroke: "#5a6475", grid: { stroke: "#e9ecf1" }, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }],
     series: [{}, { label: "Count", stroke: ACCENT, width: 2, fill: "rgba(34, 83, 192, 0.08)", points: { show: data[0].length <= 31 } }],
   }, data, el);
