@@ -240,3 +240,12 @@ def test_a_take_over_handed_back_without_a_word_is_still_a_person_taking_part(we
     c = week.c["automatic"]  # resolved by the agent; then someone took it over and handed it back, silently
     week.message(c, "system", c.created_at + timedelta(seconds=60), "Sam joined the conversation.", user=week.bob)
     assert "automatic" not in names(week, WEEK, "resolved_by_agent")
+
+
+def test_the_pages_filters_narrow_the_cards_the_drill_downs_and_the_csv_alike(lead, week):
+    query = QUERY + f"&channel=email&member={week.alice.pk}"
+    assert page_figures(lead.get(PAGE + query).content.decode())["new_conversations"] == "1"  # "rejected"
+    drill = lead.get(f"/console/reports/new_conversations/{query}").content.decode()
+    assert drill.count('data-testid="drill-row"') == 1 and str(week.c["rejected"].public_id) in drill
+    rows = {r["figure"]: r["value"] for r in csv.DictReader(io.StringIO(lead.get(CSV + query).content.decode()))}
+    assert rows["new_conversations"] == "1" and rows["rejected"] == "1"
