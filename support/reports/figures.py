@@ -36,34 +36,36 @@ class Count:
     group: str
 
 
-def _c(selector):
-    return lambda qs, filters: selector(qs, filters)
+def _dated(selector):
+    """A selector that also reads the filters (for the idle time: "now" less REPORTS_IDLE_HOURS)."""
+    return lambda rows, filters: selector(rows, filters)
 
 
-def _a(selector):
-    return lambda qs, filters: selector(qs)
+def _plain(selector):
+    """A selector of the rows alone."""
+    return lambda rows, filters: selector(rows)
 
 
 CONVERSATIONS, APPROVALS, REFUNDS = "conversations", "approvals", "refunds"
 COUNTS: dict[str, Count] = {
-    "new_conversations": Count("New conversations", CONVERSATIONS, _c(outcomes.new_conversations), "Conversations"),
-    "agent_involved": Count("Worked by the agent", CONVERSATIONS, _c(outcomes.agent_involved), "Conversations"),
-    "resolved_by_agent": Count("Resolved by the agent", CONVERSATIONS, _c(outcomes.resolved_by_agent),
+    "new_conversations": Count("New conversations", CONVERSATIONS, _dated(outcomes.new_conversations), "Conversations"),
+    "agent_involved": Count("Worked by the agent", CONVERSATIONS, _dated(outcomes.agent_involved), "Conversations"),
+    "resolved_by_agent": Count("Resolved by the agent", CONVERSATIONS, _dated(outcomes.resolved_by_agent),
                                "Resolution"),
-    "resolved_confirmed": Count("Confirmed by the customer", CONVERSATIONS, _c(outcomes.resolved_confirmed),
+    "resolved_confirmed": Count("Confirmed by the customer", CONVERSATIONS, _dated(outcomes.resolved_confirmed),
                                 "Resolution"),
-    "handed_over": Count("Handed over to a person", CONVERSATIONS, _c(outcomes.handed_over), "Hand-overs"),
-    "abandoned": Count("Abandoned by the customer", CONVERSATIONS, _c(outcomes.abandoned), "Conversations"),
-    "approvals_asked": Count("Approvals asked", APPROVALS, _a(decisions.approvals_asked), "Approvals"),
-    "approved_as_asked": Count("Approved as asked", APPROVALS, _a(decisions.approved_as_asked), "Approvals"),
-    "approved_changed": Count("Approved with a change", APPROVALS, _a(decisions.approved_changed), "Approvals"),
-    "rejected": Count("Rejected", APPROVALS, _a(decisions.rejected), "Approvals"),
-    "expired": Count("Expired", APPROVALS, _a(decisions.expired), "Approvals"),
-    "refunds_automatic": Count("Refunds made automatically", REFUNDS, _a(money.refunds_automatic), "Refunds"),
-    "refunds_by_approval": Count("Refunds approved by people", REFUNDS, _a(money.refunds_by_approval), "Refunds"),
-    "refunds_by_staff": Count("Refunds by staff themselves", REFUNDS, _a(money.refunds_by_staff), "Refunds"),
-    "rated_agent_only": Count("Rated, agent alone", CONVERSATIONS, _a(timing.rated_agent_only), "Satisfaction"),
-    "rated_with_person": Count("Rated, with a person", CONVERSATIONS, _a(timing.rated_with_person), "Satisfaction"),
+    "handed_over": Count("Handed over to a person", CONVERSATIONS, _dated(outcomes.handed_over), "Hand-overs"),
+    "abandoned": Count("Abandoned by the customer", CONVERSATIONS, _dated(outcomes.abandoned), "Conversations"),
+    "approvals_asked": Count("Approvals asked", APPROVALS, _plain(decisions.approvals_asked), "Approvals"),
+    "approved_as_asked": Count("Approved as asked", APPROVALS, _plain(decisions.approved_as_asked), "Approvals"),
+    "approved_changed": Count("Approved with a change", APPROVALS, _plain(decisions.approved_changed), "Approvals"),
+    "rejected": Count("Rejected", APPROVALS, _plain(decisions.rejected), "Approvals"),
+    "expired": Count("Expired", APPROVALS, _plain(decisions.expired), "Approvals"),
+    "refunds_automatic": Count("Refunds made automatically", REFUNDS, _plain(money.refunds_automatic), "Refunds"),
+    "refunds_by_approval": Count("Refunds approved by people", REFUNDS, _plain(money.refunds_by_approval), "Refunds"),
+    "refunds_by_staff": Count("Refunds by staff themselves", REFUNDS, _plain(money.refunds_by_staff), "Refunds"),
+    "rated_agent_only": Count("Rated, agent alone", CONVERSATIONS, _plain(timing.rated_agent_only), "Satisfaction"),
+    "rated_with_person": Count("Rated, with a person", CONVERSATIONS, _plain(timing.rated_with_person), "Satisfaction"),
 }
 _SCOPES = {CONVERSATIONS: scope.conversations, APPROVALS: scope.approvals, REFUNDS: scope.refunds}
 _DATED = {CONVERSATIONS: "created_at", APPROVALS: "requested_at", REFUNDS: "created_at"}

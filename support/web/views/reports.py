@@ -42,7 +42,8 @@ class ReportForm(forms.Form):
     def __init__(self, data):
         super().__init__(data)
         self.fields["language"].choices = [("", "Any"), *settings.LANGUAGES]
-        numbers = ProfileVersion.objects.filter(number__isnull=False).order_by("-number").values_list("number", flat=True)
+        numbers = ProfileVersion.objects.filter(number__isnull=False).order_by("-number").values_list(
+            "number", flat=True)
         self.fields["version"].choices = [("", "Any"), *((n, f"v{n}") for n in numbers)]
         people = get_user_model().objects.filter(is_staff=True).order_by("username")
         self.fields["member"].choices = [("", "Anyone"), *((u.pk, u.get_username()) for u in people)]
@@ -124,8 +125,8 @@ def page(request):
     charts = [{"figure": key, "label": COUNTS[key].label,
                "points": [(day.isoformat(), n) for day, n in series(filters, key, by)]} for key in CHARTED]
     status = 400 if form.is_bound and not form.is_valid() else 200
-    return console_page(request, "reports.html", "reports", status=status, form=form, filters=filters, groups=_groups(data["figures"]), charts=charts, by=by,
-                        query=request.GET.urlencode())
+    return console_page(request, "reports.html", "reports", status=status, form=form, filters=filters,
+                        groups=_groups(data["figures"]), charts=charts, by=by, query=request.GET.urlencode())
 
 
 @require_safe
