@@ -36,36 +36,33 @@ class Count:
     group: str
 
 
-def _dated(selector):
-    """A selector that also reads the filters (for the idle time: "now" less REPORTS_IDLE_HOURS)."""
-    return lambda rows, filters: selector(rows, filters)
+def _counts(scope: str, group: str, reads_filters: bool, **named) -> dict[str, Count]:
+    """Count figures of one scope and group: key=(label, selector). A selector that reads the filters (for the
+    idle time: "now" less REPORTS_IDLE_HOURS) takes them; the others take the rows alone."""
+    def wrap(select):
+        return select if reads_filters else (lambda rows, filters: select(rows))
 
-
-def _plain(selector):
-    """A selector of the rows alone."""
-    return lambda rows, filters: selector(rows)
+    return {key: Count(label, scope, wrap(select), group) for key, (label, select) in named.items()}
 
 
 CONVERSATIONS, APPROVALS, REFUNDS = "conversations", "approvals", "refunds"
 COUNTS: dict[str, Count] = {
-    "new_conversations": Count("New conversations", CONVERSATIONS, _dated(outcomes.new_conversations), "Conversations"),
-    "agent_involved": Count("Worked by the agent", CONVERSATIONS, _dated(outcomes.agent_involved), "Conversations"),
-    "resolved_by_agent": Count("Resolved by the agent", CONVERSATIONS, _dated(outcomes.resolved_by_agent),
-                               "Resolution"),
-    "resolved_confirmed": Count("Confirmed by the customer", CONVERSATIONS, _dated(outcomes.resolved_confirmed),
-                                "Resolution"),
-    "handed_over": Count("Handed over to a person", CONVERSATIONS, _dated(outcomes.handed_over), "Hand-overs"),
-    "abandoned": Count("Abandoned by the customer", CONVERSATIONS, _dated(outcomes.abandoned), "Conversations"),
-    "approvals_asked": Count("Approvals asked", APPROVALS, _plain(decisions.approvals_asked), "Approvals"),
-    "approved_as_asked": Count("Approved as asked", APPROVALS, _plain(decisions.approved_as_asked), "Approvals"),
-    "approved_changed": Count("Approved with a change", APPROVALS, _plain(decisions.approved_changed), "Approvals"),
-    "rejected": Count("Rejected", APPROVALS, _plain(decisions.rejected), "Approvals"),
-    "expired": Count("Expired", APPROVALS, _plain(decisions.expired), "Approvals"),
-    "refunds_automatic": Count("Refunds made automatically", REFUNDS, _plain(money.refunds_automatic), "Refunds"),
-    "refunds_by_approval": Count("Refunds approved by people", REFUNDS, _plain(money.refunds_by_approval), "Refunds"),
-    "refunds_by_staff": Count("Refunds by staff themselves", REFUNDS, _plain(money.refunds_by_staff), "Refunds"),
-    "rated_agent_only": Count("Rated, agent alone", CONVERSATIONS, _plain(timing.rated_agent_only), "Satisfaction"),
-    "rated_with_person": Count("Rated, with a person", CONVERSATIONS, _plain(timing.rated_with_person), "Satisfaction"),
+    **_counts(CONVERSATIONS, "Conversations", True, new_conversations=("New conversations", outcomes.new_conversations),
+              agent_involved=("Worked by the agent", outcomes.agent_involved),
+              abandoned=("Abandoned by the customer", outcomes.abandoned)),
+    **_counts(CONVERSATIONS, "Resolution", True,
+              resolved_by_agent=("Resolved by the agent", outcomes.resolved_by_agent),
+              resolved_confirmed=("Confirmed by the customer", outcomes.resolved_confirmed)),
+    **_counts(CONVERSATIONS, "Hand-overs", True, handed_over=("Handed over to a person", outcomes.handed_over)),
+    **_counts(APPROVALS, "Approvals", False, approvals_asked=("Approvals asked", decisions.approvals_asked),
+              approved_as_asked=("Approved as asked", decisions.approved_as_asked),
+              approved_changed=("Approved with a change", decisions.approved_changed),
+              rejected=("Rejected", decisions.rejected), expired=("Expired", decisions.expired)),
+    **_counts(REFUNDS, "Refunds", False, refunds_automatic=("Refunds made automatically", money.refunds_automatic),
+              refunds_by_approval=("Refunds approved by people", money.refunds_by_approval),
+              refunds_by_staff=("Refunds by staff themselves", money.refunds_by_staff)),
+    **_counts(CONVERSATIONS, "Satisfaction", False, rated_agent_only=("Rated, agent alone", timing.rated_agent_only),
+              rated_with_person=("Rated, with a person", timing.rated_with_person)),
 }
 _SCOPES = {CONVERSATIONS: scope.conversations, APPROVALS: scope.approvals, REFUNDS: scope.refunds}
 _DATED = {CONVERSATIONS: "created_at", APPROVALS: "requested_at", REFUNDS: "created_at"}
