@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 
 from support.reports.figures import COUNTS, Filters, conversations_behind, report, series
+from support.web.views import reports as reports_views
 from tests.desk_factories import make_user
 from tests.reports_dataset import Week
 
@@ -250,3 +251,11 @@ def test_the_pages_filters_narrow_the_cards_the_drill_downs_and_the_csv_alike(le
     assert drill.count('data-testid="drill-row"') == 1 and str(week.c["rejected"].public_id) in drill
     rows = {r["figure"]: r["value"] for r in csv.DictReader(io.StringIO(lead.get(CSV + query).content.decode()))}
     assert rows["new_conversations"] == "1" and rows["rejected"] == "1"
+
+
+def test_a_long_drill_down_is_paged_and_says_its_whole_count(lead, monkeypatch):
+    monkeypatch.setattr(reports_views, "PER_PAGE", 5)
+    first = lead.get(f"/console/reports/new_conversations/{QUERY}").content.decode()
+    assert first.count('data-testid="drill-row"') == 5 and "12 conversations" in first
+    last = lead.get(f"/console/reports/new_conversations/{QUERY}&page=3").content.decode()
+    assert last.count('data-testid="drill-row"') == 2 and "Page 3 of 3" in last
