@@ -12,6 +12,7 @@ from support.web.views import (
     evaluation,
     join,
     policies,
+    reports,
     setup,
     team,
 )
@@ -32,6 +33,10 @@ urlpatterns = [
     path("settings/", desk_settings.page, name="settings"),
     path("audit/", audit.page, name="audit"),
     path("audit/export.<str:fmt>", audit.export, name="audit_export"),
+    # Reports (support/web/views/reports.py, docs/reports.md): the page, each count's rows, the page as CSV.
+    path("reports/", reports.page, name="reports"),
+    path("reports/export.csv", reports.export_csv, name="reports_export"),
+    path("reports/<slug:figure>/", reports.drill, name="report_drill"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
     # The agent profile (support/web/views/agent.py) and the first hour with a real shop (setup.py).
