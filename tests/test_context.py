@@ -107,3 +107,26 @@ def test_only_staff_read_it(people, demo, queued, client):
     conversation = start_conversation(demo.maya)
     assert context(people["chris"], conversation).status_code == 403
     assert client.get(f"/api/staff/conversations/{conversation.public_id}/context").status_code == 403
+
+
+def test_a_refund_a_person_changed_is_credited_to_them_not_the_agent(people, demo, queued):
+    from decimal import Decimal
+
+    from support.desk import gate
+    from support.shop import shop
+    from tests.desk_factories import pending_refund_approval
+
+    conversation = start_conversation(demo.maya)
+    asked = pending_refund_approval(conversation)  # the agent asks 64.00 on SU-41310
+    gate.approval_decide(approval=asked, user=people["sam"], approve=True, channel="console",
+                         arguments={**asked.requested_arguments, "amount": "40.00"})
+    shop().refund(order_number="SU-41310", amount=Decimal("40.00"), reason="missing",
+                  idempotency_key=asked.tool_call.idempotency_key)  # as the tool makes it once approved
+    as_asked = pending_refund_approval(start_conversation(demo.maya), {**asked.requested_arguments, "amount": "10.00"})
+    gate.approval_decide(approval=as_asked, user=people["sam"], approve=True, channel="console")
+    shop().refund(order_number="SU-41310", amount=Decimal("10.00"), reason="missing",
+                  idempotency_key=as_asked.tool_call.idempotency_key)
+    data = context(people["sam"], conversation).json()
+    towels = {o["number"]: o for o in data["orders"]}["SU-41310"]
+    assert sorted((r["amount"], r["by"]) for r in towels["refunds"]) == [
+        ("10.00", "the agent"), ("40.00", "sam (the agent asked 64.00 EUR)")]

@@ -224,3 +224,21 @@ def test_an_unknown_conversation_is_a_404(as_user, people):
     client = as_user(people["sam"])
     assert client.get("/api/staff/conversations/00000000-0000-0000-0000-000000000000/context").status_code == 404
     assert client.post_json("/api/staff/conversations/nope/refunds", {}).status_code == 404
+
+
+def test_the_refund_notice_promises_the_days_the_refund_policy_says(demo):
+    import re
+
+    from django.utils import translation
+
+    import sundry
+
+    [policy] = [text for doc_id, _, _, text in sundry.POLICIES if doc_id == "POL-REFUND"]
+    days = re.search(r"within (\d+) business days", policy).group(1)
+    order = shop().order("SU-41310")
+    for reference in ("", "R-1"):
+        notice = staff_actions.refund_notice(Decimal("12.50"), order, reference)
+        assert f"within {days} business days" in notice and " to 10 " not in notice
+    with translation.override("de"):
+        german = str(staff_actions.REFUND_NOTICE) % {"amount": "12.50", "currency": "EUR", "order": "SU-41310"}
+    assert f"innerhalb von {days} Werktagen" in german and "bis 10" not in german

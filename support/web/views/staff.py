@@ -76,9 +76,12 @@ def approve(request, public_id):
     body = json_body(request)
     confirm_seen, confirm_over_rejection = _flag(body, "confirm_seen"), _flag(body, "confirm_over_rejection")
     arguments = body.get("arguments")
+    reason = body.get("reason") or ""  # why a changed amount: the agent passes it on to the customer as written
+    if not isinstance(reason, str):
+        raise ApiError(400, "reason must be text.")
     _may_decide(request, approval, approve=True, arguments=approval.arguments_to_run(arguments))
     return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen,
-                   confirm_over_rejection=confirm_over_rejection)
+                   confirm_over_rejection=confirm_over_rejection, reason=reason)
 
 
 def _flag(body: dict, name: str) -> bool:
