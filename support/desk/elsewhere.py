@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-
 from support.customers.notify import desk_url
 from support.desk import (four_eyes, gate, permissions, selectors_approvals, selectors_earlier, selectors_provenance,
                           serializers, services)
