@@ -80,8 +80,8 @@ def test_the_audit_page_shows_them_in_columns_of_their_own(history, sam):
     html = client.get("/console/audit/").content.decode()
     for header in ("<th>Order</th>", "<th>Amount</th>", "<th>Decision</th>", "<th>Why</th>", "<th>Asked</th>"):
         assert header in html
-    assert 'data-label="Amount">30.00 EUR<span class="sub">asked 40.00</span>' in html
-    assert 'data-label="Order">SU-41207<' in html and 'data-label="Decision">edited<' in html
+    assert 'data-label="Amount" class="is-money">30.00 EUR<span class="sub">asked 40.00</span>' in html
+    assert 'data-label="Order" class="is-money">SU-41207<' in html and 'data-label="Decision">edited<' in html
 
 
 def test_a_row_without_money_leaves_the_columns_empty(demo, sam, queued):
