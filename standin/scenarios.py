@@ -15,7 +15,7 @@ from decimal import Decimal
 from . import customer, facts, german, services
 from .conversation import ORDER_ID, Result, Turn, intent, read_turn, recognised, stated_intent
 from .facts import Order, Scan, ago, fmt, when
-from .reply import Call, Finish, Reply, declined_answer, unreviewed_answer
+from .reply import Call, Finish, Reply, declined_answer, sentence, unreviewed_answer
 
 
 def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
@@ -243,8 +243,9 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
             return Finish("resolved", f"Refunded {refunded} EUR on {o.id}, not the {asked} asked: staff approved "
                                       f"a different amount. {reason}.",
                           f"{lead} I asked our team to approve a refund of {asked} EUR; after reviewing it they "
-                          f"approved {refunded} EUR, so I've refunded {refunded} EUR{to} If you think the amount "
-                          "isn't right, just reply here and a member of our team will look at it again.")
+                          f"approved {refunded} EUR, so I've refunded {refunded} EUR{to}{_their_words(done)} If "
+                          "you think the amount isn't right, just reply here and a member of our team will look at "
+                          "it again.")
         return Finish("resolved", f"Refunded {refunded} EUR on {o.id}: {reason}.",
                       f"{lead} I've refunded {refunded} EUR{to}")
     if done.rejection:
@@ -268,6 +269,12 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
 # The answer offering store credit first says this; the offer is made once: the customer's next words about the
 # refund go on to the refund.
 CREDIT_OFFER = "Before a refund, we can offer you store credit"
+
+
+def _their_words(done: Result) -> str:
+    """Why staff approved another amount, passed on as they wrote it (" Our team's note: …"), "" unsaid."""
+    reason = done.get("staff_reason")
+    return f" Our team's note: {sentence(str(reason))}" if reason else ""
 
 
 def _escalate(o: Order, amount: Decimal, limit: Decimal | None, reason: str) -> Call:

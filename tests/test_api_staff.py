@@ -153,6 +153,8 @@ def test_it_lists_pending_approvals_oldest_first_and_drops_them_once_decided(sta
         # its deadline (tests/test_approval_deadlines.py): nobody reminded yet
         "deadline": {"expires_at": listed[0]["context"]["expires_at"], "remind_at": listed[0]["deadline"]["remind_at"],
                      "escalate_at": listed[0]["deadline"]["escalate_at"], "reminded_at": None, "escalated_at": None},
+        # decisions before it on its order (tests/test_earlier_decisions.py): none
+        "earlier_decisions": {"shown": [], "more": 0, "rejection": None},
     }
     assert decide(staff, first, "approve").status_code == 200
     assert [a["id"] for a in staff.get("/api/staff/approvals").json()["approvals"]] == [str(second.public_id)]

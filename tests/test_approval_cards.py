@@ -161,6 +161,29 @@ def test_a_refund_approved_for_less_tells_the_model_and_the_customer_the_amount_
     assert any_shop.refunds("SU-41310") == [Decimal("40.00")]
 
 
+def test_the_customer_is_told_why_a_smaller_amount_was_approved_in_the_persons_words(desk, queued, any_shop):
+    conversation, run_id, approval = paused_refund(desk, queued)
+    why = "Only one of the two towels sets is missing from the parcel."
+    gate.approval_decide(approval=approval, user=None, approve=True, reason=why,
+                         arguments={**approval.requested_arguments, "amount": "40.00"})
+    assert runner.run_execute(queued.pop()) == "answered"
+    assert json.loads(tool_result(run_id, "issue_refund"))["staff_reason"] == why
+    said = answer(conversation)
+    assert "approved 40.00 EUR" in said and why in said
+
+
+def test_the_change_reason_can_be_given_with_an_edited_approval_in_the_api(demo, client):
+    client.force_login(make_user("sam", staff=True))
+    approval = pending_refund_approval(start_conversation(demo.maya))
+    response = client.post(f"/api/staff/approvals/{approval.public_id}/approve", json.dumps(
+        {"arguments": {**approval.requested_arguments, "amount": "40.00"}, "reason": "One set arrived."}),
+        content_type="application/json")
+    assert response.status_code == 200 and Approval.objects.get(pk=approval.pk).reason == "One set arrived."
+    refused = client.post(f"/api/staff/approvals/{approval.public_id}/approve", json.dumps({"reason": 3}),
+                          content_type="application/json")
+    assert refused.status_code == 400
+
+
 def test_a_refund_approved_as_asked_carries_no_note(desk, queued, any_shop):
     conversation, run_id, approval = paused_refund(desk, queued)
     gate.approval_decide(approval=approval, user=None, approve=True)

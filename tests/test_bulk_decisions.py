@@ -111,6 +111,9 @@ def test_the_same_card_twice_in_one_request_is_decided_and_reported_once(people,
 
 
 def test_a_card_decided_meanwhile_is_skipped_and_says_by_whom(people, cards, queued):
+    # on an order of its own: a rejection on the others' order would make them wait for a person to confirm it
+    # (tests/test_earlier_decisions.py)
+    Approval.objects.filter(pk=cards[1].pk).update(requested_arguments={**REFUND_ARGUMENTS, "order_id": "SU-41207"})
     gate.approval_decide(approval=cards[1], user=people["kim"].user, approve=False, reason="Not this one.")
     response = people["sam"].bulk(ids(cards), "approve")
     results = by_id(response)

@@ -115,3 +115,26 @@ def test_the_console_shows_the_refund_limit_a_lead_tightened_in_the_profile(peop
     data = context(people["sam"], start_conversation(demo.maya)).json()
     assert data["viewer"]["refund_limit"] == "50.00"  # the profile's ceiling, below LARGE_REFUND_THRESHOLD's 100
     assert {o["number"]: o["refund_limit"] for o in data["orders"]}["SU-41310"] == "50.00"
+
+
+def test_a_refund_a_person_changed_is_credited_to_them_not_the_agent(people, demo, queued):
+    from decimal import Decimal
+
+    from support.desk import gate
+    from support.shop import shop
+    from tests.desk_factories import pending_refund_approval
+
+    conversation = start_conversation(demo.maya)
+    asked = pending_refund_approval(conversation)  # the agent asks 64.00 on SU-41310
+    gate.approval_decide(approval=asked, user=people["sam"], approve=True, channel="console",
+                         arguments={**asked.requested_arguments, "amount": "40.00"})
+    shop().refund(order_number="SU-41310", amount=Decimal("40.00"), reason="missing",
+                  idempotency_key=asked.tool_call.idempotency_key)  # as the tool makes it once approved
+    as_asked = pending_refund_approval(start_conversation(demo.maya), {**asked.requested_arguments, "amount": "10.00"})
+    gate.approval_decide(approval=as_asked, user=people["sam"], approve=True, channel="console")
+    shop().refund(order_number="SU-41310", amount=Decimal("10.00"), reason="missing",
+                  idempotency_key=as_asked.tool_call.idempotency_key)
+    data = context(people["sam"], conversation).json()
+    towels = {o["number"]: o for o in data["orders"]}["SU-41310"]
+    assert sorted((r["amount"], r["by"]) for r in towels["refunds"]) == [
+        ("10.00", "the agent"), ("40.00", "sam (the agent asked 64.00 EUR)")]

@@ -237,3 +237,20 @@ def test_a_ceiling_a_lead_tightened_in_the_profile_holds_for_a_support_agents_ow
     assert refund(as_user(people["sam"]), conversation, amount="50.00").status_code == 201
     assert refund(as_user(people["lee"]), conversation, amount="14.00").status_code == 201  # a lead: the balance
 
+
+def test_the_refund_notice_promises_the_days_the_refund_policy_says(demo):
+    import re
+
+    from django.utils import translation
+
+    import sundry
+
+    [policy] = [text for doc_id, _, _, text in sundry.POLICIES if doc_id == "POL-REFUND"]
+    days = re.search(r"within (\d+) business days", policy).group(1)
+    order = shop().order("SU-41310")
+    for reference in ("", "R-1"):
+        notice = staff_actions.refund_notice(Decimal("12.50"), order, reference)
+        assert f"within {days} business days" in notice and " to 10 " not in notice
+    with translation.override("de"):
+        german = str(staff_actions.REFUND_NOTICE) % {"amount": "12.50", "currency": "EUR", "order": "SU-41310"}
+    assert f"innerhalb von {days} Werktagen" in german and "bis 10" not in german

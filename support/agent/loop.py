@@ -386,8 +386,10 @@ def _run_calls(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisio
             changed = _changes(args, decision.arguments)
             args = decision.arguments
             if changed:  # the model must not tell the customer what it asked for as if it had happened
+                why = f" Their reason, to pass on to the customer as written: {decision.reason}" \
+                    if decision.reason else ""
                 tool = replace(tool, fn=_noted(tool.fn, f"Approved by staff with a change: {changed}. Tell the "
-                                                        "customer what was actually done."))
+                                                        f"customer what was actually done.{why}", decision.reason))
 
         unavailable = _execute(run, tool, call, args)
         if unavailable is not None:
@@ -445,11 +447,14 @@ def _changes(asked: dict, approved: dict) -> str:
     return "; ".join(f"{k} {shown(approved.get(k))} instead of {shown(asked.get(k))}" for k in keys)
 
 
-def _noted(fn: Callable, note: str) -> Callable:
-    """The tool's function, its result carrying the staff's change: a key of a JSON object, else a first line."""
+def _noted(fn: Callable, note: str, reason: str = "") -> Callable:
+    """The tool's function, its result carrying the staff's change (and why, when they said): keys of a JSON
+    object, else a first line."""
     def run(ctx, **arguments):
         value = fn(ctx, **arguments)
-        return {**value, "staff_decision": note} if isinstance(value, dict) else f"{note}\n{value}"
+        if not isinstance(value, dict):
+            return f"{note}\n{value}"
+        return {**value, "staff_decision": note, **({"staff_reason": reason} if reason else {})}
     return run
 
 

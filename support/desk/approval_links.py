@@ -82,7 +82,7 @@ def link_open(token) -> Opened:
 
 
 def link_decide(*, link: DecisionLink, user, reason: str = "", confirm_seen: bool = False,
-                address: str = "") -> elsewhere.Outcome:
+                confirm_over_rejection: bool = False, address: str = "") -> elsewhere.Outcome:
     """The link's verdict, as `user` (the caller checked it is the link's person). The link is marked used
     first, so of two requests with it one decides; the other is told it was used."""
     now = timezone.now()
@@ -90,8 +90,8 @@ def link_decide(*, link: DecisionLink, user, reason: str = "", confirm_seen: boo
         return elsewhere.Outcome(False, USED, "This link was used already.")
     outcome = elsewhere.approval_decide_from(
         approval=link.approval, user=user, approve=link.kind == DecisionLink.APPROVE, channel=Approval.EMAIL,
-        reason=reason, confirm_seen=confirm_seen, address=address)
-    if outcome.code in (elsewhere.SECOND_LOOK, elsewhere.INVALID, elsewhere.FORBIDDEN):
+        reason=reason, confirm_seen=confirm_seen, confirm_over_rejection=confirm_over_rejection, address=address)
+    if outcome.code in (elsewhere.SECOND_LOOK, elsewhere.OVER_REJECTION, elsewhere.INVALID, elsewhere.FORBIDDEN):
         # Nothing was decided and the page asks again: the link may be used for the next try.
         DecisionLink.objects.filter(pk=link.pk, used_at=now).update(used_at=None)
     return outcome

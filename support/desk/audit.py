@@ -29,7 +29,11 @@ CHUNK = 500  # rows read from the database at a time
 PREVIEW = 20  # rows the console page shows
 FIELDS = ("at", "record", "id", "event", "person", "person_name", "other_person", "conversation", "tool",
           "requested_arguments", "executed_arguments", "changed", "result", "status", "reason",
-          "via", "first_approval_via")
+          "via", "first_approval_via",
+          # For finance, each in a column of its own (_money()): the order, the amount as it ran (or would have:
+          # a rejection's is what was asked), as asked, its currency, and the decision in one word.
+          "order", "amount", "amount_asked", "currency", "decision")
+CURRENCY = "EUR"  # what the desk's amounts are in: the cards, the tools and staff refunds say EUR
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -113,7 +117,8 @@ def _approval_row(a: Approval, *, at, event: str, person, other, executed, reaso
             "requested_arguments": a.requested_arguments, "executed_arguments": executed,
             "changed": _changed(a.requested_arguments, executed), "result": result or None, "status": status,
             "reason": reason or a.not_run_reason, "via": via,
-            "first_approval_via": a.first_approved_via if a.first_approved_at is not None else ""}
+            "first_approval_via": a.first_approved_via if a.first_approved_at is not None else "",
+            **_money(a.requested_arguments, executed), "decision": _decision(event, a.requested_arguments, executed)}
 
 
 def _staff_actions(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
@@ -127,7 +132,7 @@ def _staff_actions(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
                "tool": action.kind, "requested_arguments": action.arguments,
                "executed_arguments": action.arguments if action.status == StaffAction.DONE else None, "changed": "",
                "result": action.result or None, "status": action.status, "reason": str(arguments.get("reason") or ""),
-               "via": "", "first_approval_via": ""}
+               "via": "", "first_approval_via": "", **_money(arguments, None), "decision": action.status}
 
 
 PROFILE_EVENTS = {ProfileRelease.REQUEST: "profile_publish_asked", ProfileRelease.PUBLISH: "profile_published",
@@ -149,7 +154,7 @@ def _profile_releases(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
                "event": PROFILE_EVENTS[release.kind], **_people(release.by, release.first_by), "conversation": "",
                "tool": "", "requested_arguments": moved, "executed_arguments": moved, "changed": changed,
                "result": None, "status": "asked" if release.kind == ProfileRelease.REQUEST else "live",
-               "reason": "", "via": "", "first_approval_via": ""}
+               "reason": "", "via": "", "first_approval_via": "", **_money(None, None), "decision": ""}
 
 
 def _team_changes(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
@@ -170,6 +175,20 @@ def _people(person, other) -> dict:
     return {"person": person.get_username() if person is not None else "",
             "person_name": staff_name(person) if person is not None else "the system",
             "other_person": other.get_username() if other is not None else ""}
+
+
+def _money(requested, executed) -> dict:
+    """The row's order and amounts: as it ran (else as asked) and as asked; "" where the request names none."""
+    asked = requested if isinstance(requested, dict) else {}
+    ran = executed if isinstance(executed, dict) else asked
+    amount, amount_asked = str(ran.get("amount") or ""), str(asked.get("amount") or "")
+    return {"order": str(asked.get("order_id") or ""), "amount": amount, "amount_asked": amount_asked,
+            "currency": CURRENCY if amount or amount_asked else ""}
+
+
+def _decision(event: str, requested, executed) -> str:
+    """approved, edited (approved with changes), rejected, expired or first_approval (its changes: `changed`)."""
+    return "edited" if event == Approval.APPROVED and _changed(requested, executed) else event
 
 
 def _changed(requested, executed) -> str:

@@ -38,10 +38,13 @@ def _one(public_id: str, *, user, approve: bool, reason: str) -> dict:
                         approval)
     try:
         decided = gate.approval_decide(approval=approval, user=user, approve=approve, reason=reason,
-                                       confirm_seen=False, first_allowed=False, channel=Approval.BULK)
+                                       confirm_seen=False, first_allowed=False, channel=Approval.BULK,
+                                       confirm_over_rejection=False)
     except gate.NeedsSecondLook:
         return _outcome(public_id, REFUSED, "needs_second_look", "The customer wrote after this was requested: "
                         "open the card, read what they wrote and decide it there.", approval)
+    except gate.OverRejection as error:  # for a person to read on the card, as a flagged one
+        return _outcome(public_id, REFUSED, error.code, f"{error} Open the card and decide it there.", approval)
     except (four_eyes.NeedsSecondApprover, four_eyes.SamePerson, four_eyes.DiffersFromFirst) as error:
         return _outcome(public_id, REFUSED, error.code, str(error), approval)
     except gate.ApprovalExpired as error:

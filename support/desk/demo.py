@@ -42,7 +42,7 @@ from support.models import (
 SAVED_REPLIES = [
     ("Greeting", "Hi, I'm picking this up from our assistant and I've read everything above. Give me a moment "
                  "to check the details."),
-    ("Refund issued", "I've issued the refund to your original payment method. It usually shows within 5 to 10 "
+    ("Refund issued", "I've issued the refund to your original payment method. It usually shows within 5 "
                       "business days. Is there anything else I can help with?"),
     ("Asked the seller", "I've written to the seller about your order and asked them to look into it. I'll let "
                          "you know here as soon as they reply."),

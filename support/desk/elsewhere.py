@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from datetime import timezone as dt_timezone
-
-from django.utils import timezone
 
 from support.customers.notify import desk_url
-from support.desk import four_eyes, gate, permissions, selectors_approvals, selectors_provenance, serializers, services
+from support.desk import (four_eyes, gate, permissions, selectors_approvals, selectors_earlier, selectors_provenance,
+                          serializers, services)
 from support.models import Approval
 from support.tools import mcp
 
 # What came of a decision asked for away from the console (Outcome.code).
-FORBIDDEN, SECOND_LOOK, ALREADY_DECIDED, EXPIRED, INVALID = (
-    "forbidden", "needs_second_look", "already_decided", "expired", "invalid")
+FORBIDDEN, SECOND_LOOK, ALREADY_DECIDED, EXPIRED, INVALID, OVER_REJECTION = (
+    "forbidden", "needs_second_look", "already_decided", "expired", "invalid", gate.OverRejection.code)
 WORDS_SHOWN = 3  # the customer's latest messages shown with a request
 CHANNEL_WORDS = {Approval.CONSOLE: "in the console", Approval.BULK: "in the console, with others at once",
                  Approval.EMAIL: "from an e-mailed link", Approval.SLACK: "in Slack"}
@@ -39,9 +37,11 @@ class Outcome:
 
 
 def approval_decide_from(*, approval: Approval, user, approve: bool, channel: str, reason: str = "",
-                         confirm_seen: bool = False, address: str = "") -> Outcome:
+                         confirm_seen: bool = False, confirm_over_rejection: bool = False,
+                         address: str = "") -> Outcome:
     """Decide as `user` from `channel` (Approval.EMAIL or SLACK), with the console's rules. A refusal of
-    permission is logged on support.security, as the console's 403s are."""
+    permission is logged on support.security, as the console's 403s are. confirm_over_rejection: the person
+    confirmed the earlier rejection on the order they were shown (the decide page's tick; Slack never does)."""
     if approval.tool_call_id is None:  # a colleague's own refund (four eyes): decided on its card in the console
         return Outcome(False, FORBIDDEN, "A colleague's own refund is approved on its card in the console.")
     arguments = approval.arguments_to_run() if approve else None  # what runs: checked as the console checks it
@@ -52,9 +52,11 @@ def approval_decide_from(*, approval: Approval, user, approve: bool, channel: st
         return Outcome(False, FORBIDDEN, refusal)
     try:
         gate.approval_decide(approval=approval, user=user, approve=approve, reason=reason,
-                             confirm_seen=confirm_seen, channel=channel)
+                             confirm_seen=confirm_seen, channel=channel, confirm_over_rejection=confirm_over_rejection)
     except gate.NeedsSecondLook as error:
         return Outcome(False, SECOND_LOOK, str(error))
+    except gate.OverRejection as error:
+        return Outcome(False, OVER_REJECTION, str(error))
     except gate.ApprovalExpired as error:
         return Outcome(False, EXPIRED, str(error))
     except services.AlreadyDecided as error:
@@ -99,11 +101,7 @@ def person(user) -> str:
     return user.get_full_name() or user.get_username()
 
 
-def moment(at: datetime) -> str:
-    """"14:02 UTC", or "14:02 UTC on 3 Dec 2026" when not today."""
-    at = at.astimezone(dt_timezone.utc)
-    today = timezone.now().astimezone(dt_timezone.utc).date()
-    return f"{at:%H:%M} UTC" if at.date() == today else f"{at:%H:%M} UTC on {at.day} {at:%b %Y}"
+moment = selectors_earlier.moment  # "14:02 UTC", or "14:02 UTC on 3 Dec 2026" when not today
 
 
 # -- what a person sees of the request away from the console -------------------------------------------------
@@ -125,6 +123,8 @@ class Essentials:
     first: str  # who approved first and as what (four eyes), else ""
     warning: str  # the card's warning: text a third party wrote gives the agent instructions, else ""
     flagged: list[tuple[str, str]]  # (what it is, an excerpt) of each such text, shown as text
+    earlier: list[str]  # the earlier decisions on the order, newest first, in words (selectors_earlier)
+    rejection: str  # the earlier rejection approving must confirm, in words, else ""
     said: list[Said]  # the customer's latest messages, oldest first
     said_since: int  # how many the customer wrote after the request
     expires_at: datetime
@@ -160,12 +160,15 @@ def approval_essentials(approval: Approval) -> Essentials:
     args = _shown_arguments(approval)
     field = "amount" if approval.tool_call.name == "issue_refund" else mcp.amount_field(approval.tool_call.name)
     flagged = selectors_provenance.flagged_texts(context["provenance"])
+    earlier = selectors_earlier.earlier_for([approval])[approval.pk]
     return Essentials(
         summary=context["summary"], why=context["why"],
         customer=f"{customer.name} <{customer.email}>" if customer.name else customer.email,
         order=context["order"], amount=str(args[field]) if field and args.get(field) is not None else None,
         first=first_words(approval) if approval.pending else "",
         warning=context["provenance"]["warning"] if flagged else "", flagged=flagged,
+        earlier=selectors_earlier.lines(earlier),
+        rejection=selectors_earlier.refusal(earlier.rejection) if earlier.rejection else "",
         said=said, said_since=serializers.customer_messages_since(approval).count(),
         expires_at=selectors_approvals.effective_expiry(approval),
         large_refund=permissions.is_large_refund(approval.tool_call.name, args),

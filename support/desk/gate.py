@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from support.agent.tools import ToolContext, ToolError
-from support.desk import four_eyes, serializers, staff_actions
+from support.desk import four_eyes, selectors_earlier, serializers, staff_actions
 from support.desk.services import AlreadyDecided, InvalidArguments, conversation_flag, run_enqueue
 from support.models import Approval, Run, ToolCall
 from support.ops import metrics, tracing
@@ -43,12 +43,16 @@ def _expired(now) -> Q:
     return Q(expires_at__lte=now) | Q(requested_at__lte=now - timedelta(seconds=settings.APPROVAL_TIMEOUT_SECONDS))
 
 
+OverRejection = selectors_earlier.OverRejection  # approving against an earlier rejection, unconfirmed
+
+
 class NeedsSecondLook(Exception):
     """The customer wrote after the call was requested: approving needs a person to confirm they read it."""
 
 
 def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, reason: str = "",
-                    confirm_seen: bool = True, channel: str = "", first_allowed: bool = True) -> Approval:
+                    confirm_seen: bool = True, channel: str = "", first_allowed: bool = True,
+                    confirm_over_rejection: bool = True) -> Approval:
     """Write a staff decision once, while the approval is in time. Approval may carry edited arguments,
     validated against the tool's schema. AlreadyDecided when someone decided first; ApprovalExpired once
     its time is up, whatever the sweeper has done (this request then expires it, as the sweeper would).
@@ -82,6 +86,9 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
             if not confirm_seen and approval.run_id and serializers.customer_messages_since(approval).exists():
                 raise NeedsSecondLook("The customer wrote after this was requested; read their messages and "
                                       "confirm you have seen them to approve.")
+            rejection = None if confirm_over_rejection else selectors_earlier.rejection_before(approval)
+            if rejection is not None:
+                raise OverRejection(selectors_earlier.refusal(rejection))
             step = four_eyes.step(approval, user, state, executed=executed, edited=edited)
             if step == four_eyes.FIRST and not first_allowed:
                 raise four_eyes.NeedsSecondApprover(four_eyes.NEEDS_TWO)

@@ -368,7 +368,8 @@ def decisions_and_rejections(run: Run, conversation: Conversation) -> tuple[dict
             waiting.append(a.tool_call.call_id)
         if a.run_id == run.pk and a.decided_at is not None:
             if a.decision == Approval.APPROVED:
-                decisions[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments)
+                decisions[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments,
+                                                                reason=a.reason)
             else:
                 decisions[a.tool_call.call_id] = agent.Decision(
                     approved=False, reason=a.reason, by="the system" if a.decision == Approval.EXPIRED else "staff")

@@ -16,13 +16,14 @@ from django.conf import settings
 from django.db.models import OuterRef, Q
 
 from support.customers.identity import shop_customer_id
-from support.desk import permissions, selectors_inbox, serializers, staff_actions
-from support.models import Conversation, Message, StaffAction, UndeliverableAddress
+from support.desk import permissions, selectors_earlier, selectors_inbox, serializers, staff_actions
+from support.models import Approval, Conversation, Message, StaffAction, UndeliverableAddress
 from support.shop import port, shop
 from support.tools.common import money
 
 log = logging.getLogger(__name__)
 
+CHANGED = "changed"  # by_staff's mark of an agent's refund whose amount a person chose
 LATEST_SCANS = 3
 OTHER_CONVERSATIONS = 10
 
@@ -34,6 +35,8 @@ def _ts(value):
 def _refund_json(refund: port.RefundRecord, by_staff: dict) -> dict:
     if refund.id in by_staff:
         by = by_staff[refund.id] or "staff"
+    elif (CHANGED, refund.idempotency_key) in by_staff:  # the agent asked, a person chose the amount
+        by = by_staff[(CHANGED, refund.idempotency_key)]
     elif refund.idempotency_key:
         by = "the agent"
     else:
@@ -68,11 +71,22 @@ def _order_json(order: port.Order, scope: str | None, by_staff: dict, user, can_
     }
 
 
-def _staff_refunds(customer) -> dict:
-    """{refund id: the name of the staff member who issued it}, from the desk's own record of staff actions."""
+def _staff_refunds(customer, orders: list) -> dict:
+    """{refund id: the name of the staff member who issued it}, from the desk's own record of staff actions, and
+    {(CHANGED, the agent's call's key): "Kim (the agent asked 64.00 EUR)"} for the agent's refunds whose amount
+    the approving person changed: the amount is theirs, not the agent's."""
     done = StaffAction.objects.filter(conversation__customer=customer, kind=StaffAction.REFUND,
                                       status=StaffAction.DONE).select_related("user")
-    return {a.result.get("refund_id"): serializers.staff_name(a.user) if a.user_id else None for a in done}
+    found = {a.result.get("refund_id"): serializers.staff_name(a.user) if a.user_id else None for a in done}
+    keys = [r.idempotency_key for o in orders for r in o.refunds if r.idempotency_key]
+    approved = Approval.objects.filter(tool_call__idempotency_key__in=keys, decision=Approval.APPROVED) \
+        .select_related("tool_call", "decided_by") if keys else []
+    for a in approved:
+        if selectors_earlier.verdict(a) == "edited":
+            found[(CHANGED, a.tool_call.idempotency_key)] = (
+                f"{serializers.staff_name(a.decided_by) or 'a former colleague'} "
+                f"(the agent asked {a.requested_arguments.get('amount')} EUR)")
+    return found
 
 
 def _setting_money(value) -> str | None:
@@ -91,7 +105,7 @@ def conversation_context(conversation: Conversation, user) -> dict:
         log.warning("context of %s: the shop did not answer (%s)", conversation.public_id, away)
         orders, shop_away = [], ("The shop can't be reached right now, so this customer's orders and refunds "
                                  "can't be shown. Try again in a minute.")
-    by_staff = _staff_refunds(customer)
+    by_staff = _staff_refunds(customer, orders)
     # Conversations nobody wrote in are not shown (nor counted): there is nothing in them to go to.
     theirs = Conversation.objects.filter(Q(pk=conversation.pk) | Q(selectors_inbox.said_anything(OuterRef("pk"))),
                                          customer=customer)

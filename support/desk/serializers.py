@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from support.customers.attachments import message_fields
 from support.customers.words import staff_name
-from support.desk import announce, deadlines, permissions, selectors_approvals
+from support.desk import announce, deadlines, permissions, selectors_approvals, selectors_earlier
 from support.live import events
 from support.ops import tracing
 from support.tools import mcp
@@ -84,9 +84,18 @@ def step_json(step: Step) -> dict:
 SINCE_SHOWN = 20  # customer messages shown on an approval card; the count says how many there are in all
 
 
-def approval_json(approval: Approval) -> dict:
+def approvals_json(approvals) -> list[dict]:
+    """Cards for a page of approvals: their earlier decisions read in one query for all of them."""
+    approvals = list(approvals)
+    earlier = selectors_earlier.earlier_for(approvals)
+    return [approval_json(a, earlier=earlier[a.pk]) for a in approvals]
+
+
+def approval_json(approval: Approval, *, earlier: selectors_earlier.Earlier | None = None) -> dict:
+    if earlier is None:
+        earlier = selectors_earlier.earlier_for([approval])[approval.pk]
     if approval.staff_action_id:
-        return _staff_refund_json(approval)
+        return _staff_refund_json(approval, earlier)
     call = approval.tool_call
     executed = approval.executed_arguments
     since = customer_messages_since(approval)
@@ -107,6 +116,9 @@ def approval_json(approval: Approval) -> dict:
         # the policies the agent read, the customer's words, the form's fields, the expiry.
         "context": selectors_approvals.approval_context(approval),
         **four_eyes_json(approval),
+        # Decisions on the same order before this one, newest first; approving over a rejection needs
+        # confirm_over_rejection (gate.approval_decide).
+        "earlier_decisions": selectors_earlier.earlier_json(earlier),
     }
 
 
@@ -129,7 +141,7 @@ def _decision_json(approval: Approval) -> dict:
     }
 
 
-def _staff_refund_json(approval: Approval) -> dict:
+def _staff_refund_json(approval: Approval, earlier: selectors_earlier.Earlier) -> dict:
     """A staff member's own refund above SECOND_APPROVAL_ABOVE, waiting for another person: a card of the
     same shape (no run, no call, nothing the customer wrote to confirm), with what became of the refund."""
     action = approval.staff_action
@@ -140,7 +152,7 @@ def _staff_refund_json(approval: Approval) -> dict:
         "customer_messages_since": [], "customer_messages_since_count": 0, "needs_second_look": False,
         "context": selectors_approvals.staff_refund_context(approval),
         "staff_action": {"id": str(action.public_id), "status": action.status, "result": action.result},
-        **four_eyes_json(approval),
+        **four_eyes_json(approval), "earlier_decisions": selectors_earlier.earlier_json(earlier),
     }
 
 

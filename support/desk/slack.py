@@ -87,6 +87,9 @@ def message(approval: Approval) -> tuple[str, list[dict]]:
     if e.first:
         blocks.append({"type": "section", "block_id": "first", "text": _plain(
             f"{e.first}. Approving it is the second approval, and it runs.")})
+    if e.earlier:  # plain_text: the reasons are as the staff wrote them
+        blocks.append({"type": "section", "block_id": "earlier", "text": _plain(
+            "Earlier decisions on this order:\n" + "\n".join(e.earlier))})
     if e.said:
         quoted = "\n".join(f"“{s.text}” ({s.at:%d %b, %H:%M} UTC{', after the agent asked' if s.after_request else ''})"
                            for s in e.said)
@@ -130,6 +133,15 @@ def second_look(approval: Approval, why: str) -> list[dict]:
             {"type": "actions", "elements": [
                 _button("I have read it: approve", APPROVE_SEEN, str(approval.public_id), "primary"),
                 _button("Open in the console", OPEN, url=e.console_url)]}]
+
+
+def over_rejection(approval: Approval, why: str) -> list[dict]:
+    """An ephemeral note to the person who pressed Approve over an earlier rejection on the order: Slack does
+    not approve over one; the console's card (or an e-mailed link's page) asks for the confirmation."""
+    return [{"type": "section", "text": _plain(f"{why} Slack does not approve over an earlier rejection: "
+                                               "open the card in the console to confirm it there.")},
+            {"type": "actions", "elements": [
+                _button("Open in the console", OPEN, url=elsewhere.approval_essentials(approval).console_url)]}]
 
 
 def reason_modal(approval: Approval) -> dict:

@@ -144,10 +144,10 @@ def _refund_refusal(user, value: Decimal) -> ActionRefused | None:
 
 
 REFUND_NOTICE = _("We've refunded %(amount)s %(currency)s on order %(order)s to your original payment method. "
-                  "It usually shows within 5 to 10 business days.")
+                  "It usually shows within 5 business days.")
 REFUND_NOTICE_WITH_REFERENCE = _("We've refunded %(amount)s %(currency)s on order %(order)s to your original "
-                                 "payment method (refund reference %(reference)s). It usually shows within 5 to "
-                                 "10 business days.")
+                                 "payment method (refund reference %(reference)s). It usually shows within 5 "
+                                 "business days.")
 
 
 def refund_notice(amount: Decimal, order: port.Order, reference: str = "",

@@ -446,7 +446,7 @@ def _conversations_with_pending_approvals() -> set[str]:
 def _pending_approvals_json(conversation_key: str) -> list[dict]:
     approvals = (Approval.objects.filter(run__conversation__public_id=conversation_key, decided_at__isnull=True)
                  .select_related("tool_call", "run__conversation", "decided_by").order_by("requested_at"))
-    return [serializers.approval_json(a) for a in approvals]
+    return serializers.approvals_json(approvals)
 
 
 def _replay_read(conversation, after_seq: int, staff: bool, seen: bool):

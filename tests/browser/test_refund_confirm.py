@@ -45,10 +45,12 @@ def test_a_large_refund_is_confirmed_in_a_dialog_and_cancel_sends_nothing(site, 
     expect(dialog).not_to_contain_text("colleague")  # four eyes are off on this site
     yes, no = dialog.get_by_test_id("refund-confirm-confirm"), dialog.get_by_test_id("refund-confirm-cancel")
     expect(yes).to_have_text("Refund 300.00 EUR")
+    expect(no).to_be_focused()  # the safe answer first: Enter on the opened dialog never pays
+    page.keyboard.press("Tab")  # round again, never behind the dialog
     expect(yes).to_be_focused()
     page.keyboard.press("Tab")
     expect(no).to_be_focused()
-    page.keyboard.press("Tab")  # round again, never behind the dialog
+    page.keyboard.press("Shift+Tab")
     expect(yes).to_be_focused()
     page.keyboard.press("Shift+Tab")
     expect(no).to_be_focused()
@@ -66,6 +68,12 @@ def test_a_large_refund_is_confirmed_in_a_dialog_and_cancel_sends_nothing(site, 
     page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)
     expect(order.get_by_test_id("context-refundable")).to_have_text("480.00 EUR")
+    assert refunds() == [] and not StaffAction.objects.filter(conversation=conversation).exists()
+
+    submit.click()  # Enter, pressed at once, answers Cancel: nothing is paid
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Enter")
+    expect(dialog).to_have_count(0)
     assert refunds() == [] and not StaffAction.objects.filter(conversation=conversation).exists()
 
     # Up to the limit: no question, the refund is made.

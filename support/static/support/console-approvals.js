@@ -12,6 +12,7 @@
 
 import { ApiError, staffApi } from "./console-api.js";
 import { ArgumentsForm } from "./console-approval-form.js";
+import { confirmOverRejection, earlierEl } from "./console-approval-earlier.js";
 import { provenanceEl } from "./console-approval-provenance.js";
 import { customers } from "./console-store.js";
 import { filesEl } from "./console-transcript.js";
@@ -201,7 +202,7 @@ export class ApprovalCard {
     const hadFocus = this.el.contains(document.activeElement);
     const focusedTestid = hadFocus ? document.activeElement.dataset.testid : null;
     // A live update (the customer wrote) must not wipe what this person was typing.
-    const typed = { args: this.form?.typed(), reason: this.reason?.value };
+    const typed = { args: this.form?.typed(), reason: this.reason?.value, why: this.changeWhy?.value };
     this.viewer = knownViewer(() => this.render());
     this.seenBox = null;
     const titleId = uniqueId("approval-title");
@@ -235,6 +236,7 @@ export class ApprovalCard {
     this.titleEl = this.el.querySelector(".approval-title");
     if (a.status === "pending" && this.openForm) {
       if (typed.args && this.openForm === "edit") this.form.restore(typed.args);
+      if (typed.why !== undefined && this.openForm === "edit") this.changeWhy.value = typed.why;
       if (typed.reason !== undefined && this.openForm === "reject") this.reason.value = typed.reason;
     }
     if (hadFocus && !this.el.contains(document.activeElement)) {
@@ -268,6 +270,7 @@ export class ApprovalCard {
     const origin = provenanceEl(c.provenance);
     const warned = Boolean(origin && c.provenance.flagged);
     if (warned) parts.push(origin);
+    parts.push(earlierEl(a.earlier_decisions));
     if (c.why) {
       parts.push(h("p", { class: "approval-why", "data-testid": "approval-why" },
         h("span", { class: "muted" }, a.tool === "staff_refund" ? "Their reason: " : "Agent's reason: "), c.why));
@@ -387,9 +390,15 @@ export class ApprovalCard {
     const name = (value) => { submitEdited.textContent = value ? `Approve ${money(value)}` : amount ? "Approve this amount" : "Approve with these values"; };
     this.form = new ArgumentsForm({ approval: a, viewer: this.viewer, onAmount: name });
     name(this.form.amountToApprove());
+    const whyId = uniqueId("why");
+    // Why the change, in words this person chooses to share: the agent passes them on to the customer.
+    this.changeWhy = h("input", { id: whyId, type: "text", class: "text-input", "data-testid": "change-reason-input",
+      maxlength: "2000", autocomplete: "off", "aria-describedby": `${whyId}-hint` });
     this.editForm = h("form", { id: editId, class: "decide-form", hidden: true, novalidate: true, "aria-label": "Change what runs",
       onsubmit: (e) => { e.preventDefault(); this.approveEdited(); } },
       this.form.el,
+      h("label", { for: whyId }, "Why (optional)"), this.changeWhy,
+      h("p", { class: "hint", id: `${whyId}-hint` }, "The agent tells the customer these words as you write them."),
       h("p", { class: "hint" }, "Ctrl+Enter approves, Esc cancels. The agent tells the customer what was approved."),
       h("div", { class: "actions" }, submitEdited,
         h("button", { type: "button", class: "btn btn-quiet", "data-testid": "edit-cancel-button",
@@ -397,7 +406,9 @@ export class ApprovalCard {
 
     const reasonId = uniqueId("reason");
     this.reason = h("input", { id: reasonId, type: "text", class: "text-input", "data-testid": "reason-input",
-      required: true, maxlength: "2000", autocomplete: "off", "aria-describedby": `${reasonId}-hint` });
+      required: true, maxlength: "2000", autocomplete: "off", "aria-describedby": `${reasonId}-hint`,
+      // "Write a reason" goes once there is one: an error must not outlive what it was about.
+      oninput: () => { if (this.reason.value.trim() && !this.error.hidden) this.showError(""); } });
     this.rejectForm = h("form", { id: rejectId, class: "decide-form", hidden: true, novalidate: true, "aria-label": "Reject",
       onsubmit: (e) => { e.preventDefault(); this.rejectWithReason(); } },
       h("label", { for: reasonId }, "Reason (required)"),
@@ -504,7 +515,7 @@ export class ApprovalCard {
     const args = this.form.values();
     if (!args) return; // the form shows what is wrong next to the field
     const same = sameJson(args, this.approval.requested_arguments);
-    this.decide({ approve: true, args: same ? undefined : args, edited: true });
+    this.decide({ approve: true, args: same ? undefined : args, edited: true, reason: this.changeWhy.value.trim() });
   }
 
   rejectWithReason() {
@@ -533,13 +544,15 @@ export class ApprovalCard {
       this.form.showError("amount", `Refunds above ${money(this.viewer.large_refund_threshold)} need a support lead to approve. Lower the amount, or ask a lead.`);
       return;
     }
+    const rejection = approve ? this.approval.earlier_decisions?.rejection : null;
+    if (rejection && !(await confirmOverRejection(rejection))) return;
     this.busy = true;
     this.el.setAttribute("aria-busy", "true");
     for (const button of this.el.querySelectorAll("button")) button.disabled = true;
     let decided = null;
     try {
-      const body = approve ? { ...(args === undefined ? {} : { arguments: args }), ...(confirmSeen ? { confirm_seen: true } : {}) }
-        : { reason };
+      const body = approve ? { ...(args === undefined ? {} : { arguments: args }), ...(confirmSeen ? { confirm_seen: true } : {}),
+        ...(rejection ? { confirm_over_rejection: true } : {}), ...(reason ? { reason } : {}) } : { reason };
       const { approval } = await staffApi.decide(this.approval.id, approve ? "approve" : "reject", body);
       decided = approval;
     } catch (error) {
@@ -551,6 +564,12 @@ export class ApprovalCard {
         this.seenThrough = 0;
         if (!error.approval || !this.store.upsert(error.approval)) this.render();
         this.showError(SECOND_LOOK, this.seenBox);
+        return;
+      }
+      if (error instanceof ApiError && error.code === "earlier_rejection") {
+        // Rejected on the order meanwhile: the card shows it now, and Approve asks first.
+        if (!error.body?.approval || !this.store.upsert(error.body.approval)) this.render();
+        this.showError(error.message);
         return;
       }
       if (error instanceof ApiError && error.status === 409) {

@@ -160,6 +160,7 @@ export function confirmDialog({ title, text, confirm, cancel = "Cancel", testid 
     });
     document.body.appendChild(dialog);
     dialog.showModal(); // Esc cancels (the "cancel" event closes it with the answer false)
-    yes.focus();
+    no.focus(); // the safe answer first: Enter on an opened dialog never pays, approves or sends
+
   });
 }

@@ -43,6 +43,12 @@ export class Alerts {
     this.optin = optin;
     this.soundButton = sound;
     this.region = region;
+    // The space the alerts take at the window's bottom right, for the layout to keep clear
+    // (--alerts-space: the conversation page's side card ends above them, so they cover none of its buttons).
+    if (region && window.ResizeObserver) {
+      new ResizeObserver(() => document.documentElement.style.setProperty("--alerts-space",
+        region.childElementCount ? `${region.offsetHeight + 16}px` : "0px")).observe(region);
+    }
     this.baseTitle = document.title;
     this.counts = null;
     this.needing = null; // ids of conversations needing a person that nobody has, as last counted

@@ -84,6 +84,7 @@ def _submitted(request, link: DecisionLink):
     reason = request.POST.get("reason", "")
     outcome = approval_links.link_decide(
         link=link, user=request.user, reason=reason, confirm_seen=request.POST.get("confirm_seen") == "yes",
+        confirm_over_rejection=request.POST.get("confirm_over_rejection") == "yes",
         address=permissions.request_address(request))
     approval = link.approval
     conversation = approval.run.conversation
@@ -91,7 +92,7 @@ def _submitted(request, link: DecisionLink):
         return _headers(console_page(request, "decide_message.html", "decide", heading=outcome.code.capitalize(),
                                      text=outcome.text, key="done", conversation=str(conversation.public_id),
                                      summary=_summary(approval)))
-    if outcome.code in (elsewhere.SECOND_LOOK, elsewhere.INVALID):  # the page again, saying what is missing
+    if outcome.code in (elsewhere.SECOND_LOOK, elsewhere.OVER_REJECTION, elsewhere.INVALID):  # the page again, saying what is missing
         return _confirm(request, link, error=outcome.text, reason=reason, status=400)
     summary = _summary(approval)
     if outcome.code == elsewhere.FORBIDDEN:

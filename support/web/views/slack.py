@@ -92,6 +92,9 @@ def _approve_for(body, client, *, confirm_seen: bool) -> None:
     if outcome.code == elsewhere.SECOND_LOOK:
         _tell(client, body, outcome.text, blocks=slack.second_look(approval, outcome.text))
         return
+    if outcome.code == elsewhere.OVER_REJECTION:
+        _tell(client, body, outcome.text, blocks=slack.over_rejection(approval, outcome.text))
+        return
     _answer(client, body, approval, outcome)
 
 

@@ -12,7 +12,7 @@ import functools
 from django.http import HttpResponse, JsonResponse
 
 from support.desk import bulk, four_eyes, gate, permissions, selectors, services, takeover
-from support.desk.serializers import approval_json, conversation_json, message_json, run_json, step_json
+from support.desk.serializers import approval_json, approvals_json, conversation_json, message_json, run_json, step_json
 from support.customers.identity import parse_uuid
 from support.models import Approval, InboundEmail
 
@@ -65,7 +65,7 @@ def _status_filter(request, allowed, default):
 def approvals(request):
     status = _status_filter(request, selectors.APPROVAL_STATUSES, "pending")
     # `viewer`: what this staff member may decide, so the console offers only that.
-    return JsonResponse({"approvals": [approval_json(a) for a in selectors.approvals_list(status)],
+    return JsonResponse({"approvals": approvals_json(selectors.approvals_list(status)),
                          "viewer": permissions.viewer_json(request.user)})
 
 
@@ -74,12 +74,21 @@ def approvals(request):
 def approve(request, public_id):
     approval = _approval(public_id)
     body = json_body(request)
-    confirm_seen = body.get("confirm_seen", False)
-    if not isinstance(confirm_seen, bool):
-        raise ApiError(400, "confirm_seen must be true or false.")
+    confirm_seen, confirm_over_rejection = _flag(body, "confirm_seen"), _flag(body, "confirm_over_rejection")
     arguments = body.get("arguments")
+    reason = body.get("reason") or ""  # why a changed amount: the agent passes it on to the customer as written
+    if not isinstance(reason, str):
+        raise ApiError(400, "reason must be text.")
     _may_decide(request, approval, approve=True, arguments=approval.arguments_to_run(arguments))
-    return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen)
+    return _decide(request, approval, approve=True, arguments=arguments, confirm_seen=confirm_seen,
+                   confirm_over_rejection=confirm_over_rejection, reason=reason)
+
+
+def _flag(body: dict, name: str) -> bool:
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise ApiError(400, f"{name} must be true or false.")
+    return value
 
 
 @api("POST")
@@ -141,7 +150,7 @@ def _decide(request, approval, **decision):
     except gate.NeedsSecondLook as error:
         # The card as it is now, so the console shows what the customer wrote before asking again.
         return _refused(approval, "needs_second_look", error)
-    except (four_eyes.SamePerson, four_eyes.DiffersFromFirst) as error:
+    except (four_eyes.SamePerson, four_eyes.DiffersFromFirst, gate.OverRejection) as error:
         return _refused(approval, error.code, error)
     except services.AlreadyDecided as error:  # or ApprovalExpired: the text says which
         return _refused(approval, "conflict", error)
@@ -193,7 +202,7 @@ def conversation(request, public_id):
         "conversation": conversation_json(conversation, staff=True),
         "messages": [message_json(m, staff=True) for m in detail.messages],
         "runs": [{**run_json(run), "steps": [step_json(s) for s in run.steps.all()]} for run in detail.runs],
-        "approvals": [approval_json(a) for a in detail.approvals],
+        "approvals": approvals_json(detail.approvals),
     })
 
 
