@@ -14,7 +14,8 @@ ALEX = ("alex", "alex-demo-pw")
 
 
 def alex_user():
-    """A second staff member (a Support agent, first name Alex), created once."""
+    """A second staff member (a Support agent, first name Alex), created once, or made an agent if the demo
+    seeded Alex as a lead."""
     from django.contrib.auth import get_user_model
 
     from support.desk import permissions
@@ -23,7 +24,7 @@ def alex_user():
     user.first_name, user.is_staff, user.is_active = "Alex", True, True
     user.set_password(ALEX[1])
     user.save()
-    user.groups.add(permissions.ensure_groups()[permissions.AGENTS])
+    user.groups.set([permissions.ensure_groups()[permissions.AGENTS]])  # an agent only (the demo seeds a lead Alex)
     return user
 
 

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from support.models import Attachment
 from tests.browser import conftest
-from tests.browser.conftest import agent_messages, ask, open_widget, widget_conversation
+from tests.browser.conftest import agent_messages, ask, open_widget, refundable_again, widget_conversation
 from tests.browser.test_approval_cards import snap
 
 # The worker's model reads images (the stand-in does): photos reach it as image parts. Set before the
@@ -50,6 +50,7 @@ def loaded(image) -> bool:
 
 
 def test_a_photo_reaches_the_agent_and_staff(site, customer_page, staff_page, model_control, tmp_path):
+    refundable_again("SU-41402")  # earlier tests' refunds and decisions on the order out of the way
     customer = customer_page()
     open_widget(customer)
     ask(customer, "My speakers from SU-41402 arrived cracked, I can send a photo.")
