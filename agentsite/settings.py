@@ -596,6 +596,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A conversation nobody wrote in (only its system prompt) is deleted once this old, by the hourly beat task
 # below. The widget makes none (its first message creates the conversation); an API client may.
 EMPTY_CONVERSATION_HOURS = env_float("EMPTY_CONVERSATION_HOURS", 24.0, minimum=1.0)
+# Reports (docs/reports.md): a conversation with no message for this long counts as done (resolved or abandoned).
+REPORTS_IDLE_HOURS = env_float("REPORTS_IDLE_HOURS", 24.0, minimum=1.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "support.tasks.sweep", "schedule": RUN_SWEEP_SECONDS},
     "reply-emails": {"task": "support.tasks.send_reply_emails", "schedule": REPLY_EMAIL_SWEEP_SECONDS},

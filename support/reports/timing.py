@@ -1,0 +1,65 @@
+"""First response, time to resolution and CSAT, the agent against people."""
+
+from __future__ import annotations
+
+from django.db.models import Avg, Count, Min, Q, QuerySet
+
+from support.models import Message, Rating
+
+from . import outcomes
+from .scope import Filters, person_involved
+from .stats import p50_p90, ratio
+
+
+def first_response(conversations: QuerySet) -> dict:
+    """First response time in seconds, p50 and p90: from the customer's first message to the first answer
+    after it, split by who answered first (the agent, or a person). Conversations nobody answered yet are
+    left out."""
+    rows = conversations.annotate(
+        asked=_first(Q(messages__author=Message.CUSTOMER)),
+        agent_at=_first(Q(messages__author=Message.AGENT, messages__content__gt="")),
+        staff_at=_first(Q(messages__author=Message.STAFF)),
+    ).values_list("asked", "agent_at", "staff_at")
+    agent, people = [], []
+    for asked, agent_at, staff_at in rows:
+        answers = [(t, who) for t, who in ((agent_at, agent), (staff_at, people)) if t and asked and t >= asked]
+        if answers:
+            at, who = min(answers, key=lambda a: a[0])
+            who.append((at - asked).total_seconds())
+    return {"agent": p50_p90(agent), "people": p50_p90(people)}
+
+
+def _first(which: Q) -> Min:
+    return Min("messages__created_at", filter=which)
+
+
+def time_to_resolution(conversations: QuerySet, filters: Filters) -> dict:
+    """Time to resolution in seconds, p50 and p90: for the agent, from the start to the end of the run that
+    resolved it (the conversations resolved by the agent); for people, from the start to the close, over the
+    closed conversations (not reopened) a person took part in."""
+    resolved = outcomes.resolved_by_agent(conversations, filters).annotate(
+        resolved_at=outcomes.last_run("finished_at")).values_list("created_at", "resolved_at")
+    closed = conversations.filter(person_involved(), outcomes.closed())
+    people = [(c - s).total_seconds() for s, c in closed.values_list("created_at", "closed_at")]
+    agent = [(r - s).total_seconds() for s, r in resolved if r]
+    return {"agent": p50_p90(agent), "people": p50_p90(people)}
+
+
+def rated_agent_only(conversations: QuerySet) -> QuerySet:
+    """Rated, agent alone: the new conversations the customer rated in which no person took part."""
+    return conversations.filter(rating__isnull=False).exclude(person_involved())
+
+
+def rated_with_person(conversations: QuerySet) -> QuerySet:
+    """Rated, with a person: the new conversations the customer rated in which a person took part."""
+    return conversations.filter(rating__isnull=False).filter(person_involved())
+
+
+def csat(rated: QuerySet) -> dict:
+    """CSAT: the share of ratings that are 4 or 5 (and the average score, 1 to 5), over rated conversations."""
+    scores = Rating.objects.filter(conversation__in=rated.values("pk")).aggregate(
+        n=Count("pk"), good=Count("pk", filter=Q(score__gte=4)), average=Avg("score"))
+    average = scores["average"]
+    return {"count": scores["n"], "csat": ratio(scores["good"], scores["n"]),
+            "average": None if average is None else round(float(average), 2)}
+
