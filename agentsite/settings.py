@@ -273,6 +273,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 
+# A read replica (docs/deploy.md): with DATABASE_REPLICA_URL, the reports' reads go to it through the router;
+# writes and every other read stay on default. Its connection takes default's options (timeouts, pool size).
+# In tests the alias mirrors default, so report reads see the test's rows.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL", "")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(DATABASE_REPLICA_URL, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"],
+                                                 conn_health_checks=True)
+    if DATABASES["replica"]["ENGINE"] == DATABASES["default"]["ENGINE"]:
+        _replica_options = {**DATABASES["default"].get("OPTIONS", {}), **DATABASES["replica"].get("OPTIONS", {})}
+        if "pool" in _replica_options:
+            _replica_options["pool"] = {**_replica_options["pool"], "name": "replica"}
+        DATABASES["replica"]["OPTIONS"] = _replica_options
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+DATABASE_ROUTERS = ["support.ops.replica.ReplicaRouter"]
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import QuerySet
 
+from support.ops.replica import on_replica
+
 from . import decisions, money, outcomes, scope, timing
 from .scope import Filters
 from .stats import ratio
@@ -77,6 +79,7 @@ def _row(group: str, label: str, value, unit: str, drill: str | None = None) -> 
     return {"group": group, "label": label, "value": value, "unit": unit, "drill": drill}
 
 
+@on_replica
 def report(filters: Filters) -> dict:
     """Every figure, JSON-ready: {"filters": ..., "figures": {key: {group, label, value, unit, drill}}} in the
     page's order. unit: count, rate (0..1), seconds, usd, eur, score; drill: the figure whose rows
@@ -137,6 +140,7 @@ def _filters_data(filters: Filters) -> dict:
             "staff_user_id": filters.staff_user_id, "time_zone": filters.time_zone}
 
 
+@on_replica
 def series(filters: Filters, figure: str, by: str = "day") -> list[tuple[date, int]]:
     """A count figure over days or weeks (weeks start on Monday), every bucket of the range listed, empty ones
     as 0. Each bucket counts the rows conversations_behind lists, by the day (in the time zone) they started or
