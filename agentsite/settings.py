@@ -620,6 +620,8 @@ CELERY_BEAT_SCHEDULE = {
     # Conversations nobody wrote in (an API client opened one and left), once EMPTY_CONVERSATION_HOURS old.
     "empty-conversations": {"task": "support.tasks.delete_empty_conversations", "schedule": 3600},
     "approval-nudges": {"task": "support.tasks.nudge_approvals", "schedule": APPROVAL_NUDGE_SWEEP_SECONDS},
+    # The reports' daily roll-up (docs/reports.md): hourly, so the first run after a day closes writes it.
+    "reports-roll-up": {"task": "support.tasks.roll_up_reports", "schedule": 3600},
 }
 if INBOUND_IMAP_HOST:
     CELERY_BEAT_SCHEDULE["inbound-mailbox"] = {"task": "support.tasks.poll_mailbox", "schedule": INBOUND_IMAP_POLL_SECONDS}

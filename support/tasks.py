@@ -6,6 +6,7 @@ from slack_sdk.errors import SlackApiError
 from support.customers import attachments, notify, signin
 from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack
 from support.ops import sweeper
+from support.reports import daily
 from support.trials import draft_test_execute
 
 
@@ -41,6 +42,13 @@ def sweep_attachment_orphans() -> int:
 def delete_empty_conversations() -> int:
     """Periodic (the beat, hourly): conversations nobody wrote in, a day old (services.conversations_empty_delete)."""
     return services.conversations_empty_delete()
+
+
+@shared_task(ignore_result=True)
+def roll_up_reports() -> int:
+    """Periodic (the beat, hourly): each closed day not yet rolled up (support/reports/daily.py), so the
+    first run after a day closes writes it. Safe to run twice at once: a day's rows are written once."""
+    return len(daily.report_days_roll_up())
 
 
 @shared_task(ignore_result=True)

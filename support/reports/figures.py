@@ -8,7 +8,7 @@ the range's rows (stats.percentile, interpolated as PostgreSQL's percentile_cont
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Callable
 from zoneinfo import ZoneInfo
@@ -17,11 +17,11 @@ from django.db.models import QuerySet
 
 from support.ops.replica import on_replica
 
-from . import decisions, money, outcomes, scope, timing
+from . import decisions, money, outcomes, rollup, scope, timing
 from .scope import Filters
 from .stats import ratio
 
-__all__ = ["Filters", "COUNTS", "report", "series", "conversations_behind"]
+__all__ = ["Filters", "COUNTS", "count_figures", "report", "series", "conversations_behind"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,18 @@ def conversations_behind(filters: Filters, figure: str) -> QuerySet:
     return count.select(_SCOPES[count.scope](filters), filters)
 
 
+def count_figures(filters: Filters) -> dict[str, int]:
+    """Every count figure of COUNTS: the closed days from the daily roll-up, the other days counted live
+    (rollup.py says which days are closed and which filters it serves); the same numbers either way."""
+    sums, live = rollup.rolled(filters)
+    counts = {key: sums.get(key, 0) for key in COUNTS}
+    for start, end in live:
+        part = replace(filters, start=start, end=end)
+        for key in COUNTS:
+            counts[key] += conversations_behind(part, key).count()
+    return counts
+
+
 def _row(group: str, label: str, value, unit: str, drill: str | None = None) -> dict:
     return {"group": group, "label": label, "value": value, "unit": unit, "drill": drill}
 
@@ -87,7 +99,7 @@ def report(filters: Filters) -> dict:
     conversations = scope.conversations(filters)
     refunds = scope.refunds(filters)
     approvals = scope.approvals(filters)
-    counts = {key: conversations_behind(filters, key).count() for key in COUNTS}
+    counts = count_figures(filters)
     figures = {key: _row(c.group, c.label, counts[key], "count", key) for key, c in COUNTS.items()}
     figures["involvement_rate"] = _row("Conversations", "Agent involvement", ratio(
         counts["agent_involved"], counts["new_conversations"]), "rate")
