@@ -52,6 +52,8 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
+        # The reports read a range of conversations by when they started (support/reports/scope.py).
+        indexes = [models.Index(fields=["created_at"], name="conversation_started")]
 
     def __str__(self) -> str:
         return f"Conversation {self.public_id} ({self.customer.email})"
