@@ -613,6 +613,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 EMPTY_CONVERSATION_HOURS = env_float("EMPTY_CONVERSATION_HOURS", 24.0, minimum=1.0)
 # Reports (docs/reports.md): a conversation with no message for this long counts as done (resolved or abandoned).
 REPORTS_IDLE_HOURS = env_float("REPORTS_IDLE_HOURS", 24.0, minimum=1.0)
+# The morning digest (docs/reports.md) is sent from this hour on (0-23, the desk's TIME_ZONE).
+REPORTS_DIGEST_HOUR = min(env_int("REPORTS_DIGEST_HOUR", 7, minimum=0), 23)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "support.tasks.sweep", "schedule": RUN_SWEEP_SECONDS},
     "reply-emails": {"task": "support.tasks.send_reply_emails", "schedule": REPLY_EMAIL_SWEEP_SECONDS},
@@ -622,6 +624,8 @@ CELERY_BEAT_SCHEDULE = {
     "approval-nudges": {"task": "support.tasks.nudge_approvals", "schedule": APPROVAL_NUDGE_SWEEP_SECONDS},
     # The reports' daily roll-up (docs/reports.md): hourly, so the first run after a day closes writes it.
     "reports-roll-up": {"task": "support.tasks.roll_up_reports", "schedule": 3600},
+    # The morning digest to the leads who asked for it, once each a day from REPORTS_DIGEST_HOUR on.
+    "reports-digest": {"task": "support.tasks.send_report_digests", "schedule": 300},
 }
 if INBOUND_IMAP_HOST:
     CELERY_BEAT_SCHEDULE["inbound-mailbox"] = {"task": "support.tasks.poll_mailbox", "schedule": INBOUND_IMAP_POLL_SECONDS}
