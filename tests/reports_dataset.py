@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone as tz
 from decimal import Decimal
 
+from django.contrib.auth import get_user_model
+
 from support.models import Approval, Conversation, Customer, Message, ProfileVersion, Rating, Run, ShopEffect, \
     StaffAction, ToolCall
 from tests.desk_factories import make_user
@@ -18,10 +20,12 @@ UTC = tz.utc
 
 class Week:
     def __init__(self):
-        self.alice = make_user("alice", staff=True)
-        self.bob = make_user("bob", staff=True)
-        self.version = ProfileVersion.objects.create(state=ProfileVersion.PUBLISHED, number=1, data={},
-                                                      published_at=self.day(1))
+        # Found when there already (a browser test's database, shared by the session's tests).
+        users = get_user_model().objects
+        self.alice = users.filter(username="alice").first() or make_user("alice", staff=True)
+        self.bob = users.filter(username="bob").first() or make_user("bob", staff=True)
+        self.version = ProfileVersion.objects.filter(number=1).first() or ProfileVersion.objects.create(
+            state=ProfileVersion.PUBLISHED, number=1, data={}, published_at=self.day(1))
         self._n = 0
         self.c = {}
         self._build()
@@ -29,7 +33,7 @@ class Week:
     # -- builders ------------------------------------------------------------------------------------------
     def conversation(self, name, start: datetime, *, channel="widget", language="en", **fields) -> Conversation:
         self._n += 1
-        customer = Customer.objects.create(name=f"Customer {name} <b>", email=f"c{self._n}@example.com")
+        customer = Customer.objects.create(name=f"Customer {name} <b>", email=f"report-{self._n}@example.com")
         c = Conversation.objects.create(customer=customer, language=language, **fields)
         Conversation.objects.filter(pk=c.pk).update(created_at=start)
         c.created_at = start
@@ -40,7 +44,7 @@ class Week:
     def message(self, c, author, at, content="", user=None, channel="widget") -> Message:
         c.last_seq += 1
         Conversation.objects.filter(pk=c.pk).update(last_seq=c.last_seq)
-        role = {Message.CUSTOMER: "user", Message.STAFF: "assistant", Message.AGENT: "assistant"}[author]
+        role = {Message.CUSTOMER: "user", Message.SYSTEM: "assistant"}.get(author, "assistant")
         m = Message.objects.create(conversation=c, seq=c.last_seq, role=role, author=author, content=content,
                                    author_user=user, channel=channel)
         Message.objects.filter(pk=m.pk).update(created_at=at)

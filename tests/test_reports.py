@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import date, timedelta
 
 import pytest
 from django.utils import timezone
 
 from support.reports.figures import COUNTS, Filters, conversations_behind, report, series
+from support.web.views import reports as reports_views
 from tests.desk_factories import make_user
 from tests.reports_dataset import Week
 
@@ -142,10 +144,118 @@ def test_filters_narrow_by_channel_language_version_and_team_member(week):
 
 def test_the_range_is_read_in_the_leads_time_zone(week):
     berlin = Filters(start=WEEK.start, end=WEEK.end, time_zone="Europe/Berlin")
-    assert "before" in names(week, berlin, "new_conversations") and "before" not in names(week, WEEK, "new_conversations")
+    assert "before" in names(week, berlin, "new_conversations")
+    assert "before" not in names(week, WEEK, "new_conversations")
 
 
 def test_a_series_over_days_and_weeks_adds_up_to_the_figure(week):
     days = series(WEEK, "new_conversations", by="day")
     assert [n for _, n in days] == [2, 2, 2, 2, 2, 1, 1] and days[0][0] == date(2026, 11, 23)
     assert series(WEEK, "approvals_asked", by="week") == [(date(2026, 11, 23), 4)]
+
+
+# -- the page, its drill-downs and its CSV: staff read them; a customer or a signed-out visitor does not -------
+
+PAGE, CSV = "/console/reports/", "/console/reports/export.csv"
+QUERY = "?start=2026-11-23&end=2026-11-29"
+
+
+@pytest.fixture
+def lead(client, week):
+    client.force_login(week.alice)
+    return client
+
+
+def page_figures(html: str) -> dict[str, str]:
+    return dict(re.findall(r'data-figure="([^"]+)" data-value="([^"]*)"', html))
+
+
+def test_only_staff_may_read_the_reports_page_its_drill_downs_and_its_csv(client, week):
+    for url in (PAGE, CSV, "/console/reports/new_conversations/"):
+        assert client.get(url).status_code == 302  # signed out: to the login page
+    client.force_login(make_user("pat", staff=False))
+    for url in (PAGE, CSV, "/console/reports/new_conversations/"):
+        response = client.get(url)
+        assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_the_page_shows_every_figure_and_the_csv_equals_it(lead):
+    html = lead.get(PAGE + QUERY).content.decode()
+    shown = page_figures(html)
+    assert shown["new_conversations"] == "12" and shown["resolved_by_agent"] == "5"
+    rows = list(csv.DictReader(io.StringIO(lead.get(CSV + QUERY).content.decode())))
+    assert {r["figure"]: r["value"] for r in rows} == {k.replace("&#x27;", "'"): v for k, v in shown.items()}
+    assert set(shown) == set(report(WEEK)["figures"])
+
+
+def test_the_page_defaults_to_the_last_seven_days(lead):
+    html = lead.get(PAGE).content.decode()
+    today = timezone.localdate()
+    last_week = Filters(start=today - timedelta(days=6), end=today)
+    assert f"{last_week.start:%-d %b %Y} to {today:%-d %b %Y}" in html
+    assert page_figures(html)["new_conversations"] == str(values(last_week)["new_conversations"])
+
+
+def test_a_wrong_range_is_said_and_the_last_seven_days_shown(lead):
+    response = lead.get(PAGE + "?start=2026-11-29&end=2026-11-23")
+    assert response.status_code == 400 and "must not come after" in response.content.decode()
+
+
+def test_each_number_on_the_page_links_to_a_list_as_long_as_it(lead):
+    html = lead.get(PAGE + QUERY).content.decode()
+    for key in COUNTS:
+        assert f'href="/console/reports/{key}/{QUERY}' in html.replace("&amp;", "&"), key
+        drill = lead.get(f"/console/reports/{key}/{QUERY}").content.decode()
+        assert drill.count('data-testid="drill-row"') == int(page_figures(html)[key]), key
+
+
+def test_the_drill_down_links_each_conversation_and_an_unknown_figure_is_404(lead, week):
+    drill = lead.get(f"/console/reports/abandoned/{QUERY}").content.decode()
+    assert f'/console/conversations/{week.c["abandoned"].public_id}/' in drill
+    assert lead.get("/console/reports/nothing/").status_code == 404
+
+
+def test_names_on_the_page_and_in_the_csv_are_data(lead, week):
+    week.bob.username = "=HYPERLINK(\"x\")<b>"
+    week.bob.save()
+    html = lead.get(PAGE + QUERY).content.decode()
+    assert "<b>" not in html.split("<main")[1] and "&lt;b&gt;" in html
+    drill = lead.get(f"/console/reports/new_conversations/{QUERY}").content.decode()
+    assert "Customer abandoned &lt;b&gt;" in drill
+    cells = [cell for line in csv.reader(io.StringIO(lead.get(CSV + QUERY).content.decode())) for cell in line]
+    assert any(cell.startswith('Decided by =HYPERLINK("x")<b>') for cell in cells)
+    assert not any(cell.startswith(("=", "+", "-", "@")) for cell in cells)
+
+
+def test_the_reasons_are_next_to_the_hand_overs_and_the_decision_times_next_to_the_approvals(lead):
+    headings = re.findall(r'<h2 id="group-\d+">([^<]+)</h2>', lead.get(PAGE + QUERY).content.decode())
+    assert headings[:6] == ["Conversations", "Resolution", "Hand-overs", "Hand-over reasons", "Approvals",
+                            "Time to decision"]
+
+
+def test_a_series_counts_each_day_in_the_leads_time_zone(week):
+    berlin = Filters(start=WEEK.start, end=WEEK.end, time_zone="Europe/Berlin")
+    assert series(berlin, "new_conversations")[0] == (date(2026, 11, 23), 3)  # Sunday 23:30 UTC is Monday there
+
+
+def test_a_take_over_handed_back_without_a_word_is_still_a_person_taking_part(week):
+    c = week.c["automatic"]  # resolved by the agent; then someone took it over and handed it back, silently
+    week.message(c, "system", c.created_at + timedelta(seconds=60), "Sam joined the conversation.", user=week.bob)
+    assert "automatic" not in names(week, WEEK, "resolved_by_agent")
+
+
+def test_the_pages_filters_narrow_the_cards_the_drill_downs_and_the_csv_alike(lead, week):
+    query = QUERY + f"&channel=email&member={week.alice.pk}"
+    assert page_figures(lead.get(PAGE + query).content.decode())["new_conversations"] == "1"  # "rejected"
+    drill = lead.get(f"/console/reports/new_conversations/{query}").content.decode()
+    assert drill.count('data-testid="drill-row"') == 1 and str(week.c["rejected"].public_id) in drill
+    rows = {r["figure"]: r["value"] for r in csv.DictReader(io.StringIO(lead.get(CSV + query).content.decode()))}
+    assert rows["new_conversations"] == "1" and rows["rejected"] == "1"
+
+
+def test_a_long_drill_down_is_paged_and_says_its_whole_count(lead, monkeypatch):
+    monkeypatch.setattr(reports_views, "PER_PAGE", 5)
+    first = lead.get(f"/console/reports/new_conversations/{QUERY}").content.decode()
+    assert first.count('data-testid="drill-row"') == 5 and "12 conversations" in first
+    last = lead.get(f"/console/reports/new_conversations/{QUERY}&page=3").content.decode()
+    assert last.count('data-testid="drill-row"') == 2 and "Page 3 of 3" in last

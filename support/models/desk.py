@@ -52,8 +52,8 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
-        # The reports read a range of conversations by when they started (support/reports/scope.py).
-        indexes = [models.Index(fields=["created_at"], name="conversation_started")]
+        # Reports (support/reports/) read conversations by the day they started.
+        indexes = [models.Index(fields=["created_at"], name="conversation_created_at")]
 
     def __str__(self) -> str:
         return f"Conversation {self.public_id} ({self.customer.email})"
@@ -120,6 +120,8 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["conversation", "seq"]
+        # Reports: a conversation's first customer, agent and staff messages, and whether one came after a time.
+        indexes = [models.Index(fields=["conversation", "author", "created_at"], name="message_conv_author_at")]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique"),
             models.UniqueConstraint(fields=["conversation", "client_id"], condition=Q(client_id__isnull=False),
@@ -171,6 +173,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # Reports: a conversation's last run (its outcome, stop reason, end).
+        indexes = [models.Index(fields=["conversation", "created_at"], name="run_conv_created_at")]
         constraints = [
             # One active run per conversation, whatever races the application code loses.
             models.UniqueConstraint(fields=["conversation"], condition=Q(status__in=["queued", "running",

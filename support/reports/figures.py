@@ -3,7 +3,8 @@ rows behind a number. docs/reports.md defines each figure; the selectors it name
 decisions.py, money.py and timing.py.
 
 Counts are SQL (COUNT with filters over the scope's rows); percentiles are computed in Python over the times of
-the range's rows (stats.percentile, interpolated as PostgreSQL's percentile_cont), on every database.
+the range's rows (stats.percentile, interpolated as PostgreSQL's percentile_cont), on every database; a series
+groups by day in SQL and adds the days of a week up in Python.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from datetime import date, datetime, timedelta
 from typing import Callable
 from zoneinfo import ZoneInfo
 
+from django.db import models
 from django.db.models import QuerySet
+from django.db.models.functions import TruncDate
 
 from support.ops.replica import on_replica
 
@@ -35,34 +38,33 @@ class Count:
     group: str
 
 
-def _c(selector):
-    return lambda qs, filters: selector(qs, filters)
+def _counts(scope: str, group: str, reads_filters: bool, **named) -> dict[str, Count]:
+    """Count figures of one scope and group: key=(label, selector). A selector that reads the filters (for the
+    idle time: "now" less REPORTS_IDLE_HOURS) takes them; the others take the rows alone."""
+    def wrap(select):
+        return select if reads_filters else (lambda rows, filters: select(rows))
 
-
-def _a(selector):
-    return lambda qs, filters: selector(qs)
+    return {key: Count(label, scope, wrap(select), group) for key, (label, select) in named.items()}
 
 
 CONVERSATIONS, APPROVALS, REFUNDS = "conversations", "approvals", "refunds"
 COUNTS: dict[str, Count] = {
-    "new_conversations": Count("New conversations", CONVERSATIONS, _c(outcomes.new_conversations), "Conversations"),
-    "agent_involved": Count("Worked by the agent", CONVERSATIONS, _c(outcomes.agent_involved), "Conversations"),
-    "resolved_by_agent": Count("Resolved by the agent", CONVERSATIONS, _c(outcomes.resolved_by_agent),
-                               "Resolution"),
-    "resolved_confirmed": Count("Confirmed by the customer", CONVERSATIONS, _c(outcomes.resolved_confirmed),
-                                "Resolution"),
-    "handed_over": Count("Handed over to a person", CONVERSATIONS, _c(outcomes.handed_over), "Hand-overs"),
-    "abandoned": Count("Abandoned by the customer", CONVERSATIONS, _c(outcomes.abandoned), "Conversations"),
-    "approvals_asked": Count("Approvals asked", APPROVALS, _a(decisions.approvals_asked), "Approvals"),
-    "approved_as_asked": Count("Approved as asked", APPROVALS, _a(decisions.approved_as_asked), "Approvals"),
-    "approved_changed": Count("Approved with a change", APPROVALS, _a(decisions.approved_changed), "Approvals"),
-    "rejected": Count("Rejected", APPROVALS, _a(decisions.rejected), "Approvals"),
-    "expired": Count("Expired", APPROVALS, _a(decisions.expired), "Approvals"),
-    "refunds_automatic": Count("Refunds made automatically", REFUNDS, _a(money.refunds_automatic), "Refunds"),
-    "refunds_by_approval": Count("Refunds approved by people", REFUNDS, _a(money.refunds_by_approval), "Refunds"),
-    "refunds_by_staff": Count("Refunds by staff themselves", REFUNDS, _a(money.refunds_by_staff), "Refunds"),
-    "rated_agent_only": Count("Rated, agent alone", CONVERSATIONS, _a(timing.rated_agent_only), "Satisfaction"),
-    "rated_with_person": Count("Rated, with a person", CONVERSATIONS, _a(timing.rated_with_person), "Satisfaction"),
+    **_counts(CONVERSATIONS, "Conversations", True, new_conversations=("New conversations", outcomes.new_conversations),
+              agent_involved=("Worked by the agent", outcomes.agent_involved),
+              abandoned=("Abandoned by the customer", outcomes.abandoned)),
+    **_counts(CONVERSATIONS, "Resolution", True,
+              resolved_by_agent=("Resolved by the agent", outcomes.resolved_by_agent),
+              resolved_confirmed=("Confirmed by the customer", outcomes.resolved_confirmed)),
+    **_counts(CONVERSATIONS, "Hand-overs", True, handed_over=("Handed over to a person", outcomes.handed_over)),
+    **_counts(APPROVALS, "Approvals", False, approvals_asked=("Approvals asked", decisions.approvals_asked),
+              approved_as_asked=("Approved as asked", decisions.approved_as_asked),
+              approved_changed=("Approved with a change", decisions.approved_changed),
+              rejected=("Rejected", decisions.rejected), expired=("Expired", decisions.expired)),
+    **_counts(REFUNDS, "Refunds", False, refunds_automatic=("Refunds made automatically", money.refunds_automatic),
+              refunds_by_approval=("Refunds approved by people", money.refunds_by_approval),
+              refunds_by_staff=("Refunds by staff themselves", money.refunds_by_staff)),
+    **_counts(CONVERSATIONS, "Satisfaction", False, rated_agent_only=("Rated, agent alone", timing.rated_agent_only),
+              rated_with_person=("Rated, with a person", timing.rated_with_person)),
 }
 _SCOPES = {CONVERSATIONS: scope.conversations, APPROVALS: scope.approvals, REFUNDS: scope.refunds}
 _DATED = {CONVERSATIONS: "created_at", APPROVALS: "requested_at", REFUNDS: "created_at"}
@@ -126,15 +128,19 @@ def report(filters: Filters) -> dict:
     return {"filters": _filters_data(filters), "figures": figures}
 
 
+SPLITS = {"all": "All decisions", "agent": "The agent", "people": "People", "console": "In the console",
+          "slack": "In Slack", "email": "From an e-mail", "unknown": "Way not recorded"}
+
+
 def _times(figures: dict, group: str, times: dict) -> None:
-    """p50 and p90 rows for each split of a time figure (by decider, channel, or who answered)."""
+    """p50 and p90 rows for each split of a time figure (all, by decider, by channel, or by who answered)."""
     slug = group.lower().replace(" ", "_")
     for split, rows in times.items():
         for row in ([{"who": "all", **rows}] if split == "all" else rows):
             name = row.get("decider") or row.get("channel") or row["who"]
-            for p in ("p50", "p90"):
-                figures[f"{slug}:{split}:{name}:{p}"] = _row(group, f"{name} ({split.replace('_', ' ')}) {p}",
-                                                             row[p], "seconds")
+            said = f"Decided by {name}" if split == "by_decider" else SPLITS.get(name, name)
+            for p, words in (("p50", "median"), ("p90", "9 in 10 within")):
+                figures[f"{slug}:{split}:{name}:{p}"] = _row(group, f"{said}, {words}", row[p], "seconds")
 
 
 def _satisfaction(figures: dict, conversations: QuerySet) -> None:
@@ -166,8 +172,12 @@ def series(filters: Filters, figure: str, by: str = "day") -> list[tuple[date, i
     while day <= filters.end:
         buckets[day] = 0
         day += timedelta(days=1 if by == "day" else 7)
-    for at in conversations_behind(filters, figure).values_list(dated, flat=True).iterator():
-        buckets[_bucket(at.astimezone(tz).date(), by)] += 1
+    rows = conversations_behind(filters, figure)
+    # Grouped in SQL, over the drill-down's rows taken by key (its annotations stay out of the GROUP BY).
+    counted = (rows.model.objects.filter(pk__in=rows.values("pk")).annotate(day=TruncDate(dated, tzinfo=tz))
+               .values("day").annotate(n=models.Count("pk")).order_by())
+    for row in counted:
+        buckets[_bucket(row["day"], by)] += row["n"]
     return list(buckets.items())
 
 

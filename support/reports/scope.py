@@ -42,6 +42,10 @@ class Filters:
         return (datetime.combine(self.start, time.min, tzinfo=tz),
                 datetime.combine(self.end + timedelta(days=1), time.min, tzinfo=tz))
 
+    def narrows(self) -> bool:
+        """Whether a filter besides the range is set."""
+        return any(v is not None for v in (self.channel, self.language, self.profile_version, self.staff_user_id))
+
     def idle_before(self) -> datetime:
         """A conversation whose last message is older than this is idle (REPORTS_IDLE_HOURS before now)."""
         return timezone.now() - timedelta(hours=settings.REPORTS_IDLE_HOURS)
@@ -55,9 +59,12 @@ def first_channel() -> Subquery:
 
 def person_involved() -> Q:
     """A person took part: a staff message to the customer, a staff action (a refund, a seller message), an
-    assignment (now or ever), or a take-over. Deciding an approval and closing are not taking part."""
+    assignment (now or ever), or a take-over (even one handed back without a word). Deciding an approval and
+    closing are not taking part."""
     return (Q(assignee__isnull=False) | Q(status=Conversation.TAKEN_OVER)
-            | Exists(Message.objects.filter(conversation=OuterRef("pk"), author=Message.STAFF))
+            # A staff message, or the notice a take-over writes in the person's name (author_user).
+            | Exists(Message.objects.filter(Q(author=Message.STAFF) | Q(author_user__isnull=False),
+                                            conversation=OuterRef("pk")))
             | Exists(StaffAction.objects.filter(conversation=OuterRef("pk")))
             | Exists(InboxEvent.objects.filter(conversation=OuterRef("pk"), kind=InboxEvent.ASSIGNED))
             | Exists(Run.objects.filter(conversation=OuterRef("pk"), stop_reason=agent.TAKEN_OVER)))
@@ -98,13 +105,15 @@ def approvals(filters: Filters) -> QuerySet:
     """The approvals asked in the range on conversations the filters keep (the agent's calls and staff refunds
     that need a second person)."""
     start, end = filters.bounds()
+    asked = Approval.objects.filter(requested_at__gte=start, requested_at__lt=end).order_by()
+    if not filters.narrows():
+        return asked
     kept = narrowed(filters).values("pk")
-    return Approval.objects.filter(requested_at__gte=start, requested_at__lt=end).filter(
-        Q(run__conversation__in=kept) | Q(staff_action__conversation__in=kept)).order_by()
+    return asked.filter(Q(run__conversation__in=kept) | Q(staff_action__conversation__in=kept))
 
 
 def refunds(filters: Filters) -> QuerySet:
     """The refunds the desk made in the shop in the range, on conversations the filters keep."""
     start, end = filters.bounds()
-    return ShopEffect.objects.filter(kind=ShopEffect.REFUND, created_at__gte=start, created_at__lt=end,
-                                     conversation__in=narrowed(filters).values("pk")).order_by()
+    made = ShopEffect.objects.filter(kind=ShopEffect.REFUND, created_at__gte=start, created_at__lt=end).order_by()
+    return made.filter(conversation__in=narrowed(filters).values("pk")) if filters.narrows() else made

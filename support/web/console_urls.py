@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from support.web.views import agent, agent_test, audit, console, decide, evaluation, policies, setup, team
+from support.web.views import agent, agent_test, audit, console, decide, evaluation, policies, reports, setup, team
 
 app_name = "console"
 
@@ -15,6 +15,10 @@ urlpatterns = [
     path("team/", team.page, name="team"),
     path("audit/", audit.page, name="audit"),
     path("audit/export.<str:fmt>", audit.export, name="audit_export"),
+    # Reports (support/web/views/reports.py, docs/reports.md): the page, each count's rows, the page as CSV.
+    path("reports/", reports.page, name="reports"),
+    path("reports/export.csv", reports.export_csv, name="reports_export"),
+    path("reports/<slug:figure>/", reports.drill, name="report_drill"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),
     # The agent profile (support/web/views/agent.py) and the first hour with a real shop (setup.py).

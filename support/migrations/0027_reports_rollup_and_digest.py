@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('support', '0025_draft_tests'),
+        ('support', '0026_report_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -40,10 +40,6 @@ class Migration(migrations.Migration):
                 ('counts', models.JSONField(default=dict)),
                 ('rolled_at', models.DateTimeField(auto_now_add=True)),
             ],
-        ),
-        migrations.AddIndex(
-            model_name='conversation',
-            index=models.Index(fields=['created_at'], name='conversation_started'),
         ),
         migrations.AddField(
             model_name='digestoptin',

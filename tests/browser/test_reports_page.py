@@ -1,0 +1,44 @@
+"""The Reports page in a browser: the week of tests/reports_dataset.py as cards and uPlot charts, under the
+site's real CSP, a number opening the conversations behind it; accessible and readable at 1280 and 390 px."""
+
+from playwright.sync_api import expect
+
+from tests.browser.conftest import shot
+from tests.browser.test_a11y import assert_accessible
+
+WEEK = "/console/reports/?start=2026-11-23&end=2026-11-29"
+
+
+def test_a_lead_reads_the_week_clicks_a_number_and_sees_the_conversations(site, staff_page):
+    from support.models import Customer
+    from tests.reports_dataset import Week
+
+    if not Customer.objects.filter(email="report-1@example.com").exists():
+        Week()
+    refused = []
+    page = staff_page("/console/reports/", before=lambda p: p.on("console", lambda m: refused.append(m.text)
+                                                                 if "Content Security Policy" in m.text else None))
+    page.goto(site + WEEK)
+    expect(page.locator('[data-figure="new_conversations"] .report-value')).to_have_text("12: list them")
+    expect(page.locator('[data-figure="resolved_by_agent"] .report-value')).to_contain_text("5")
+    expect(page.get_by_test_id("report-chart")).to_have_count(4)
+    expect(page.locator(".report-plot canvas")).to_have_count(4)  # drawn by uPlot, served by the site
+    assert not refused, refused
+    assert_accessible(page, "reports")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    shot(page, "reports-1280")
+    page.get_by_test_id("report-charts").scroll_into_view_if_needed()
+    shot(page, "reports-charts-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "reports-390")
+    page.get_by_test_id("report-charts").scroll_into_view_if_needed()
+    shot(page, "reports-charts-390")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.locator('[data-figure="abandoned"] a').click()
+    expect(page.get_by_test_id("drill-row")).to_have_count(1)
+    expect(page.get_by_test_id("drill-total")).to_contain_text("1 conversation")
+    assert_accessible(page, "report-drill")
+    shot(page, "report-drill-390")
+    page.get_by_test_id("drill-row").get_by_role("link", name="Open the conversation").click()
+    expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
