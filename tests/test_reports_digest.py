@@ -121,3 +121,31 @@ def test_a_lead_with_a_linked_slack_account_gets_it_in_slack_too(lead, slack_api
 def test_the_beat_sends_digests_every_five_minutes():
     assert settings.CELERY_BEAT_SCHEDULE["reports-digest"] == {"task": "support.tasks.send_report_digests",
                                                                "schedule": 300}
+
+
+# -- the switch on the Reports page: a lead's own, nobody else's -----------------------------------------------
+
+def test_a_lead_turns_their_digest_on_and_off_on_the_reports_page(client, week):
+    lead = make_user("lara", staff=True, group="leads")
+    client.force_login(lead)
+    assert b'data-testid="reports-digest"' in client.get("/console/reports/").content
+    assert client.post("/console/reports/digest/", {"digest": "on"}).status_code == 302
+    assert DigestOptIn.objects.filter(user=lead).exists()
+    assert b"Turn off" in client.get("/console/reports/").content
+    client.post("/console/reports/digest/", {"digest": "off"})
+    assert not DigestOptIn.objects.filter(user=lead).exists()
+
+
+def test_you_may_not_turn_the_digest_on_unless_you_are_a_lead(client, week):
+    agent = make_user("aaron", staff=True)
+    client.force_login(agent)
+    assert b'data-testid="reports-digest"' not in client.get("/console/reports/").content
+    assert client.post("/console/reports/digest/", {"digest": "on"}).status_code == 403
+    assert not DigestOptIn.objects.exists()
+
+
+def test_you_may_not_turn_it_on_without_a_staff_session_or_with_a_get(client, week):
+    assert client.post("/console/reports/digest/", {"digest": "on"}).status_code in (302, 403)
+    client.force_login(make_user("lara", staff=True, group="leads"))
+    assert client.get("/console/reports/digest/?digest=on").status_code == 405
+    assert not DigestOptIn.objects.exists()

@@ -26,6 +26,7 @@ from support.desk import permissions, slack
 from support.models import Approval, Conversation, DigestOptIn, DigestSent, Rating, SlackAccount
 
 from .figures import Filters, report
+from .formats import shown
 from .outcomes import HANDOVER_STOPS
 from .rollup import desk_zone
 
@@ -92,6 +93,27 @@ def _waited(asked: datetime, decided: datetime | None, now: datetime) -> str:
     return f"an approval waited {minutes} min" + ("" if decided else ", still waiting")
 
 
+# -- who gets it -------------------------------------------------------------------------------------------
+
+def is_lead(user) -> bool:
+    return any(lead.pk == user.pk for lead in permissions.leads())
+
+
+def digest_opt_in(*, user, on: bool) -> bool:
+    """A lead turns their morning digest on or off; False (nothing changed) for anyone who is not a lead."""
+    if not is_lead(user):
+        return False
+    if on:
+        DigestOptIn.objects.get_or_create(user=user)
+    else:
+        DigestOptIn.objects.filter(user=user).delete()
+    return True
+
+
+def digest_wanted(user) -> bool:
+    return DigestOptIn.objects.filter(user=user).exists()
+
+
 # -- sending -------------------------------------------------------------------------------------------------
 
 def recipients() -> list:
@@ -136,20 +158,9 @@ def _claim(user, day: date) -> bool:
 def _context(user, today: date, figures: list[dict], looks: list[Look]) -> dict:
     yesterday = today - timedelta(days=1)
     return {"name": user.get_short_name() or user.get_username(), "day": yesterday.strftime("%A %-d %B %Y"),
-            "rows": [{**row, **{k: shown(row[k], row["unit"]) for k in ("yesterday", "week_ago", "week_before")}}
-                     for row in figures],
+            "rows": [{**row, **{k: shown({"value": row[k], "unit": row["unit"]})
+                                for k in ("yesterday", "week_ago", "week_before")}} for row in figures],
             "looks": looks, "reports_url": desk_url("/console/reports/")}
-
-
-def shown(value, unit: str) -> str:
-    """A figure as the page shows it: a rate as a percentage, money with its currency, none as a dash."""
-    if value is None:
-        return "–"
-    if unit == "rate":
-        return f"{float(value) * 100:.0f} %"
-    if unit in ("usd", "eur"):
-        return f"{float(value):.2f} {unit.upper()}"
-    return str(value)
 
 
 def digest_email(user, today: date, figures: list[dict], looks: list[Look]) -> EmailMultiAlternatives:
