@@ -75,6 +75,10 @@ def main(argv=None) -> None:
     from support.reports.figures import Filters
 
     print(f"{connection.vendor}: {Conversation.objects.count():,} conversations, {Message.objects.count():,} messages")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW jit")
+            print(f"jit = {cursor.fetchone()[0]} (off: planning these reads is not worth compiling them)")
     if args.roll_up:
         started = time.perf_counter()
         days = daily.report_days_roll_up()
