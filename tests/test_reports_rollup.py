@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from support.models import ReportDay
 from support.reports import daily, figures, rollup
-from support.reports.figures import COUNTS, Filters, conversations_behind, count_figures, report
+from support.reports.figures import COUNTS, Filters, conversations_behind, count_figures, report, series
 from tests.reports_dataset import Week
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +93,15 @@ def test_the_beat_rolls_up_hourly_so_the_first_run_after_a_day_closes_writes_it(
 
 def test_nothing_to_roll_up_on_an_empty_desk():
     assert daily.report_days_roll_up(now=LATER) == []
+
+
+def test_the_charts_series_from_the_roll_up_equal_the_live_series(week):
+    expected = {(f, key, by): series(f, key, by) for f in SLICES[:4] for key in COUNTS for by in ("day", "week")}
+    daily.report_days_roll_up(now=LATER)
+    assert any(n for points in expected.values() for _, n in points)
+    for (f, key, by), points in expected.items():
+        assert series(f, key, by) == points, (f, key, by)
+    row = ReportDay.objects.get(day=date(2026, 11, 23), dimension=ReportDay.ALL)
+    row.counts["new_conversations"] += 100
+    row.save()
+    assert series(WEEK, "new_conversations")[0] == (date(2026, 11, 23), 102)  # read from the row

@@ -172,10 +172,13 @@ def series(filters: Filters, figure: str, by: str = "day") -> list[tuple[date, i
     while day <= filters.end:
         buckets[day] = 0
         day += timedelta(days=1 if by == "day" else 7)
-    rows = conversations_behind(filters, figure)
-    # Grouped in SQL, over the drill-down's rows taken by key (its annotations stay out of the GROUP BY).
-    counted = (rows.model.objects.filter(pk__in=rows.values("pk")).annotate(day=TruncDate(dated, tzinfo=tz))
-               .values("day").annotate(n=models.Count("pk")).order_by())
+    per_day, live = rollup.rolled_days(filters)  # closed days from the roll-up, the others counted here
+    counted = [{"day": day, "n": counts.get(figure, 0)} for day, counts in per_day.items()]
+    for start, end in live:
+        rows = conversations_behind(replace(filters, start=start, end=end), figure)
+        # Grouped in SQL, over the drill-down's rows taken by key (its annotations stay out of the GROUP BY).
+        counted += (rows.model.objects.filter(pk__in=rows.values("pk")).annotate(day=TruncDate(dated, tzinfo=tz))
+                    .values("day").annotate(n=models.Count("pk")).order_by())
     for row in counted:
         buckets[_bucket(row["day"], by)] += row["n"]
     return list(buckets.items())

@@ -49,18 +49,27 @@ def slice_of(filters: Filters) -> tuple[str, str] | None:
 
 def rolled(filters: Filters, now: datetime | None = None) -> tuple[dict[str, int], list[tuple[date, date]]]:
     """({figure: count summed over the range's rolled-up days}, [the (start, end) runs of days to count live])."""
+    per_day, live = rolled_days(filters, now)
+    sums: dict[str, int] = {}
+    for counts in per_day.values():
+        for key, n in counts.items():
+            sums[key] = sums.get(key, 0) + n
+    return sums, live
+
+
+def rolled_days(filters: Filters, now: datetime | None = None) -> tuple[dict[date, dict], list[tuple[date, date]]]:
+    """({rolled-up day: its counts for the filters' slice ({} for a slice with nothing that day)}, [the (start,
+    end) runs of days to count live])."""
     where = slice_of(filters)
     if where is None:
         return {}, [(filters.start, filters.end)]
     until = min(filters.end, last_closed_day(now))
     days = set(ReportDay.objects.filter(day__gte=filters.start, day__lte=until, time_zone=settings.TIME_ZONE,
                                         dimension=ReportDay.ALL).values_list("day", flat=True))
-    sums: dict[str, int] = {}
+    per_day: dict[date, dict] = {day: {} for day in days}
     rows = ReportDay.objects.filter(day__in=days, time_zone=settings.TIME_ZONE, dimension=where[0], value=where[1])
-    for counts in rows.values_list("counts", flat=True):
-        for key, n in counts.items():
-            sums[key] = sums.get(key, 0) + n
-    return sums, _runs(filters.start, filters.end, days)
+    per_day.update(rows.values_list("day", "counts"))
+    return per_day, _runs(filters.start, filters.end, days)
 
 
 def _runs(start: date, end: date, skip: set[date]) -> list[tuple[date, date]]:
