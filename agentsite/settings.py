@@ -281,6 +281,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 
+# A read replica (docs/deploy.md): with DATABASE_REPLICA_URL, the reports' reads go to it through the router;
+# writes and every other read stay on default. Its connection takes default's options (timeouts, pool size).
+# In tests the alias mirrors default, so report reads see the test's rows.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL", "")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(DATABASE_REPLICA_URL, conn_max_age=DATABASES["default"]["CONN_MAX_AGE"],
+                                                 conn_health_checks=True)
+    if DATABASES["replica"]["ENGINE"] == DATABASES["default"]["ENGINE"]:
+        _replica_options = {**DATABASES["default"].get("OPTIONS", {}), **DATABASES["replica"].get("OPTIONS", {})}
+        if "pool" in _replica_options:
+            _replica_options["pool"] = {**_replica_options["pool"], "name": "replica"}
+        DATABASES["replica"]["OPTIONS"] = _replica_options
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+DATABASE_ROUTERS = ["support.ops.replica.ReplicaRouter"]
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -627,6 +642,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 EMPTY_CONVERSATION_HOURS = env_float("EMPTY_CONVERSATION_HOURS", 24.0, minimum=1.0)
 # Reports (docs/reports.md): a conversation with no message for this long counts as done (resolved or abandoned).
 REPORTS_IDLE_HOURS = env_float("REPORTS_IDLE_HOURS", 24.0, minimum=1.0)
+# The morning digest (docs/reports.md) is sent from this hour on (0-23, the desk's TIME_ZONE).
+REPORTS_DIGEST_HOUR = min(env_int("REPORTS_DIGEST_HOUR", 7, minimum=0), 23)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "support.tasks.sweep", "schedule": RUN_SWEEP_SECONDS},
     "reply-emails": {"task": "support.tasks.send_reply_emails", "schedule": REPLY_EMAIL_SWEEP_SECONDS},
@@ -635,6 +652,10 @@ CELERY_BEAT_SCHEDULE = {
     "empty-conversations": {"task": "support.tasks.delete_empty_conversations", "schedule": 3600},
     "approval-nudges": {"task": "support.tasks.nudge_approvals", "schedule": APPROVAL_NUDGE_SWEEP_SECONDS},
     "waits-ended": {"task": "support.tasks.end_waits", "schedule": WAITING_SWEEP_SECONDS},
+    # The reports' daily roll-up (docs/reports.md): hourly, so the first run after a day closes writes it.
+    "reports-roll-up": {"task": "support.tasks.roll_up_reports", "schedule": 3600},
+    # The morning digest to the leads who asked for it, once each a day from REPORTS_DIGEST_HOUR on.
+    "reports-digest": {"task": "support.tasks.send_report_digests", "schedule": 300},
 }
 if INBOUND_IMAP_HOST:
     CELERY_BEAT_SCHEDULE["inbound-mailbox"] = {"task": "support.tasks.poll_mailbox", "schedule": INBOUND_IMAP_POLL_SECONDS}

@@ -6,6 +6,7 @@ from slack_sdk.errors import SlackApiError
 from support.customers import attachments, notify, signin
 from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack, waiting
 from support.ops import sweeper
+from support.reports import daily, digest
 from support.trials import draft_test_execute, draft_tests_sweep
 
 
@@ -50,6 +51,20 @@ def sweep_attachment_orphans() -> int:
 def delete_empty_conversations() -> int:
     """Periodic (the beat, hourly): conversations nobody wrote in, a day old (services.conversations_empty_delete)."""
     return services.conversations_empty_delete()
+
+
+@shared_task(ignore_result=True)
+def roll_up_reports() -> int:
+    """Periodic (the beat, hourly): each closed day not yet rolled up (support/reports/daily.py), so the
+    first run after a day closes writes it. Safe to run twice at once: a day's rows are written once."""
+    return len(daily.report_days_roll_up())
+
+
+@shared_task(ignore_result=True)
+def send_report_digests() -> int:
+    """Periodic (the beat, every 5 minutes): the morning digest to each lead who asked for it, from
+    REPORTS_DIGEST_HOUR on (support/reports/digest.py). Safe to run twice at once: each is claimed first."""
+    return len(digest.digests_send())
 
 
 @shared_task(ignore_result=True)

@@ -41,6 +41,11 @@ def client() -> WebClient:
                      timeout=settings.SLACK_TIMEOUT_SECONDS)
 
 
+def direct_message(slack_user_id: str, text: str) -> None:
+    """A message to one person (a bot posting to a member ID writes in its direct messages with them)."""
+    client().chat_postMessage(channel=slack_user_id, text=text, unfurl_links=False, unfurl_icons=False)
+
+
 def staff_for(slack_user_id) -> tuple[object | None, str]:
     """(the staff account a Slack user decides as, "") or (None, why not, in plain words)."""
     account = SlackAccount.objects.select_related("user").filter(slack_user_id=str(slack_user_id or "")).first()

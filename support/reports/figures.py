@@ -9,7 +9,7 @@ groups by day in SQL and adds the days of a week up in Python.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Callable
 from zoneinfo import ZoneInfo
@@ -18,11 +18,13 @@ from django.db import models
 from django.db.models import QuerySet
 from django.db.models.functions import TruncDate
 
-from . import decisions, money, outcomes, scope, timing
+from support.ops.replica import on_replica
+
+from . import decisions, money, outcomes, rollup, scope, timing
 from .scope import Filters
 from .stats import ratio
 
-__all__ = ["Filters", "COUNTS", "report", "series", "conversations_behind"]
+__all__ = ["Filters", "COUNTS", "count_figures", "report", "series", "conversations_behind"]
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,23 @@ def conversations_behind(filters: Filters, figure: str) -> QuerySet:
     return count.select(_SCOPES[count.scope](filters), filters)
 
 
+def count_figures(filters: Filters) -> dict[str, int]:
+    """Every count figure of COUNTS: the closed days from the daily roll-up, the other days counted live
+    (rollup.py says which days are closed and which filters it serves); the same numbers either way."""
+    sums, live = rollup.rolled(filters)
+    counts = {key: sums.get(key, 0) for key in COUNTS}
+    for start, end in live:
+        part = replace(filters, start=start, end=end)
+        for key in COUNTS:
+            counts[key] += conversations_behind(part, key).count()
+    return counts
+
+
 def _row(group: str, label: str, value, unit: str, drill: str | None = None) -> dict:
     return {"group": group, "label": label, "value": value, "unit": unit, "drill": drill}
 
 
+@on_replica
 def report(filters: Filters) -> dict:
     """Every figure, JSON-ready: {"filters": ..., "figures": {key: {group, label, value, unit, drill}}} in the
     page's order. unit: count, rate (0..1), seconds, usd, eur, score; drill: the figure whose rows
@@ -86,7 +101,7 @@ def report(filters: Filters) -> dict:
     conversations = scope.conversations(filters)
     refunds = scope.refunds(filters)
     approvals = scope.approvals(filters)
-    counts = {key: conversations_behind(filters, key).count() for key in COUNTS}
+    counts = count_figures(filters)
     figures = {key: _row(c.group, c.label, counts[key], "count", key) for key, c in COUNTS.items()}
     figures["involvement_rate"] = _row("Conversations", "Agent involvement", ratio(
         counts["agent_involved"], counts["new_conversations"]), "rate")
@@ -143,6 +158,7 @@ def _filters_data(filters: Filters) -> dict:
             "staff_user_id": filters.staff_user_id, "time_zone": filters.time_zone}
 
 
+@on_replica
 def series(filters: Filters, figure: str, by: str = "day") -> list[tuple[date, int]]:
     """A count figure over days or weeks (weeks start on Monday), every bucket of the range listed, empty ones
     as 0. Each bucket counts the rows conversations_behind lists, by the day (in the time zone) they started or
@@ -156,10 +172,13 @@ def series(filters: Filters, figure: str, by: str = "day") -> list[tuple[date, i
     while day <= filters.end:
         buckets[day] = 0
         day += timedelta(days=1 if by == "day" else 7)
-    rows = conversations_behind(filters, figure)
-    # Grouped in SQL, over the drill-down's rows taken by key (its annotations stay out of the GROUP BY).
-    counted = (rows.model.objects.filter(pk__in=rows.values("pk")).annotate(day=TruncDate(dated, tzinfo=tz))
-               .values("day").annotate(n=models.Count("pk")).order_by())
+    per_day, live = rollup.rolled_days(filters)  # closed days from the roll-up, the others counted here
+    counted = [{"day": day, "n": counts.get(figure, 0)} for day, counts in per_day.items()]
+    for start, end in live:
+        rows = conversations_behind(replace(filters, start=start, end=end), figure)
+        # Grouped in SQL, over the drill-down's rows taken by key (its annotations stay out of the GROUP BY).
+        counted += (rows.model.objects.filter(pk__in=rows.values("pk")).annotate(day=TruncDate(dated, tzinfo=tz))
+                    .values("day").annotate(n=models.Count("pk")).order_by())
     for row in counted:
         buckets[_bucket(row["day"], by)] += row["n"]
     return list(buckets.items())

@@ -12,6 +12,7 @@ from support.web.views import (
     evaluation,
     join,
     policies,
+    report_digest,
     reports,
     setup,
     team,
@@ -36,6 +37,7 @@ urlpatterns = [
     # Reports (support/web/views/reports.py, docs/reports.md): the page, each count's rows, the page as CSV.
     path("reports/", reports.page, name="reports"),
     path("reports/export.csv", reports.export_csv, name="reports_export"),
+    path("reports/digest/", report_digest.toggle, name="reports_digest"),  # a lead's morning digest on/off
     path("reports/<slug:figure>/", reports.drill, name="report_drill"),
     path("evaluation/", evaluation.summary, name="evaluation"),
     path("evaluation/report.html", evaluation.full_report, name="evaluation_report"),

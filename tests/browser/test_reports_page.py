@@ -24,6 +24,11 @@ def test_a_lead_reads_the_week_clicks_a_number_and_sees_the_conversations(site, 
     expect(page.get_by_test_id("report-chart")).to_have_count(4)
     expect(page.locator(".report-plot canvas")).to_have_count(4)  # drawn by uPlot, served by the site
     assert not refused, refused
+    if page.get_by_test_id("reports-digest-toggle").text_content().strip() == "Turn off":
+        page.get_by_test_id("reports-digest-toggle").click()  # an earlier run turned it on
+    page.get_by_test_id("reports-digest-toggle").click()  # the lead turns the morning digest on
+    expect(page.get_by_test_id("reports-digest")).to_contain_text("on, each day at")
+    page.goto(site + WEEK)
     assert_accessible(page, "reports")
     page.set_viewport_size({"width": 1280, "height": 900})
     shot(page, "reports-1280")

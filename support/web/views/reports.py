@@ -21,6 +21,8 @@ from django.views.decorators.http import require_safe
 
 from support.desk.audit import csv_safe
 from support.models import ProfileVersion
+from support.reports import digest
+from support.reports.formats import shown
 from support.reports.figures import COUNTS, Filters, conversations_behind, report, series
 from support.web.views.console import console_page, staff_member_required
 
@@ -76,34 +78,6 @@ def _filters(request) -> tuple[Filters, ReportForm, str]:
     return Filters(start=end - timedelta(days=6), end=end), form, "day"
 
 
-def shown(row: dict) -> str:
-    """A figure's value as a person reads it."""
-    value, unit = row["value"], row["unit"]
-    if value is None:
-        return "–"
-    if unit == "rate":
-        return f"{float(value) * 100:.1f}%"
-    if unit == "seconds":
-        return duration(float(value))
-    if unit == "usd":
-        return f"${float(value):.4f}"
-    if unit == "eur":
-        return f"€{value}"
-    if unit == "score":
-        return f"{value} / 5"
-    return str(value)
-
-
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
-
-
 ORDER = ("Conversations", "Resolution", "Hand-overs", "Hand-over reasons", "Approvals", "Time to decision",
          "Refunds", "Satisfaction", "First response", "Time to resolution", "Cost")
 
@@ -126,7 +100,9 @@ def page(request):
                "points": [(day.isoformat(), n) for day, n in series(filters, key, by)]} for key in CHARTED]
     status = 400 if form.is_bound and not form.is_valid() else 200
     return console_page(request, "reports.html", "reports", status=status, form=form, filters=filters,
-                        groups=_groups(data["figures"]), charts=charts, by=by, query=request.GET.urlencode())
+                        groups=_groups(data["figures"]), charts=charts, by=by, query=request.GET.urlencode(),
+                        lead=digest.is_lead(request.user), digest_on=digest.digest_wanted(request.user),
+                        digest_hour=settings.REPORTS_DIGEST_HOUR)
 
 
 @require_safe

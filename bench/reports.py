@@ -1,0 +1,100 @@
+"""The Reports page's queries at scale: every figure of report() and the charts' series, a week and a month.
+
+`DATABASE_URL=postgres://... python bench/reports.py [--repeats N] [--roll-up]` on a database seeded by
+bench/seed_reports.py (200,000 conversations, 2 million messages). For each range: the wall time of the page's
+reads (report(): every figure; series() for each chart; every query and the Python that reads their rows) and
+the time spent inside the database's statements (summed over the queries of one page), median (min-max) over the repeats after one warm
+run, and the number of queries. With --roll-up the closed days are rolled up first (as the beat does), so closed
+days are read from the roll-up; without, everything is counted live. Target: at most 300 ms in all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+class Timer:
+    """Sums the time of every statement run while installed (connection.execute_wrapper)."""
+
+    def __init__(self):
+        self.seconds, self.queries = 0.0, 0
+
+    def __call__(self, execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.queries += 1
+
+
+def measure(filters, repeats: int) -> dict:
+    from django.db import connections
+
+    from support.reports.figures import report, series
+    from support.web.views.reports import CHARTED
+
+    def page():  # what the page reads: every figure, and the charts' series by day
+        report(filters)
+        for figure in CHARTED:
+            series(filters, figure)
+
+    page()  # warm: plans and the buffer cache, as a page read twice a day finds them
+    walls, sqls, queries = [], [], 0
+    for _ in range(repeats):
+        timer = Timer()
+        with connections["default"].execute_wrapper(timer):
+            started = time.perf_counter()
+            page()
+            walls.append(time.perf_counter() - started)
+        sqls.append(timer.seconds)
+        queries = timer.queries
+    return {"wall": walls, "sql": sqls, "queries": queries}
+
+
+def ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.0f} ({min(values) * 1000:.0f}–{max(values) * 1000:.0f})"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--roll-up", action="store_true", help="roll up the closed days first, as the beat does")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.utils import timezone
+
+    from support.models import Conversation, Message
+    from support.reports import daily
+    from support.reports.figures import Filters
+
+    print(f"{connection.vendor}: {Conversation.objects.count():,} conversations, {Message.objects.count():,} messages")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW jit")
+            print(f"jit = {cursor.fetchone()[0]} (off: planning these reads is not worth compiling them)")
+    if args.roll_up:
+        started = time.perf_counter()
+        days = daily.report_days_roll_up()
+        print(f"rolled up {len(days)} days in {time.perf_counter() - started:.1f} s")
+    today = timezone.localdate()
+    print("| range | queries | the page's reads, wall ms | in SQL ms |\n| --- | --- | --- | --- |")
+    for label, days in (("week (7 days to today)", 6), ("month (30 days to today)", 29)):
+        result = measure(Filters(start=today - timedelta(days=days), end=today), args.repeats)
+        print(f"| {label} | {result['queries']} | {ms(result['wall'])} | {ms(result['sql'])} |")
+
+
+if __name__ == "__main__":
+    main()

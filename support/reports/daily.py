@@ -1,0 +1,66 @@
+"""The daily roll-up, kept by the beat: each closed day's count figures per slice (all, each channel, each
+customer language, each agent profile version), written once per day so a month's report adds up thirty rows
+per figure instead of counting every conversation again. rollup.py reads it; docs/reports.md describes it.
+
+Safe with two beats: a day's rows go in one INSERT that skips rows already there (the unique key), so a day
+rolled twice at once still has one row per slice, and the second beat writes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Min
+
+from support.models import Conversation, ProfileVersion, ReportDay
+
+from .figures import COUNTS, Filters, conversations_behind
+from .rollup import desk_zone, last_closed_day
+from .scope import CHANNELS
+
+
+def report_days_roll_up(*, now: datetime | None = None) -> list[date]:
+    """Roll up every closed day not rolled up yet, from the first conversation's day; returns the days written."""
+    first = Conversation.objects.aggregate(first=Min("created_at"))["first"]
+    if first is None:
+        return []
+    start, until = first.astimezone(desk_zone()).date(), last_closed_day(now)
+    done = set(ReportDay.objects.filter(day__gte=start, day__lte=until, time_zone=settings.TIME_ZONE,
+                                        dimension=ReportDay.ALL).values_list("day", flat=True))
+    days = [start + timedelta(days=n) for n in range((until - start).days + 1)]
+    written = [day for day in days if day not in done]
+    for day in written:
+        report_day_roll_up(day)
+    return written
+
+
+def report_day_roll_up(day: date) -> None:
+    """One day's rows, every slice in one INSERT; rows another beat wrote first are kept, not doubled. A slice
+    with nothing to count is left out (it reads as zeros); the "all" row is always written: it marks the day."""
+    rows = []
+    for dimension, value in _slices():
+        counts = day_counts(day, dimension, value)
+        if dimension == ReportDay.ALL or any(counts.values()):
+            rows.append(ReportDay(day=day, time_zone=settings.TIME_ZONE, dimension=dimension, value=value,
+                                  counts=counts))
+    with transaction.atomic():
+        ReportDay.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def day_counts(day: date, dimension: str, value: str) -> dict[str, int]:
+    """Every count figure for one day and one slice, counted live exactly as report() counts it."""
+    narrowing = {} if dimension == ReportDay.ALL else {
+        dimension: int(value) if dimension == ReportDay.PROFILE_VERSION else value}
+    filters = Filters(start=day, end=day, time_zone=settings.TIME_ZONE, **narrowing)
+    return {key: conversations_behind(filters, key).count() for key in COUNTS}
+
+
+def _slices() -> list[tuple[str, str]]:
+    languages = Conversation.objects.order_by().values_list("language", flat=True).distinct()
+    versions = ProfileVersion.objects.filter(number__isnull=False).values_list("number", flat=True).distinct()
+    return [(ReportDay.ALL, ""), *((ReportDay.CHANNEL, c) for c in CHANNELS),
+            *((ReportDay.LANGUAGE, lang) for lang in sorted(set(languages)) if lang),
+            *((ReportDay.PROFILE_VERSION, str(v)) for v in sorted(set(versions)))]
+

@@ -1,0 +1,107 @@
+"""The daily roll-up: each closed day's count figures per slice (all, channel, language, agent version), written
+by the beat once per day, and report() reading closed days from it and the other days live, with the same numbers
+as counting everything live (tests/reports_dataset.py's week)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import date, datetime, timedelta, timezone as tz
+from unittest import mock
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from support.models import ReportDay
+from support.reports import daily, figures, rollup
+from support.reports.figures import COUNTS, Filters, conversations_behind, count_figures, report, series
+from tests.reports_dataset import Week
+
+pytestmark = pytest.mark.django_db
+
+WEEK = Filters(start=date(2026, 11, 23), end=date(2026, 11, 29), time_zone="UTC")
+SLICES = [WEEK, replace(WEEK, channel="email"), replace(WEEK, channel="widget"), replace(WEEK, language="de"),
+          replace(WEEK, language="en"), replace(WEEK, profile_version=1), replace(WEEK, profile_version=7)]
+LATER = datetime(2026, 12, 5, 9, tzinfo=tz.utc)
+
+
+@pytest.fixture
+def week(settings):
+    settings.TIME_ZONE = "UTC"
+    return Week()
+
+
+def live(filters: Filters) -> dict[str, int]:
+    return {key: conversations_behind(filters, key).count() for key in COUNTS}
+
+
+def test_the_figures_from_the_roll_up_equal_the_live_computation_for_every_slice(week):
+    expected = {f: live(f) for f in SLICES}
+    reports = {f: report(f)["figures"] for f in SLICES}
+    assert any(expected[WEEK].values()) and expected[replace(WEEK, language="de")]["abandoned"] == 1
+    daily.report_days_roll_up(now=LATER)
+    rolled_days = set(ReportDay.objects.filter(dimension=ReportDay.ALL).values_list("day", flat=True))
+    assert {WEEK.start + timedelta(days=n) for n in range(7)} <= rolled_days
+    assert max(rolled_days) == date(2026, 12, 3)  # the 4th ended 9 hours before LATER: not closed yet
+    for f in SLICES:
+        assert rollup.rolled(f)[1] == [], "every day of the week is read from the roll-up"
+        assert count_figures(f) == expected[f], f
+        assert report(f)["figures"] == reports[f], f
+
+
+def test_report_reads_the_closed_days_from_the_roll_up_rows(week):
+    daily.report_days_roll_up(now=LATER)
+    row = ReportDay.objects.get(day=date(2026, 11, 23), dimension=ReportDay.ALL)
+    row.counts["new_conversations"] += 100
+    row.save()
+    assert report(WEEK)["figures"]["new_conversations"]["value"] == live(WEEK)["new_conversations"] + 100
+    with CaptureQueriesContext(connection) as rolled:
+        count_figures(WEEK)
+    assert len(rolled) == 2  # the days rolled up, and the slice's rows: no counting
+
+
+def test_a_day_is_rolled_up_only_once_it_is_closed_and_the_rest_is_counted_live(week):
+    # 01:00 on the 30th: the 29th ended 1 hour ago, the 28th 25 hours ago (REPORTS_IDLE_HOURS = 24)
+    written = daily.report_days_roll_up(now=datetime(2026, 11, 30, 1, tzinfo=tz.utc))
+    assert date(2026, 11, 23) in written and written[-1] == date(2026, 11, 28)
+    assert not ReportDay.objects.filter(day=date(2026, 11, 29)).exists()
+    assert rollup.rolled(WEEK)[1] == [(date(2026, 11, 29), date(2026, 11, 29))]
+    assert count_figures(WEEK) == live(WEEK)
+
+
+def test_a_second_beat_writes_nothing_and_rolling_a_day_twice_keeps_one_row_per_slice(week):
+    daily.report_days_roll_up(now=LATER)
+    rows = sorted(ReportDay.objects.values_list("day", "dimension", "value", "counts"))
+    assert daily.report_days_roll_up(now=LATER) == []
+    daily.report_day_roll_up(date(2026, 11, 25))  # a beat that started before the other finished the day
+    assert sorted(ReportDay.objects.values_list("day", "dimension", "value", "counts")) == rows
+
+
+def test_filters_the_roll_up_keeps_no_slice_for_are_counted_live(week):
+    daily.report_days_roll_up(now=LATER)
+    for f in (replace(WEEK, staff_user_id=week.bob.pk), replace(WEEK, channel="email", language="de"),
+              replace(WEEK, time_zone="Europe/Berlin")):
+        assert rollup.rolled(f) == ({}, [(f.start, f.end)])
+        assert count_figures(f) == live(f)
+
+
+def test_the_beat_rolls_up_hourly_so_the_first_run_after_a_day_closes_writes_it():
+    assert settings.CELERY_BEAT_SCHEDULE["reports-roll-up"] == {"task": "support.tasks.roll_up_reports",
+                                                                "schedule": 3600}
+
+
+def test_nothing_to_roll_up_on_an_empty_desk():
+    assert daily.report_days_roll_up(now=LATER) == []
+
+
+def test_the_charts_series_from_the_roll_up_equal_the_live_series(week):
+    expected = {(f, key, by): series(f, key, by) for f in SLICES[:4] for key in COUNTS for by in ("day", "week")}
+    daily.report_days_roll_up(now=LATER)
+    assert any(n for points in expected.values() for _, n in points)
+    for (f, key, by), points in expected.items():
+        assert series(f, key, by) == points, (f, key, by)
+    row = ReportDay.objects.get(day=date(2026, 11, 23), dimension=ReportDay.ALL)
+    row.counts["new_conversations"] += 100
+    row.save()
+    assert series(WEEK, "new_conversations")[0] == (date(2026, 11, 23), 102)  # read from the row
