@@ -160,7 +160,8 @@ def access_for_token(token, public_id) -> Access | None:
     link_version = claims.get("l")
     if link_version is not None and (not isinstance(link_version, int) or link_version != current_link_version(wanted)):
         return None
-    conversation = Conversation.objects.filter(public_id=wanted).first()
+    # With its customer: the socket's events describe the conversation with it (serializers.conversation_json).
+    conversation = Conversation.objects.filter(public_id=wanted).select_related("customer").first()
     return Access(conversation, link_version) if conversation is not None else None
 
 

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db.models import F, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.template.loader import render_to_string
 from django.utils import dateformat, timezone, translation
@@ -57,7 +57,10 @@ def valid_time_zone(name) -> str | None:
 
 
 def zone_of(conversation: Conversation) -> zoneinfo.ZoneInfo | None:
-    name = FollowUp.objects.filter(conversation=conversation).values_list("time_zone", flat=True).first()
+    if Conversation.follow_up.is_cached(conversation):  # read with the conversation (a run's start reads)
+        name = getattr(Conversation.follow_up.related.get_cached_value(conversation), "time_zone", None)
+    else:
+        name = FollowUp.objects.filter(conversation=conversation).values_list("time_zone", flat=True).first()
     return zoneinfo.ZoneInfo(name) if valid_time_zone(name) else None
 
 
@@ -74,13 +77,16 @@ def local_time(moment: datetime, zone: zoneinfo.ZoneInfo | None) -> str:
 
 # -- presence ---------------------------------------------------------------------------------------------
 
-def _follow_up_update(conversation_pk: int, **fields) -> None:
-    """Update the conversation's FollowUp row, making it first if there is none (two makers: one wins)."""
+def _follow_up_update(conversation_pk: int, first: dict | None = None, **fields) -> None:
+    """Update the conversation's FollowUp row, making it first if there is none (two makers: one wins).
+    `first`: the values a new row is made with instead (fields that read the old row, made right)."""
     if FollowUp.objects.filter(conversation_id=conversation_pk).update(**fields):
         return
     try:
         with transaction.atomic():
-            FollowUp.objects.create(conversation_id=conversation_pk)
+            FollowUp.objects.create(conversation_id=conversation_pk, **(first or {}))
+        if first is not None:
+            return
     except IntegrityError:
         pass  # made meanwhile by another process
     FollowUp.objects.filter(conversation_id=conversation_pk).update(**fields)
@@ -89,9 +95,11 @@ def _follow_up_update(conversation_pk: int, **fields) -> None:
 def customer_seen(conversation_pk: int, *, now: datetime | None = None) -> None:
     """A customer socket of the conversation is open now (resumed, heartbeat, or closing): every reply saved
     so far reached it, and no e-mail is due until the customer has been away for a while."""
-    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation_pk)
-    _follow_up_update(conversation_pk, seen_at=now or timezone.now(),
-                      seen_seq=Greatest(F("seen_seq"), Value(last_seq)))
+    now = now or timezone.now()
+    # The conversation's last seq read in the same UPDATE (or INSERT): one statement.
+    last_seq = Subquery(Conversation.objects.filter(pk=conversation_pk).values("last_seq")[:1])
+    _follow_up_update(conversation_pk, first={"seen_at": now, "seen_seq": last_seq}, seen_at=now,
+                      seen_seq=Greatest(F("seen_seq"), last_seq))
 
 
 # -- signed links -----------------------------------------------------------------------------------------

@@ -12,13 +12,12 @@ import time
 import uuid
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from datetime import timedelta
 from decimal import Decimal
 from functools import partial
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F, Q
 from django.utils import timezone
 
 from support import profiles
@@ -27,7 +26,7 @@ from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
-from support.desk import assistant, journal, known_orders, notices, routing, serializers, services, takeover
+from support.desk import assistant, journal, known_orders, notices, routing, run_start, serializers, services, takeover
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics, tracing
 from support.tools import mcp, tool_by_name
@@ -158,7 +157,7 @@ class DbObserver(agent.Observer):
             self.last_seq = row.seq
             transaction.on_commit(partial(serializers.publish_message, row))
         if unit.messages:
-            self._state_at = time.monotonic()
+            self.state_read()
         for call in unit.tool_calls:
             if call.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
                 Approval.objects.get_or_create(tool_call=call, defaults={
@@ -167,6 +166,10 @@ class DbObserver(agent.Observer):
                     "reason": self.auto_approved[call.call_id]})
         for row in unit.steps:
             transaction.on_commit(partial(serializers.publish_step, row, started=False))
+
+    def state_read(self) -> None:
+        """The conversation's state (status, last seq) was read just now, past the lease: incoming() may use it."""
+        self._state_at = time.monotonic()
 
     # messages
     def message(self, message: dict) -> None:
@@ -382,7 +385,7 @@ def run_execute(run_id: int) -> str:
     if not Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
-    run = Run.objects.select_related("conversation__customer", "profile_version").get(pk=run_id)
+    run = run_start.run_read(run_id)
     with tracing.run_span(run), profiles.read_once():  # the live limits read once per run; the next run rereads
         return _execute(run, lease)
 
@@ -411,14 +414,16 @@ def _work(run: Run, lease: str) -> str:
     if problem:  # refused before any spending: a cost cap that cannot count is no cap
         log.error("run %s not started: %s", run.public_id, problem)
         return _stop_with(run, lease, agent.MODEL_ERROR, problem)
-    messages = list(conversation.messages.order_by("seq"))
-    profile = profiles.version_profile(run.profile_version_id)  # the version live when the run was queued
+    messages = list(conversation.messages.annotate(has_files=attachments.has_files()).order_by("seq"))
+    # The version live when the run was queued, read with the run.
+    profile = profiles.version_profile(run.profile_version_id, version=run.profile_version)
     history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
     history = assistant.with_profile(history, conversation, profile)  # its prompt and the shop's rules
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
     history = assistant.with_time_zone_line(history, conversation)  # and their time zone and local time
     history = known_orders.with_orders_line(history, conversation)  # and the orders the desk already knows
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
+    observer.state_read()  # the conversation was read with the run, after the claim: the first call reads it not again
     transcript = agent.Transcript(history)
     options = dict(
         model=assistant.shared_model(), tools=_with_fault_pause(assistant.tools(profile)),
@@ -430,9 +435,10 @@ def _work(run: Run, lease: str) -> str:
     )
     # Read even for a run that has not called the model: it can start with another run's open calls
     # (a hand-back after a take-over), pause on them and be decided before its first model call.
-    decisions, rejected, waiting = decisions_and_rejections(run, conversation)
+    # A conversation without a single approval has nothing of the kind to read.
+    decisions, rejected, waiting = decisions_and_rejections(run, conversation) if run.has_approvals else ({}, {}, [])
     spent = run.spent()
-    options.update(rejected=rejected, day_before=spent_today(conversation, run),
+    options.update(rejected=rejected, day_before=run_start.spent_today(run),
                    waiting=approvals_waiting(waiting, history))
     while True:
         result = run_loop(transcript, spent=spent, decisions=decisions, **options)
@@ -454,15 +460,6 @@ def _add_rejection(out: dict[str, str], approval: Approval) -> None:
     tool = tool_by_name(approval.tool_call.name)
     if tool is not None:
         out[tool.action(approval.requested_arguments)] = approval.reason
-
-
-def spent_today(conversation: Conversation, run: Run) -> agent.Spent:
-    """What the conversation's other runs of the last 24 hours spent, for its daily budget."""
-    totals = Run.objects.filter(conversation=conversation, created_at__gte=timezone.now() - timedelta(days=1)).exclude(
-        pk=run.pk).aggregate(turns=Sum("turns"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"),
-                             cost=Sum("cost_usd"))
-    return agent.Spent(turns=totals["turns"] or 0, prompt_tokens=totals["prompt"] or 0,
-                       completion_tokens=totals["completion"] or 0, cost_usd=float(totals["cost"] or 0))
 
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)  # the database went away or is busy: worth another try
@@ -542,8 +539,9 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             raise _lease_lost(run)
         # Lock the conversation row (as a customer's append does) so a message cannot slip in between
         # "nothing new" and "stopped" and be left without a run.
-        Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
-        if result.status == agent.STOPPED and result.stop_reason == agent.ANSWERED:
+        last_seq = _lock_conversation(conversation, now)
+        if result.status == agent.STOPPED and result.stop_reason == agent.ANSWERED and (
+                observer.unread or last_seq > observer.last_seq):  # else nothing was appended since our last
             if conversation.messages.filter(seq__gt=observer.user_cursor, role="user").exists():
                 observer.unread = True  # the next model call reads it, whatever the seqs said
                 return False
@@ -572,11 +570,20 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
                 why = handoff_reason(history, result.stop_reason, result.detail)
             services.conversation_flag(conversation_id=conversation.pk, reason=_after_flags_of_the_run(
                 conversation, observer.flag_at_start, why))
-        for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are read back
-            setattr(run, name, value)
-        run.refresh_from_db(fields=["turns", "prompt_tokens", "completion_tokens", "cost_usd"])
+        for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are on `run`
+            setattr(run, name, value)  # (journal.write adds each unit's once committed, under the lease)
         transaction.on_commit(lambda: serializers.publish_run(run))
     return True
+
+
+def _lock_conversation(conversation: Conversation, now) -> int:
+    """Lock the conversation's row until commit (its updated_at written) and return its last seq, in one UPDATE."""
+    table, pk = (connection.ops.quote_name(n) for n in (Conversation._meta.db_table, Conversation._meta.pk.column))
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET updated_at = %s WHERE {pk} = %s RETURNING last_seq",
+                       [Conversation._meta.get_field("updated_at").get_db_prep_value(now, connection), conversation.pk])
+        row = cursor.fetchone()
+    return row[0] if row else 0
 
 
 def _standing_flag(conversation: Conversation) -> str:

@@ -28,7 +28,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from support import profiles
-from support.customers import cleaning, languages, notify, words
+from support.customers import attachments, cleaning, languages, notify, words
 from support.desk import assistant, notices, queue, routing, serializers
 from support.models import Conversation, Customer, Message, Run
 from support.ops import limits
@@ -84,7 +84,7 @@ class LeaseLost(Exception):
 
 def conversation_start(*, customer: Customer) -> Conversation:
     """A new conversation, opened with the agent's system prompt (dated today, fixed for its life)."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # all or nothing with the caller's: no savepoint of its own
         conversation = Conversation.objects.create(customer=customer)
         message_append(conversation=conversation, wire={"role": "system", "content": assistant.system_prompt()},
                        author=Message.SYSTEM)
@@ -260,6 +260,7 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
         with transaction.atomic():
             message = message_append(conversation=conversation, wire={"role": "user", "content": text},
                                      author=Message.CUSTOMER, client_id=client_id)
+            attachments.none_yet(message)  # words only: its events read no files
             run = run_start_if_idle(conversation_id=conversation.pk, current=conversation)
     except IntegrityError:
         if client_id is None:
@@ -290,7 +291,7 @@ def run_start_if_idle(*, conversation_id: int, current: Conversation | None = No
             # With the conversation object, so announcing the run reads nothing more.
             # With the live profile version's id: the run works with it even if another goes live meanwhile.
             run = Run.objects.create(conversation=conversation, heartbeat_at=timezone.now(),
-                                     profile_version_id=profiles.live_version_id())
+                                     profile_version=profiles.live_version())
         except IntegrityError:
             return Run.objects.get(conversation_id=conversation_id, status__in=Run.ACTIVE)
     run_enqueue(run)

@@ -451,11 +451,12 @@ def _pending_approvals_json(conversation_key: str) -> list[dict]:
 
 def _replay_read(conversation, after_seq: int, staff: bool, seen: bool):
     """(the conversation's last seq, its messages after after_seq, its state), in one trip to the thread
-    pool. The seq is read first: a seq is handed out in the transaction that saves its message, so every
-    message up to it is in the read that follows. `seen`: the customer's presence is recorded too."""
-    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+    pool. The seq is read first, with the state: a seq is handed out in the transaction that saves its
+    message, so every message up to it is in the read that follows. `seen`: the customer's presence is
+    recorded too."""
+    state = selectors.conversation_state(conversation)  # refreshes conversation.last_seq
+    last_seq = conversation.last_seq
     messages = selectors.messages_after(conversation, after_seq, staff=staff)
-    state = selectors.conversation_state(conversation)
     if seen:
         _record_presence(conversation)
     return last_seq, messages, state
