@@ -85,9 +85,11 @@ class LeaseLost(Exception):
 def conversation_start(*, customer: Customer) -> Conversation:
     """A new conversation, opened with the agent's system prompt (dated today, fixed for its life)."""
     with transaction.atomic(savepoint=False):  # all or nothing with the caller's: no savepoint of its own
-        conversation = Conversation.objects.create(customer=customer)
-        message_append(conversation=conversation, wire={"role": "system", "content": assistant.system_prompt()},
-                       author=Message.SYSTEM)
+        # Its first seq is known: the row is new, so no append can come between (message_append's UPDATE).
+        conversation = Conversation.objects.create(customer=customer, last_seq=1)
+        prompt = Message.objects.create(conversation=conversation, seq=1, role="system", author=Message.SYSTEM,
+                                        content=assistant.system_prompt())
+        transaction.on_commit(lambda: serializers.publish_message(prompt))
         transaction.on_commit(lambda: serializers.publish_conversation(conversation))
     return conversation
 
@@ -251,11 +253,15 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
     setup_check()
     text = message_clean(text)
     client_id = _client_id(client_id)
-    if client_id is not None:
-        existing = conversation.messages.filter(client_id=client_id).first()
-        if existing is not None:  # a retried POST: the same message, saved once
-            return existing, active_run(conversation), False
-    counted = message_rate_check(conversation=conversation, client_address=client_address)
+    # A retried POST (the same client_id) is found by the unique constraint below, not by a read first; one
+    # that comes at the limit still gets its message.
+    try:
+        counted = message_rate_check(conversation=conversation, client_address=client_address)
+    except RateLimited:
+        existing = conversation.messages.filter(client_id=client_id).first() if client_id is not None else None
+        if existing is None:
+            raise
+        return existing, active_run(conversation), False
     try:
         with transaction.atomic():
             message = message_append(conversation=conversation, wire={"role": "user", "content": text},
