@@ -156,6 +156,11 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
             delivered.add(event["seq"])
         await self.send_json(event)
 
+    async def desk_events(self, message):
+        """A batch's events for one group, in one message (events.bundle): each as if it came alone."""
+        for one in message["events"]:
+            await self.desk_event(one)
+
     async def last_seqs(self, conversations) -> dict[str, int]:
         """Each conversation's last seq, for the answer to a ping: a client that lacks one asks for a replay,
         so an event lost on the live path is found even when it was the last one."""
