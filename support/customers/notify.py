@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import zoneinfo
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import make_msgid
@@ -83,7 +84,9 @@ def _follow_up_update(conversation_pk: int, first: dict | None = None, **fields)
     if FollowUp.objects.filter(conversation_id=conversation_pk).update(**fields):
         return
     try:
-        with transaction.atomic():
+        # One INSERT needs no transaction of its own; inside a caller's, a savepoint keeps a lost race from
+        # breaking it.
+        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
             FollowUp.objects.create(conversation_id=conversation_pk, **(first or {}))
         if first is not None:
             return
