@@ -1,19 +1,22 @@
 """What a new customer turn costs the database, counted: a budget of SQL statements, not a timing.
 
 A new customer turn is what the widget does for a first message: the conversation created over the API, the
-customer's socket opened and replayed, one message sent on it, and its run (one model call answering, on the
-model stand-in) worked to the end. Counted: every statement the desk sends through Django's connections (its
-ORM, its raw cursors, savepoints and their releases), from every thread; not counted: the driver's own BEGIN
-and COMMIT, and a pool's health check. The budget differs by backend because the journal writes a step as one
-statement on PostgreSQL and as several on SQLite (support/desk/journal.py); bench/history.md lists each
-statement. Counted in a process that has served a turn before, as a running desk has. A change that adds a
-statement to this path fails here and says which.
+customer's socket opened and replayed, one message sent on it, and its run (two model calls on the stand-in:
+a tool call, then the answer) worked to the end. Counted: every statement the desk sends through Django's
+connections (its ORM, its raw cursors, savepoints and their releases), from every thread; not counted: the
+driver's own BEGIN and COMMIT, and a pool's health check. The budget differs by backend because the journal
+writes a step as one statement on PostgreSQL and as several on SQLite (support/desk/journal.py), where
+BEGIN IMMEDIATE is a statement of its own; bench/history.md lists each one. Counted in a process that has
+served a turn before, as a running desk has. A change that adds a statement to this path fails here and
+lists them (with STATEMENTS_WHERE=1, each with the code that sent it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
+import traceback
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -35,8 +38,6 @@ ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 
 
 def _where() -> str:
-    import os
-    import traceback
     if not os.environ.get("STATEMENTS_WHERE"):
         return ""
     frames = [f for f in traceback.extract_stack() if "/support/" in f.filename]
@@ -51,14 +52,16 @@ class Statements(list):
         lock = threading.Lock()
         plain, many = utils.CursorWrapper._execute, utils.CursorWrapper._executemany
 
-        def execute(wrapper, sql, params, *rest):
+        def record(sql) -> None:
             with lock:
                 self.append(" ".join(str(sql).split())[:160] + _where())
+
+        def execute(wrapper, sql, params, *rest):
+            record(sql)
             return plain(wrapper, sql, params, *rest)
 
         def executemany(wrapper, sql, param_list, *rest):
-            with lock:
-                self.append(" ".join(str(sql).split())[:160])
+            record(sql)
             return many(wrapper, sql, param_list, *rest)
 
         monkeypatch.setattr(utils.CursorWrapper, "_execute", execute)

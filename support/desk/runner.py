@@ -17,7 +17,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from support import profiles
@@ -355,30 +355,6 @@ def _with_fault_pause(tools: list[Tool]) -> list[Tool]:
     return [replace(t, fn=paused(t.fn)) if t.name == name else t for t in tools]
 
 
-def decisions_and_rejections(run: Run, conversation: Conversation) -> tuple[dict[str, agent.Decision], dict[str, str],
-                                                                           list[str]]:
-    """One read of the approvals a run starts from: the decisions on this run's calls (by call id), what
-    staff rejected anywhere in the conversation, by what the call does (see Tool.fingerprint): it stays
-    rejected for the conversation, however the model words it again; and the call ids of the conversation's
-    other runs' requests still waiting for a person."""
-    decided = Q(run=run, decided_at__isnull=False)
-    rejected_here = Q(run__conversation=conversation, decision=Approval.REJECTED)
-    waiting_here = Q(run__conversation=conversation, decided_at__isnull=True)
-    decisions, rejected, waiting = {}, {}, []
-    for a in Approval.objects.filter(decided | rejected_here | waiting_here).select_related("tool_call").order_by("id"):
-        if a.decided_at is None and a.run_id != run.pk:
-            waiting.append(a.tool_call.call_id)
-        if a.run_id == run.pk and a.decided_at is not None:
-            if a.decision == Approval.APPROVED:
-                decisions[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments)
-            else:
-                decisions[a.tool_call.call_id] = agent.Decision(
-                    approved=False, reason=a.reason, by="the system" if a.decision == Approval.EXPIRED else "staff")
-        if a.decision == Approval.REJECTED:
-            _add_rejection(rejected, a)
-    return decisions, rejected, waiting
-
-
 def run_execute(run_id: int) -> str:
     """Claim the run if it is queued, work it until it stops or pauses. Returns what happened, for logs."""
     lease = uuid.uuid4().hex
@@ -435,31 +411,15 @@ def _work(run: Run, lease: str) -> str:
     )
     # Read even for a run that has not called the model: it can start with another run's open calls
     # (a hand-back after a take-over), pause on them and be decided before its first model call.
-    # A conversation without a single approval has nothing of the kind to read.
-    decisions, rejected, waiting = decisions_and_rejections(run, conversation) if run.has_approvals else ({}, {}, [])
+    decisions, rejected, waiting = run_start.decisions_and_rejections(run, conversation)
     spent = run.spent()
     options.update(rejected=rejected, day_before=run_start.spent_today(run),
-                   waiting=approvals_waiting(waiting, history))
+                   waiting=run_start.approvals_waiting(waiting, history))
     while True:
         result = run_loop(transcript, spent=spent, decisions=decisions, **options)
         if _finish(run, conversation, lease, observer, result):
             return result.stop_reason or result.status
         spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
-
-
-def approvals_waiting(waiting: list[str], history: list[dict]) -> int:
-    """Of the other runs' requests still waiting for a person (their call ids), those the run does not pause on
-    again itself: the open calls of the history's last reply (a hand-back) are counted by the loop as it does."""
-    last = next((m for m in reversed(history) if m.get("role") == "assistant"), {})
-    answered = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
-    open_ids = {c.get("id") for c in last.get("tool_calls") or [] if c.get("id") not in answered}
-    return sum(1 for call_id in waiting if call_id not in open_ids)
-
-
-def _add_rejection(out: dict[str, str], approval: Approval) -> None:
-    tool = tool_by_name(approval.tool_call.name)
-    if tool is not None:
-        out[tool.action(approval.requested_arguments)] = approval.reason
 
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)  # the database went away or is busy: worth another try
