@@ -59,7 +59,8 @@ def run(stack, quick: bool = False) -> dict:
         daphne, base = start_daphne(stack, database_url, "ft-daphne")
         procs.append(daphne)
         roots = {"worker": worker.pid, "daphne": daphne.pid, **stack.service_pids(), "bench client": os.getpid()}
-        result = asyncio.run(_measure(stack, base, sequential, live, rounds, roots, steady_seconds))
+        body = _standin_body()  # before the event loop: reading the live profile is a database call
+        result = asyncio.run(_measure(stack, base, body, sequential, live, rounds, roots, steady_seconds))
     finally:
         for p in reversed(procs):
             p.stop()
@@ -76,10 +77,9 @@ def _standin_body() -> bytes:
                        "tools": tools, "messages": messages}, separators=(",", ":")).encode()
 
 
-async def _measure(stack, base: str, sequential: int, live: int, rounds: int, roots: dict,
+async def _measure(stack, base: str, body: bytes, sequential: int, live: int, rounds: int, roots: dict,
                    steady_seconds: float) -> dict:
     tokens = customer_tokens()
-    body = _standin_body()
     host, port = stack.standin_url.removeprefix("http://").split(":")
     port = int(port)
     errors: list[str] = []

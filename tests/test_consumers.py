@@ -102,6 +102,26 @@ def test_it_replays_only_after_the_seq_the_client_has_and_drops_live_duplicates(
     assert live["seq"] == 6 and live["message"]["content"] == "Anything else?"
 
 
+def test_a_bundle_of_events_reaches_the_socket_as_its_events_in_order_without_duplicates(chat):
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(chat), "last_seq": 5})
+        await received_until_replay_done(ws)
+        base = {"type": "message.saved", "conversation": str(chat.public_id)}
+        saved = [{"type": "desk.event", "id": f"e{seq}", "event": {
+            **base, "seq": seq, "message": {"seq": seq, "role": "assistant", "content": f"reply {seq}"}}}
+            for seq in (6, 7)]
+        await get_channel_layer().group_send(events.conversation_group(chat.public_id), {
+            "type": "desk.events", "events": [saved[0], saved[1], saved[0]]})  # the last one again: sent once
+        got = [await ws.receive_json_from(timeout=3) for _ in range(2)]
+        assert await ws.receive_nothing(timeout=0.2)
+        await ws.disconnect()
+        return got
+
+    assert [e["message"]["content"] for e in run(go)] == ["reply 6", "reply 7"]
+
+
 def test_a_token_for_another_conversation_is_refused(chat, demo):
     other = services.conversation_start(customer=demo.tom)
 

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core import signing
+from django.db.models import Exists, OuterRef
 from django.urls import reverse
 from django.utils import timezone
 from PIL import Image, UnidentifiedImageError
@@ -274,6 +275,17 @@ def attachment_json(attachment: Attachment, *, staff: bool) -> dict:
     }
 
 
+def has_files():
+    """An annotation for a query of messages: whether each has files (so model_wires asks only when one has)."""
+    return Exists(Attachment.objects.filter(message=OuterRef("pk")))
+
+
+def none_yet(message: Message) -> None:
+    """A message just saved with words only: it has no files, so what shows it (message_fields) reads none."""
+    message._prefetched_objects_cache = {**getattr(message, "_prefetched_objects_cache", {}),
+                                         "attachments": message.attachments.none()}
+
+
 def message_fields(message: Message, *, staff: bool) -> dict:
     """What message_json adds for a customer's message with files: the files, and whether its text is only
     our placeholder (the widget then shows the files alone). {} for every other message, with no query."""
@@ -309,7 +321,8 @@ def model_wires(messages, *, images: bool) -> dict[int, dict]:
     """The customer's messages with files as the model reads them, by message pk: the text with a note per
     file, and (images=True) the newest MODEL_IMAGES_PER_REQUEST photos as image parts. One query; messages
     without files are not in the result (their saved form is what the model reads)."""
-    ids = [m.pk for m in messages if m.role == "user" and m.author == Message.CUSTOMER]
+    # has_files: read with the messages (runner's start), so a conversation without files costs no query here.
+    ids = [m.pk for m in messages if m.role == "user" and m.author == Message.CUSTOMER and getattr(m, "has_files", True)]
     if not ids:
         return {}
     rows = list(Attachment.objects.filter(message_id__in=ids).order_by("pk"))

@@ -90,9 +90,11 @@ def customer_record(found: port.ShopCustomer) -> Customer | None:
     return Customer.objects.filter(email=found.email).first()
 
 
-def shop_customer_id(customer_id) -> str | None:
-    """The shop's id for the desk's customer record (its pk): the shop's customer with that e-mail."""
-    email = Customer.objects.filter(pk=customer_id).values_list("email", flat=True).first()
+def shop_customer_id(customer_id, *, email: str | None = None) -> str | None:
+    """The shop's id for the desk's customer record (its pk): the shop's customer with that e-mail. `email`:
+    the record's, when the caller has read it already."""
+    if email is None:
+        email = Customer.objects.filter(pk=customer_id).values_list("email", flat=True).first()
     found = shop().customer_by_email(email) if email else None
     return found.id if found is not None else None
 
@@ -160,7 +162,8 @@ def access_for_token(token, public_id) -> Access | None:
     link_version = claims.get("l")
     if link_version is not None and (not isinstance(link_version, int) or link_version != current_link_version(wanted)):
         return None
-    conversation = Conversation.objects.filter(public_id=wanted).first()
+    # With its customer: the socket's events describe the conversation with it (serializers.conversation_json).
+    conversation = Conversation.objects.filter(public_id=wanted).select_related("customer").first()
     return Access(conversation, link_version) if conversation is not None else None
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import zoneinfo
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import make_msgid
@@ -59,7 +60,10 @@ def valid_time_zone(name) -> str | None:
 
 
 def zone_of(conversation: Conversation) -> zoneinfo.ZoneInfo | None:
-    name = FollowUp.objects.filter(conversation=conversation).values_list("time_zone", flat=True).first()
+    if Conversation.follow_up.is_cached(conversation):  # read with the conversation (a run's start reads)
+        name = getattr(Conversation.follow_up.related.get_cached_value(conversation), "time_zone", None)
+    else:
+        name = FollowUp.objects.filter(conversation=conversation).values_list("time_zone", flat=True).first()
     return zoneinfo.ZoneInfo(name) if valid_time_zone(name) else None
 
 
@@ -76,13 +80,18 @@ def local_time(moment: datetime, zone: zoneinfo.ZoneInfo | None) -> str:
 
 # -- presence ---------------------------------------------------------------------------------------------
 
-def _follow_up_update(conversation_pk: int, **fields) -> None:
-    """Update the conversation's FollowUp row, making it first if there is none (two makers: one wins)."""
+def _follow_up_update(conversation_pk: int, first: dict | None = None, **fields) -> None:
+    """Update the conversation's FollowUp row, making it first if there is none (two makers: one wins).
+    `first`: the values a new row is made with instead (fields that read the old row, made right)."""
     if FollowUp.objects.filter(conversation_id=conversation_pk).update(**fields):
         return
     try:
-        with transaction.atomic():
-            FollowUp.objects.create(conversation_id=conversation_pk)
+        # One INSERT needs no transaction of its own; inside a caller's, a savepoint keeps a lost race from
+        # breaking it.
+        with transaction.atomic() if transaction.get_connection().in_atomic_block else nullcontext():
+            FollowUp.objects.create(conversation_id=conversation_pk, **(first or {}))
+        if first is not None:
+            return
     except IntegrityError:
         pass  # made meanwhile by another process
     FollowUp.objects.filter(conversation_id=conversation_pk).update(**fields)
@@ -91,9 +100,11 @@ def _follow_up_update(conversation_pk: int, **fields) -> None:
 def customer_seen(conversation_pk: int, *, now: datetime | None = None) -> None:
     """A customer socket of the conversation is open now (resumed, heartbeat, or closing): every reply saved
     so far reached it, and no e-mail is due until the customer has been away for a while."""
-    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation_pk)
-    _follow_up_update(conversation_pk, seen_at=now or timezone.now(),
-                      seen_seq=Greatest(F("seen_seq"), Value(last_seq)))
+    now = now or timezone.now()
+    # The conversation's last seq read in the same UPDATE (or INSERT): one statement.
+    last_seq = Subquery(Conversation.objects.filter(pk=conversation_pk).values("last_seq")[:1])
+    _follow_up_update(conversation_pk, first={"seen_at": now, "seen_seq": last_seq}, seen_at=now,
+                      seen_seq=Greatest(F("seen_seq"), last_seq))
 
 
 # -- signed links -----------------------------------------------------------------------------------------

@@ -59,6 +59,13 @@ def write(unit: Unit, *, run: Run, lease: str, conversation: Conversation, beat:
     else:
         with transaction.atomic(savepoint=False):
             _write_statements(unit, run, lease, conversation, now, beat)
+    if unit.turns:  # the run's totals as written, kept on `run` once committed: the run's end reads them not again
+        transaction.on_commit(lambda: _add_spent(run, unit))
+
+
+def _add_spent(run: Run, unit: Unit) -> None:
+    for name in SPENDING:
+        setattr(run, name, getattr(run, name) + getattr(unit, name))
 
 
 # -- PostgreSQL: one statement ------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def orders_line(conversation) -> dict | None:
             f"order you may look up here. When they do not say which order they mean, they mean {scope}: look it "
             "up with get_order instead of asking for the number.")}
     try:
-        owner = shop_customer_id(conversation.customer_id)
+        owner = shop_customer_id(conversation.customer_id, email=conversation.customer.email)
         orders = shop().orders_of(owner, limit=RECENT) if owner is not None else None
     except port.ShopError as e:  # the run goes on without the line; the tools say the shop is down if it is
         log.warning("conversation %s: the customer's orders could not be read for the model: %s",

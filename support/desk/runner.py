@@ -12,13 +12,12 @@ import time
 import uuid
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from datetime import timedelta
 from decimal import Decimal
 from functools import partial
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import F
 from django.utils import timezone
 
 from support import profiles
@@ -27,7 +26,7 @@ from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
-from support.desk import assistant, journal, notices, routing, serializers, services, takeover
+from support.desk import assistant, journal, notices, routing, run_start, serializers, services, takeover
 from support.desk import waiting as waits
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics, tracing
@@ -159,7 +158,7 @@ class DbObserver(agent.Observer):
             self.last_seq = row.seq
             transaction.on_commit(partial(serializers.publish_message, row))
         if unit.messages:
-            self._state_at = time.monotonic()
+            self.state_read()
         for call in unit.tool_calls:
             if call.call_id in self.auto_approved:  # the policy let it through: keep the decision on record
                 Approval.objects.get_or_create(tool_call=call, defaults={
@@ -168,6 +167,10 @@ class DbObserver(agent.Observer):
                     "reason": self.auto_approved[call.call_id]})
         for row in unit.steps:
             transaction.on_commit(partial(serializers.publish_step, row, started=False))
+
+    def state_read(self) -> None:
+        """The conversation's state (status, last seq) was read just now, past the lease: incoming() may use it."""
+        self._state_at = time.monotonic()
 
     # messages
     def message(self, message: dict) -> None:
@@ -353,38 +356,13 @@ def _with_fault_pause(tools: list[Tool]) -> list[Tool]:
     return [replace(t, fn=paused(t.fn)) if t.name == name else t for t in tools]
 
 
-def decisions_and_rejections(run: Run, conversation: Conversation) -> tuple[dict[str, agent.Decision], dict[str, str],
-                                                                           list[str]]:
-    """One read of the approvals a run starts from: the decisions on this run's calls (by call id), what
-    staff rejected anywhere in the conversation, by what the call does (see Tool.fingerprint): it stays
-    rejected for the conversation, however the model words it again; and the call ids of the conversation's
-    other runs' requests still waiting for a person."""
-    decided = Q(run=run, decided_at__isnull=False)
-    rejected_here = Q(run__conversation=conversation, decision=Approval.REJECTED)
-    waiting_here = Q(run__conversation=conversation, decided_at__isnull=True)
-    decisions, rejected, waiting = {}, {}, []
-    for a in Approval.objects.filter(decided | rejected_here | waiting_here).select_related("tool_call").order_by("id"):
-        if a.decided_at is None and a.run_id != run.pk:
-            waiting.append(a.tool_call.call_id)
-        if a.run_id == run.pk and a.decided_at is not None:
-            if a.decision == Approval.APPROVED:
-                decisions[a.tool_call.call_id] = agent.Decision(approved=True, arguments=a.executed_arguments,
-                                                                reason=a.reason)
-            else:
-                decisions[a.tool_call.call_id] = agent.Decision(
-                    approved=False, reason=a.reason, by="the system" if a.decision == Approval.EXPIRED else "staff")
-        if a.decision == Approval.REJECTED:
-            _add_rejection(rejected, a)
-    return decisions, rejected, waiting
-
-
 def run_execute(run_id: int) -> str:
     """Claim the run if it is queued, work it until it stops or pauses. Returns what happened, for logs."""
     lease = uuid.uuid4().hex
     if not Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
             status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
-    run = Run.objects.select_related("conversation__customer", "profile_version").get(pk=run_id)
+    run = run_start.run_read(run_id)
     with tracing.run_span(run), profiles.read_once():  # the live limits read once per run; the next run rereads
         return _execute(run, lease)
 
@@ -413,12 +391,14 @@ def _work(run: Run, lease: str) -> str:
     if problem:  # refused before any spending: a cost cap that cannot count is no cap
         log.error("run %s not started: %s", run.public_id, problem)
         return _stop_with(run, lease, agent.MODEL_ERROR, problem)
-    messages = list(conversation.messages.order_by("seq"))
-    profile = profiles.version_profile(run.profile_version_id)  # the version live when the run was queued
+    messages = list(conversation.messages.annotate(has_files=attachments.has_files()).order_by("seq"))
+    # The version live when the run was queued, read with the run.
+    profile = profiles.version_profile(run.profile_version_id, version=run.profile_version)
     history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
     history = assistant.with_profile(history, conversation, profile)  # its prompt and the shop's rules
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
+    observer.state_read()  # the conversation was read with the run, after the claim: the first call reads it not again
     # their local time and the orders the desk knows go after the history, so the rest is a cached prefix
     transcript = agent.Transcript(history, context=assistant.run_context(conversation),
                                   cache_key=assistant.cache_key(conversation))
@@ -432,39 +412,15 @@ def _work(run: Run, lease: str) -> str:
     )
     # Read even for a run that has not called the model: it can start with another run's open calls
     # (a hand-back after a take-over), pause on them and be decided before its first model call.
-    decisions, rejected, waiting = decisions_and_rejections(run, conversation)
+    decisions, rejected, waiting = run_start.decisions_and_rejections(run, conversation)
     spent = run.spent()
-    options.update(rejected=rejected, day_before=spent_today(conversation, run),
-                   waiting=approvals_waiting(waiting, history))
+    options.update(rejected=rejected, day_before=run_start.spent_today(run),
+                   waiting=run_start.approvals_waiting(waiting, history))
     while True:
         result = run_loop(transcript, spent=spent, decisions=decisions, **options)
         if _finish(run, conversation, lease, observer, result):
             return result.stop_reason or result.status
         spent, decisions = result.spent, {}  # the customer wrote again as it answered: go on
-
-
-def approvals_waiting(waiting: list[str], history: list[dict]) -> int:
-    """Of the other runs' requests still waiting for a person (their call ids), those the run does not pause on
-    again itself: the open calls of the history's last reply (a hand-back) are counted by the loop as it does."""
-    last = next((m for m in reversed(history) if m.get("role") == "assistant"), {})
-    answered = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
-    open_ids = {c.get("id") for c in last.get("tool_calls") or [] if c.get("id") not in answered}
-    return sum(1 for call_id in waiting if call_id not in open_ids)
-
-
-def _add_rejection(out: dict[str, str], approval: Approval) -> None:
-    tool = tool_by_name(approval.tool_call.name)
-    if tool is not None:
-        out[tool.action(approval.requested_arguments)] = approval.reason
-
-
-def spent_today(conversation: Conversation, run: Run) -> agent.Spent:
-    """What the conversation's other runs of the last 24 hours spent, for its daily budget."""
-    totals = Run.objects.filter(conversation=conversation, created_at__gte=timezone.now() - timedelta(days=1)).exclude(
-        pk=run.pk).aggregate(turns=Sum("turns"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"),
-                             cost=Sum("cost_usd"))
-    return agent.Spent(turns=totals["turns"] or 0, prompt_tokens=totals["prompt"] or 0,
-                       completion_tokens=totals["completion"] or 0, cost_usd=float(totals["cost"] or 0))
 
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)  # the database went away or is busy: worth another try
@@ -544,8 +500,9 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             raise _lease_lost(run)
         # Lock the conversation row (as a customer's append does) so a message cannot slip in between
         # "nothing new" and "stopped" and be left without a run.
-        Conversation.objects.filter(pk=conversation.pk).update(updated_at=now)
-        if result.status == agent.STOPPED and result.stop_reason == agent.ANSWERED:
+        last_seq = _lock_conversation(conversation, now)
+        if result.status == agent.STOPPED and result.stop_reason == agent.ANSWERED and (
+                observer.unread or last_seq > observer.last_seq):  # else nothing was appended since our last
             if conversation.messages.filter(seq__gt=observer.user_cursor, role="user").exists():
                 observer.unread = True  # the next model call reads it, whatever the seqs said
                 return False
@@ -580,11 +537,20 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
                 why = handoff_reason(history, result.stop_reason, result.detail)
             services.conversation_flag(conversation_id=conversation.pk, reason=_after_flags_of_the_run(
                 conversation, observer.flag_at_start, why))
-        for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are read back
-            setattr(run, name, value)
-        run.refresh_from_db(fields=["turns", "prompt_tokens", "completion_tokens", "cost_usd"])
+        for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are on `run`
+            setattr(run, name, value)  # (journal.write adds each unit's once committed, under the lease)
         transaction.on_commit(lambda: serializers.publish_run(run))
     return True
+
+
+def _lock_conversation(conversation: Conversation, now) -> int:
+    """Lock the conversation's row until commit (its updated_at written) and return its last seq, in one UPDATE."""
+    table, pk = (connection.ops.quote_name(n) for n in (Conversation._meta.db_table, Conversation._meta.pk.column))
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET updated_at = %s WHERE {pk} = %s RETURNING last_seq",
+                       [Conversation._meta.get_field("updated_at").get_db_prep_value(now, connection), conversation.pk])
+        row = cursor.fetchone()
+    return row[0] if row else 0
 
 
 def _standing_flag(conversation: Conversation) -> str:

@@ -61,15 +61,28 @@ def run_summary(run: Run | None, *, staff: bool = False) -> dict | None:
     return summary
 
 
+RUN_STATE = ("public_id", "status", "stop_reason", "outcome")  # what run_summary shows a customer
+
+
 def conversation_state(conversation: Conversation) -> dict:
-    """What a client needs besides the messages after it (re)connects: who answers, and what the run is at."""
-    conversation.refresh_from_db(fields=["status", "assignee", "last_seq"])
-    run = latest_run(conversation)
+    """What a client needs besides the messages after it (re)connects: who answers, and what the run is at.
+
+    One statement: the conversation's row (`conversation` is refreshed with its status, assignee and last seq),
+    its newest run's state and its count of approvals waiting, as correlated subqueries."""
+    newest = Run.objects.filter(conversation=OuterRef("pk")).order_by("-created_at", "-pk")
+    pending = (Approval.objects.filter(run__conversation=OuterRef("pk"), decided_at__isnull=True).order_by()
+               .values("run__conversation").annotate(n=Count("pk")).values("n"))
+    row = (Conversation.objects.select_related("assignee").only("status", "last_seq", "assignee")
+           .annotate(pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
+                     **{f"run_{name}": Subquery(newest.values(name)[:1]) for name in RUN_STATE})
+           .get(pk=conversation.pk))
+    conversation.status, conversation.last_seq, conversation.assignee = row.status, row.last_seq, row.assignee
+    run = Run(**{name: getattr(row, f"run_{name}") for name in RUN_STATE}) if row.run_public_id else None
     return {
         "status": conversation.status,
         "assignee": serializers.staff_name(conversation.assignee),
         "run": run_summary(run),
-        "pending_approvals": Approval.objects.filter(run__conversation=conversation, decided_at__isnull=True).count(),
+        "pending_approvals": row.pending_approvals,
     }
 
 

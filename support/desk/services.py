@@ -28,7 +28,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from support import profiles
-from support.customers import cleaning, languages, notify, words
+from support.customers import attachments, cleaning, languages, notify, words
 from support.desk import assistant, notices, queue, routing, serializers
 from support.models import Conversation, Customer, Message, Run
 from support.ops import limits
@@ -84,10 +84,12 @@ class LeaseLost(Exception):
 
 def conversation_start(*, customer: Customer) -> Conversation:
     """A new conversation, opened with the agent's system prompt (dated today, fixed for its life)."""
-    with transaction.atomic():
-        conversation = Conversation.objects.create(customer=customer)
-        message_append(conversation=conversation, wire={"role": "system", "content": assistant.system_prompt()},
-                       author=Message.SYSTEM)
+    with transaction.atomic(savepoint=False):  # all or nothing with the caller's: no savepoint of its own
+        # Its first seq is known: the row is new, so no append can come between (message_append's UPDATE).
+        conversation = Conversation.objects.create(customer=customer, last_seq=1)
+        prompt = Message.objects.create(conversation=conversation, seq=1, role="system", author=Message.SYSTEM,
+                                        content=assistant.system_prompt())
+        transaction.on_commit(lambda: serializers.publish_message(prompt))
         transaction.on_commit(lambda: serializers.publish_conversation(conversation))
     return conversation
 
@@ -272,15 +274,20 @@ def conversation_post_message(*, conversation: Conversation, text, client_id: st
     setup_check()
     text = message_clean(text)
     client_id = _client_id(client_id)
-    if client_id is not None:
-        existing = conversation.messages.filter(client_id=client_id).first()
-        if existing is not None:  # a retried POST: the same message, saved once
-            return existing, active_run(conversation), False
-    counted = message_rate_check(conversation=conversation, client_address=client_address)
+    # A retried POST (the same client_id) is found by the unique constraint below, not by a read first; one
+    # that comes at the limit still gets its message.
+    try:
+        counted = message_rate_check(conversation=conversation, client_address=client_address)
+    except RateLimited:
+        existing = conversation.messages.filter(client_id=client_id).first() if client_id is not None else None
+        if existing is None:
+            raise
+        return existing, active_run(conversation), False
     try:
         with transaction.atomic():
             message = message_append(conversation=conversation, wire={"role": "user", "content": text},
                                      author=Message.CUSTOMER, client_id=client_id)
+            attachments.none_yet(message)  # words only: its events read no files
             run = run_start_if_idle(conversation_id=conversation.pk, current=conversation)
     except IntegrityError:
         if client_id is None:
@@ -311,7 +318,7 @@ def run_start_if_idle(*, conversation_id: int, current: Conversation | None = No
             # With the conversation object, so announcing the run reads nothing more.
             # With the live profile version's id: the run works with it even if another goes live meanwhile.
             run = Run.objects.create(conversation=conversation, heartbeat_at=timezone.now(),
-                                     profile_version_id=profiles.live_version_id())
+                                     profile_version=profiles.live_version())
         except IntegrityError:
             return Run.objects.get(conversation_id=conversation_id, status__in=Run.ACTIVE)
     run_enqueue(run)

@@ -92,14 +92,15 @@ class Publisher:
         """Send, retrying a failure: after Redis restarts, the first command on a pooled connection fails
         (the layer then drops its idle connections, so the next try dials afresh). A retried batch may
         repeat events that went out before the failure: they keep their ids and sockets send them once."""
+        bundled = bundle(items)
         for attempt, pause in enumerate(PUBLISH_RETRY_PAUSES + (None,)):
             try:
                 layer = get_channel_layer()  # looked up each time: settings may change (tests)
                 send_many = getattr(layer, "group_send_many", None)  # ours: the batch in one round trip
                 if send_many is not None:
-                    await send_many(items)
+                    await send_many(bundled)
                 else:
-                    for group, message in items:
+                    for group, message in bundled:
                         await layer.group_send(group, message)
                 metrics.events_sent(items)
                 return
@@ -127,6 +128,18 @@ class Publisher:
         if self._loop is None:
             return
         asyncio.run_coroutine_threadsafe(self._queue.join(), self._loop).result(timeout)
+
+
+def bundle(items: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """One channel-layer message per group for what a batch sends it: a step's events (its message, its trace
+    row, the conversation's update) reach each socket as one message (`desk.events`, handled by the consumers
+    as its events one after another), not one each. A group's events keep their order; a socket in several
+    groups (a console) may get one group's before another's, as it may from two processes already."""
+    by_group: dict[str, list[dict]] = {}
+    for group, message in items:
+        by_group.setdefault(group, []).append(message)
+    return [(group, messages[0] if len(messages) == 1 else {"type": "desk.events", "events": messages})
+            for group, messages in by_group.items()]
 
 
 def coalesce(batch: list[tuple[list[str], dict]]) -> list[tuple[list[str], dict]]:

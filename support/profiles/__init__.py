@@ -14,6 +14,7 @@ from support.profiles.selectors import (  # noqa: F401
     built_in,
     effective_limits,
     gone_live,
+    live_version,
     live_version_id,
     read_once,
     version_profile,

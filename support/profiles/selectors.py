@@ -64,6 +64,14 @@ def live_version_id() -> int | None:
     return LiveProfile.objects.filter(pk=POINTER).values_list("version_id", flat=True).first()
 
 
+def live_version() -> ProfileVersion | None:
+    """The live version's row without its data (its id, number and publish time), or None: what a new run
+    records and its events show, in one read."""
+    pointer = (LiveProfile.objects.filter(pk=POINTER).select_related("version")
+               .only("version__id", "version__number", "version__published_at").first())
+    return pointer.version if pointer is not None else None
+
+
 def gone_live() -> bool:
     """Whether a profile has been published: until then a desk is being set up (its widget starts no run)."""
     return _pointer() is not None
@@ -88,10 +96,13 @@ def live() -> Profile:
     return _profile(row[0], row[1])
 
 
-def version_profile(version_id: int | None) -> Profile:
-    """The profile of a published version by its id (a run's), or the built-in defaults for None."""
+def version_profile(version_id: int | None, *, version: ProfileVersion | None = None) -> Profile:
+    """The profile of a published version by its id (a run's), or the built-in defaults for None. `version`:
+    that row, already read (a run's, with its run), so its publish time is not read again."""
     if version_id is None:
         return built_in()
+    if version is not None and version.pk == version_id:
+        return _profile(version_id, version.published_at)
     published_at = ProfileVersion.objects.filter(pk=version_id).values_list("published_at", flat=True).first()
     return _profile(version_id, published_at)
 

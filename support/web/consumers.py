@@ -156,6 +156,11 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
             delivered.add(event["seq"])
         await self.send_json(event)
 
+    async def desk_events(self, message):
+        """A batch's events for one group, in one message (events.bundle): each as if it came alone."""
+        for one in message["events"]:
+            await self.desk_event(one)
+
     async def last_seqs(self, conversations) -> dict[str, int]:
         """Each conversation's last seq, for the answer to a ping: a client that lacks one asks for a replay,
         so an event lost on the live path is found even when it was the last one."""
@@ -451,11 +456,12 @@ def _pending_approvals_json(conversation_key: str) -> list[dict]:
 
 def _replay_read(conversation, after_seq: int, staff: bool, seen: bool):
     """(the conversation's last seq, its messages after after_seq, its state), in one trip to the thread
-    pool. The seq is read first: a seq is handed out in the transaction that saves its message, so every
-    message up to it is in the read that follows. `seen`: the customer's presence is recorded too."""
-    last_seq = Conversation.objects.values_list("last_seq", flat=True).get(pk=conversation.pk)
+    pool. The seq is read first, with the state: a seq is handed out in the transaction that saves its
+    message, so every message up to it is in the read that follows. `seen`: the customer's presence is
+    recorded too."""
+    state = selectors.conversation_state(conversation)  # refreshes conversation.last_seq
+    last_seq = conversation.last_seq
     messages = selectors.messages_after(conversation, after_seq, staff=staff)
-    state = selectors.conversation_state(conversation)
     if seen:
         _record_presence(conversation)
     return last_seq, messages, state
