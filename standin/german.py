@@ -1,11 +1,10 @@
 """The stand-in's answers in German, when the desk tells it the customer's language is German.
 
 A real model writes in the language it is told; the stand-in's flows write English sentences from templates, so
-this module carries the German of the sentences customers meet most (where a parcel is, which order, the order
-number, thanks, a refund asked for, an apology, every answer of the missing-parcel scenario and the refund it ends
-in) and the words inside them (dates, "3 hours ago", "your time"). A reviewer's reason is quoted as the person
-wrote it, after „Unser Team schreibt dazu:“. A sentence it does not know stays in English: the scripted model is a
-test double, not a translator.
+this module carries their German: where a parcel is, which order, the order number, thanks, every answer of the
+missing-parcel scenario and the refund it ends in, and the words inside them (dates, "3 hours ago", "your time");
+german_flows.py carries every other flow's. A reviewer's reason is quoted as the person wrote it, after „Unser Team
+schreibt dazu:“. tests/test_standin_german.py plays every flow in German and fails on an English sentence left.
 """
 
 from __future__ import annotations
@@ -132,8 +131,8 @@ _QUOTING = [
     (re.compile(r"I asked our team to approve (.+?), but they decided against it: (.+) I'm sorry this isn't the answer "
                 r"you hoped for; if you have anything that might change the picture, just reply here\.", re.S),
      lambda m, quote: f"Ich habe unser Team gebeten, {_asked(m.group(1))} zu genehmigen, aber es hat sich dagegen "
-                     f"entschieden. {quote(m.group(2), note=True)} Es tut mir leid, dass das nicht die Antwort ist, die "
-                     "Sie sich erhofft haben; wenn Sie etwas haben, das daran etwas ändern könnte, antworten Sie "
+                     f"entschieden. {quote(m.group(2), note=True)} Es tut mir leid, dass das nicht die Antwort "
+                     "ist, die Sie sich erhofft haben; wenn Sie etwas haben, das daran etwas ändern könnte, antworten Sie "
                      "einfach hier."),
     (re.compile(r"Our team already reviewed a refund of ([\d.]+) EUR for order (SU-\d+) and decided against it: "
                 r"(.+)\.(?= This is more than| I've asked for a specialist| I tried to pass this)", re.S),
@@ -142,8 +141,8 @@ _QUOTING = [
     (re.compile(r"I tried to pass this to a specialist, but that didn't go through \((.+)\)\. I'm sorry; please reply "
                 r"here and we'll pick it up\.", re.S),
      lambda m, quote: f"Ich wollte das an eine Fachkraft unseres Teams weitergeben, aber das hat nicht geklappt. "
-                     f"{quote(m.group(1) + '.', note=True)} Es tut mir leid; antworten Sie bitte hier, dann kümmern wir "
-                     "uns darum."),
+                     f"{quote(m.group(1) + '.', note=True)} Es tut mir leid; antworten Sie bitte hier, dann "
+                     "kümmern wir uns darum."),
 ]
 
 
