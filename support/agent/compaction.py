@@ -1,9 +1,11 @@
 """Compaction: what the model reads of a long conversation, when the whole history would pass its budget.
 
 The saved history never changes; only the request does. First, old large tool results (before the
-customer's last two messages) are cut to a line; if that is not enough, the turns before the customer's
+customer's last two messages) are cut to a line; if that is not enough, turns before the customer's
 last two messages (or, failing that, the last one) are left out and one message summarising them takes
-their place, right after the system messages. The summary is built from the history, without a model
+their place: the latest such turns that make the request fit, so the earliest turns stay word for word
+after the system messages and the request keeps the prefix earlier requests had (a provider's prompt
+cache); all of them when nothing less fits. The summary is built from the history, without a model
 call: it is free, adds no latency, cannot invent anything, and keeps the facts a run depends on word for
 word (the orders looked up, refunds issued, staff decisions, seller messages, what the customer asked).
 
@@ -69,12 +71,28 @@ def compact(messages: list[dict], budget: int, *, pinned_calls=frozenset()) -> t
         if start == 0:
             continue
         kept = _never_summarised(rest, start, set(pinned_calls))
-        left = [m for i, m in enumerate(rest[:start]) if i not in kept]
-        if not left:
-            continue
-        out = head + [summary_message(left)] + [rest[i] for i in sorted(kept)] + rest[start:]
-        if estimate_tokens(out) <= budget or keep == 1:
-            return out, _what_was_left_out(left, rest, kept, set(pinned_calls))
+        # The earliest turns stay word for word as long as the rest fits: the span summarised is as late as it
+        # can be, so the request keeps the prefix the conversation's earlier requests had (a provider's cache).
+        # Each message's size is counted once; a summary is built only where the messages kept could fit.
+        # Those earliest turns' tool results are cut as in the first stage (a result is cut the same way each time).
+        early = [_cut(m) if i < start and m.get("role") == "tool" else m for i, m in enumerate(rest)]
+        sizes = [estimate_tokens([m]) for m in early]
+        fixed = estimate_tokens(head) + sum(sizes[start:])
+        last_try = keep == 1
+        for verbatim in [u for u in reversed(users) if u < start] + [0]:
+            final = last_try and verbatim == 0
+            if not final and fixed + sum(sizes[:verbatim]) + sum(estimate_tokens([rest[i]]) for i in kept
+                                                                  if i >= verbatim) > budget:
+                continue
+            left = [m for i, m in enumerate(rest[:start]) if i >= verbatim and i not in kept]
+            if not left:
+                continue
+            out = (head + early[:verbatim] + [summary_message(left)]
+                   + [rest[i] for i in sorted(kept) if i >= verbatim] + rest[start:])
+            if final or estimate_tokens(out) <= budget:
+                done = _what_was_left_out(left, rest[verbatim:], {i - verbatim for i in kept if i >= verbatim},
+                                          set(pinned_calls))
+                return out, done + (f"; kept the {verbatim} earliest messages word for word" if verbatim else "")
     return messages, ""
 
 
