@@ -61,7 +61,7 @@ def test_a_shop_that_cannot_be_read_adds_no_line(demo, monkeypatch):
     def down(self, customer_id, limit=None):
         raise port.ShopUnavailable("the shop timed out")
 
-    monkeypatch.setattr(type(known_orders.shop()), "orders_of", down)
+    monkeypatch.setattr(type(known_orders.shop()), "order_briefs", down)
     assert known_orders.orders_line(services.conversation_start(customer=demo.maya)) is None
 
 

@@ -49,6 +49,7 @@ def test_a_customers_orders_come_newest_first_and_only_theirs(http_shop):
     assert [o.number for o in http_shop.orders_of("cus_2")] == ["SU-41444"]
     assert http_shop.orders_of("cus_404") == []
     assert [o.number for o in http_shop.orders_of("cus_1", limit=2)] == MAYA_NEWEST_FIRST[:2]
+    assert http_shop.order_briefs("cus_1", limit=2) == [port.brief(o) for o in http_shop.orders_of("cus_1", limit=2)]
 
 
 def test_an_order_carries_its_items_money_parcels_and_refunds(http_shop):

@@ -48,6 +48,13 @@ def test_a_customers_orders_come_newest_first_and_only_theirs(demo, demo_shop):
     assert demo_shop.orders_of("not-an-id") == [] and demo_shop.orders_of("999999") == []
 
 
+def test_the_orders_in_brief_say_what_the_orders_say(demo, demo_shop):
+    maya = str(demo.maya.pk)
+    briefs = demo_shop.order_briefs(maya, limit=3)
+    assert briefs == [port.brief(o) for o in demo_shop.orders_of(maya, limit=3)] and len(briefs) == 3
+    assert demo_shop.order_briefs("not-an-id") == [] and demo_shop.order_briefs("999999") == []
+
+
 def test_a_limit_gives_the_newest_orders_only(demo, demo_shop):
     assert [o.number for o in demo_shop.orders_of(str(demo.maya.pk), limit=2)] == MAYA_NEWEST_FIRST[:2]
     assert [o.number for o in demo_shop.orders_of(str(demo.tom.pk), limit=5)] == ["SU-41444"]

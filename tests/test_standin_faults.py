@@ -192,7 +192,8 @@ def test_it_lets_a_retrying_client_through_a_429_directive(standin):
         model=MODEL, messages=messages, tools=TOOLS)
     assert r.choices[0].message.tool_calls
     assert seen == [429, 429, 200]
-    assert [e["status"] for e in standin.requests() if e["fault"]] == [429, 429]
+    # This directive's faults (an earlier test's late request, e.g. a stalled one served at last, is logged too).
+    assert [e["status"] for e in standin.requests() if (e["fault"] or "").startswith("429")] == [429, 429]
 
 
 def test_it_applies_a_directive_only_to_the_first_request_after_the_message(standin):

@@ -2,13 +2,15 @@
 
 A new customer turn is what the widget does for a first message: the conversation created over the API, the
 customer's socket opened and replayed, one message sent on it, and its run (two model calls on the stand-in:
-a tool call, then the answer) worked to the end. Counted: every statement the desk sends through Django's
-connections (its ORM, its raw cursors, savepoints and their releases), from every thread; not counted: the
-driver's own BEGIN and COMMIT, and a pool's health check. The budget differs by backend because the journal
-writes a step as one statement on PostgreSQL and as several on SQLite (support/desk/journal.py), where
-BEGIN IMMEDIATE is a statement of its own; bench/history.md lists each one. Counted in a process that has
-served a turn before, as a running desk has. A change that adds a statement to this path fails here and
-lists them (with STATEMENTS_WHERE=1, each with the code that sent it).
+a tool call, then the answer) worked to the end. Counted as the database sees them: every statement the desk
+sends through Django's connections (its ORM, its raw cursors, savepoints and their releases), from every
+thread, and each transaction's COMMIT, and on PostgreSQL its BEGIN (the driver sends both, not through a
+cursor; SQLite's BEGIN IMMEDIATE is a cursor statement, counted as one); not counted: a pool's health check.
+The budget differs by backend because the journal writes a step as one statement on PostgreSQL and as several
+on SQLite (support/desk/journal.py), and a few other writes are one chained statement on PostgreSQL only;
+bench/history.md lists each one. Counted in a process that has served a turn before, as a running desk has. A
+change that adds a statement to this path fails here and lists them (with STATEMENTS_WHERE=1, each with the
+code that sent it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.db import connection
 from django.db.backends import utils
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.test import Client
 
 from agentsite.asgi import application
@@ -33,9 +36,9 @@ from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401 
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("limits_redis")]
 
-# Two more than when the budget was first set (35 and 53): at the run's end, whether it messaged a seller (the wait
-# it leaves, support/desk/waiting.py), and at the answer, whether the customer wrote by e-mail (the reply e-mail).
-BUDGET = {"postgresql": 37, "sqlite": 54}
+# As PostgreSQL's log shows them: 22 statements and one transaction (its BEGIN and COMMIT); on SQLite 42 statements
+# and 6 COMMITs (bench/history.md).
+BUDGET = {"postgresql": 24, "sqlite": 48}
 ORIGIN = [(b"origin", b"http://127.0.0.1:8000"), (b"host", b"127.0.0.1:8000")]
 
 
@@ -47,12 +50,14 @@ def _where() -> str:
 
 
 class Statements(list):
-    """Every statement run through a Django cursor while it is installed, from any thread, in order."""
+    """Every statement run through a Django cursor while it is installed, from any thread, in order, and each
+    transaction's COMMIT (and, on PostgreSQL, its BEGIN) as the database sees them."""
 
     def __init__(self, monkeypatch):
         super().__init__()
         lock = threading.Lock()
         plain, many = utils.CursorWrapper._execute, utils.CursorWrapper._executemany
+        commit = BaseDatabaseWrapper.commit
 
         def record(sql) -> None:
             with lock:
@@ -66,8 +71,15 @@ class Statements(list):
             record(sql)
             return many(wrapper, sql, param_list, *rest)
 
+        def committed(wrapper):
+            if wrapper.vendor == "postgresql":
+                record("BEGIN (sent by the driver before the transaction's first statement)")
+            record("COMMIT")
+            return commit(wrapper)
+
         monkeypatch.setattr(utils.CursorWrapper, "_execute", execute)
         monkeypatch.setattr(utils.CursorWrapper, "_executemany", executemany)
+        monkeypatch.setattr(BaseDatabaseWrapper, "commit", committed)
 
 
 @pytest.fixture

@@ -70,6 +70,7 @@ OUTCOME_TOOL = Tool(
     },
     fn=lambda ctx, outcome, summary: {"recorded": outcome},
     label="Wrapping up",
+    read_only=True,  # it records what the run achieved and has no effect anywhere: no call record before it runs
 )
 
 SPIN_WARNING = (
@@ -540,8 +541,8 @@ def _read_ahead(run: _Run, calls: list[ToolCall], decisions: Mapping[str, Decisi
     reads = []
     for call in calls:
         tool = run.tools.get(call.name)
-        if tool is None or not tool.read_only or call.id in decisions:
-            continue
+        if tool is None or not tool.read_only or tool is OUTCOME_TOOL or call.id in decisions:
+            continue  # (recording the outcome reads nothing: not worth a thread)
         try:
             args = parse_arguments(call.arguments)
         except ValueError:

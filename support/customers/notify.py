@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMultiAlternatives
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.template.loader import render_to_string
@@ -101,10 +101,24 @@ def customer_seen(conversation_pk: int, *, now: datetime | None = None) -> None:
     """A customer socket of the conversation is open now (resumed, heartbeat, or closing): every reply saved
     so far reached it, and no e-mail is due until the customer has been away for a while."""
     now = now or timezone.now()
-    # The conversation's last seq read in the same UPDATE (or INSERT): one statement.
-    last_seq = Subquery(Conversation.objects.filter(pk=conversation_pk).values("last_seq")[:1])
-    _follow_up_update(conversation_pk, first={"seen_at": now, "seen_seq": last_seq}, seen_at=now,
-                      seen_seq=Greatest(F("seen_seq"), last_seq))
+    # One statement, whether the row is there or not: the conversation's last seq read in it, the row made or
+    # updated by INSERT ... ON CONFLICT (never lowered: a later seen wins).
+    row = FollowUp(conversation_id=conversation_pk, seen_at=now)
+    fields = [f for f in FollowUp._meta.concrete_fields if not f.primary_key and f.attname != "seen_seq"]
+    quote = connection.ops.quote_name
+    table, seen_at, seen_seq = (quote(n) for n in (FollowUp._meta.db_table, FollowUp._meta.get_field("seen_at").column,
+                                                    FollowUp._meta.get_field("seen_seq").column))
+    conversation_id = quote(FollowUp._meta.get_field("conversation").column)
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    last_seq = (f"(SELECT {quote(Conversation._meta.get_field('last_seq').column)} FROM "
+                f"{quote(Conversation._meta.db_table)} WHERE {quote(Conversation._meta.pk.column)} = %s)")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(quote(f.column) for f in fields)}, {seen_seq}) "
+            f"SELECT {', '.join(['%s'] * len(fields))}, COALESCE({last_seq}, 0) WHERE 1 = 1 "
+            f"ON CONFLICT ({conversation_id}) DO UPDATE SET {seen_at} = excluded.{seen_at}, "
+            f"{seen_seq} = {greatest}({table}.{seen_seq}, excluded.{seen_seq})",
+            [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields] + [conversation_pk])
 
 
 # -- signed links -----------------------------------------------------------------------------------------

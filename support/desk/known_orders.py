@@ -40,7 +40,7 @@ def orders_line(conversation) -> dict | None:
             "up with get_order instead of asking for the number.")}
     try:
         owner = shop_customer_id(conversation.customer_id, email=conversation.customer.email)
-        orders = shop().orders_of(owner, limit=RECENT) if owner is not None else None
+        orders = shop().order_briefs(owner, limit=RECENT) if owner is not None else None
     except port.ShopError as e:  # the run goes on without the line; the tools say the shop is down if it is
         log.warning("conversation %s: the customer's orders could not be read for the model: %s",
                     conversation.public_id, e)
@@ -58,12 +58,12 @@ def orders_line(conversation) -> dict | None:
         "none fits.")}
 
 
-def _describe(order: port.Order) -> str:
-    items = [" ".join(item.title.split())[:_TITLE_CHARS] for item in order.items]
+def _describe(order: port.OrderBrief) -> str:
+    items = [" ".join(title.split())[:_TITLE_CHARS] for title in order.item_titles]
     bought = items[0] if items else "no items listed"
     if len(items) > 1:
         bought += f" and {len(items) - 1} more item{'s' if len(items) > 2 else ''}"
-    seller = " ".join(order.seller.name.split())[:_TITLE_CHARS]
+    seller = " ".join(order.seller_name.split())[:_TITLE_CHARS]
     status = STATUS_WORDS.get(order.status, order.status)
     return (f"{order.number}: placed {order.placed_at:%Y-%m-%d}, {status}, sold by {seller}: {bought}, "
             f"{order.total:.2f} {order.currency}")

@@ -26,7 +26,7 @@ from support.agent.loop import run_loop
 from support.agent.summary import handoff_reason, handoff_summary
 from support.agent.tools import Tool, ToolContext
 from support.customers import attachments, languages
-from support.desk import assistant, journal, notices, routing, run_start, serializers, services, takeover
+from support.desk import assistant, journal, notices, routing, rows, run_start, serializers, services, takeover
 from support.desk import waiting as waits
 from support.models import Approval, Conversation, Message, Run, Step, ToolCall
 from support.ops import metrics, tracing
@@ -98,9 +98,15 @@ class DbObserver(agent.Observer):
     # what they return. Between the last tool result and the next model call there is no wait.
     STATE_FRESH_SECONDS = 0.05
 
-    def __init__(self, run: Run, conversation: Conversation, lease: str, held: list[dict], last_seq: int):
+    def __init__(self, run: Run, conversation: Conversation, lease: str, held: list[dict], last_seq: int,
+                 messages: list[Message] = ()):
         self.run, self.conversation, self.lease = run, conversation, lease
         self.held, self.last_seq = held, last_seq
+        # Read from the messages the run started from, kept up to date as it goes (no query at its end): how the
+        # customer last wrote (by e-mail: the answer is e-mailed at once), and the tools this run called.
+        self.customer_channel = next((m.channel for m in reversed(messages) if m.author == Message.CUSTOMER), "")
+        self.tools_called = {c.get("function", {}).get("name") for m in messages if m.run_id == run.pk
+                             for c in m.tool_calls or []}
         # The newest customer message this run has read; separate from last_seq, which our own appends move.
         self.user_cursor = last_seq
         # Someone else wrote since we last looked (one of our appends skipped a seq): read before the next call.
@@ -203,6 +209,7 @@ class DbObserver(agent.Observer):
             self.unread = False
         if fresh:
             self.user_cursor = fresh[-1].seq
+            self.customer_channel = fresh[-1].channel if fresh[-1].author == Message.CUSTOMER else self.customer_channel
         with_files = attachments.model_wires(fresh, images=settings.MODEL_ACCEPTS_IMAGES)
         out, self.held = self.held + [with_files.get(m.pk) or m.wire() for m in fresh], []
         return out
@@ -228,6 +235,8 @@ class DbObserver(agent.Observer):
                    result=step.result, error=step.error, finish_reason=(step.finish_reason or "")[:20],
                    attempts=step.attempts, prompt_tokens=step.prompt_tokens, completion_tokens=step.completion_tokens,
                    cached_tokens=step.cached_tokens, cost_usd=step.cost_usd, duration_ms=step.duration_ms)
+        if step.kind == "tool":
+            self.tools_called.add(step.tool)
         with self._in_unit() as unit:
             unit.steps.append(row)
             if step.kind == "model":
@@ -400,7 +409,7 @@ def _work(run: Run, lease: str) -> str:
     history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES, notes=True)
     history = assistant.with_profile(history, conversation, profile)  # its prompt and the shop's rules
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
-    observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
+    observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0, messages)
     observer.state_read()  # the conversation was read with the run, after the claim: the first call reads it not again
     # their local time and the orders the desk knows go after the history (what changed since the last note),
     # so all before is a cached prefix
@@ -498,6 +507,8 @@ def _approval_policy(observer: DbObserver):
 def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserver, result: agent.RunResult) -> bool:
     """Record how the loop ended. False when the customer wrote while it answered: the run goes on."""
     now = timezone.now()
+    if _finish_answered_at_once(run, conversation, lease, observer, result, now):
+        return True
     with transaction.atomic():
         # The run's row first, then the conversation's: the lock order of services.py, which every other
         # write of this worker follows too (the opposite could deadlock with a take-over or a decision).
@@ -514,7 +525,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         fields = dict(outcome=result.outcome or "", outcome_summary=result.outcome_summary,
                       summary=result.summary, detail=result.detail[:2000], lease="")
         if result.stop_reason == agent.ANSWERED and result.outcome != agent.HANDED_TO_PERSON \
-                and (wait := waits.wait_of_run(run)) is not None:
+                and observer.tools_called.intersection(waits.WAIT_TOOLS) and (wait := waits.wait_of_run(run)) is not None:
             fields["outcome"] = agent.WAITING  # from the tool's deadline, whatever the model recorded
             waits.wait_start(conversation=conversation, wait=wait)
         if result.status == agent.AWAITING_APPROVAL:
@@ -525,7 +536,7 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
             fields.update(status=Run.STOPPED, stop_reason=result.stop_reason, finished_at=now)
         Run.objects.filter(pk=run.pk, lease=lease).update(**fields)  # its lock is ours: the lease holds
         if result.stop_reason == agent.ANSWERED:  # the answer was saved by the journal, not message_append
-            services.reply_email_after_commit(conversation.pk)
+            services.reply_email_after_commit(conversation.pk, by_email=observer.customer_channel == Message.EMAIL)
         if result.status == agent.AWAITING_APPROVAL:
             _request_approvals(run, result.pending, turn=result.spent.turns)
         elif result.stop_reason != agent.ANSWERED or result.outcome == agent.HANDED_TO_PERSON:
@@ -545,6 +556,48 @@ def _finish(run: Run, conversation: Conversation, lease: str, observer: DbObserv
         for name, value in fields.items():  # what the UPDATE wrote; the totals the steps added are on `run`
             setattr(run, name, value)  # (journal.write adds each unit's once committed, under the lease)
         transaction.on_commit(lambda: serializers.publish_run(run))
+    return True
+
+
+def _finish_answered_at_once(run: Run, conversation: Conversation, lease: str, observer: DbObserver,
+                             result: agent.RunResult, now) -> bool:
+    """The common end on PostgreSQL, in one statement: an answer, nothing appended since the run's own last append,
+    no wait to start, no notice to write. The run's row is locked first (FOR UPDATE, under the lease), then the
+    conversation's, only while its last seq is still ours (the lock order of _finish's transaction), and the run
+    is stopped only if both held. False (nothing written) when it is not that case or the conversation moved on:
+    _finish's transaction then decides."""
+    if (connection.vendor != "postgresql" or result.status != agent.STOPPED or result.stop_reason != agent.ANSWERED
+            or result.outcome == agent.HANDED_TO_PERSON or observer.unread
+            or observer.tools_called.intersection(waits.WAIT_TOOLS)):
+        return False
+    fields = dict(outcome=result.outcome or "", outcome_summary=result.outcome_summary, summary=result.summary,
+                  detail=result.detail[:2000], lease="", status=Run.STOPPED, stop_reason=result.stop_reason,
+                  finished_at=now)
+    run_meta, conv_meta = Run._meta, Conversation._meta
+    col = {name: rows.q(run_meta.get_field(name).column) for name in ("lease", *fields)}
+    run_table, run_pk = rows.q(run_meta.db_table), rows.q(run_meta.pk.column)
+    conv_table, conv_pk = rows.q(conv_meta.db_table), rows.q(conv_meta.pk.column)
+    last_seq, updated_at = (rows.q(conv_meta.get_field(n).column) for n in ("last_seq", "updated_at"))
+    sets = ", ".join(f"{col[name]} = %s" for name in fields)
+    values = [run_meta.get_field(name).get_db_prep_save(value, connection) for name, value in fields.items()]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH r AS (SELECT {run_pk} FROM {run_table} WHERE {run_pk} = %s AND {col['lease']} = %s FOR UPDATE), "
+            f"c AS (UPDATE {conv_table} SET {updated_at} = %s WHERE {conv_pk} = %s AND {last_seq} = %s "
+            f"AND EXISTS (SELECT 1 FROM r) RETURNING {conv_pk}), "
+            f"f AS (UPDATE {run_table} SET {sets} WHERE {run_pk} = %s AND EXISTS (SELECT 1 FROM c) RETURNING {run_pk}) "
+            f"SELECT (SELECT {run_pk} FROM r), (SELECT {run_pk} FROM f)",
+            [run.pk, lease, conv_meta.get_field("updated_at").get_db_prep_value(now, connection), conversation.pk,
+             observer.last_seq, *values, run.pk])
+        claimed, stopped = cursor.fetchone()
+    if claimed is None:
+        raise _lease_lost(run)
+    if stopped is None:
+        return False  # something was appended after our last append: _finish reads what
+    services.reply_email_after_commit(conversation.pk, by_email=observer.customer_channel == Message.EMAIL)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    transaction.on_commit(lambda: serializers.publish_run(run))
     return True
 
 

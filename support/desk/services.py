@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from support import profiles
 from support.customers import attachments, cleaning, languages, notify, words
-from support.desk import assistant, notices, queue, routing, serializers
+from support.desk import assistant, notices, queue, routing, rows, serializers
 from support.models import Conversation, Customer, Message, Run
 from support.ops import limits
 
@@ -82,26 +82,44 @@ class LeaseLost(Exception):
 
 # -- conversations and messages ---------------------------------------------------------------------
 
-def conversation_start(*, customer: Customer) -> Conversation:
-    """A new conversation, opened with the agent's system prompt (dated today, fixed for its life)."""
-    with transaction.atomic(savepoint=False):  # all or nothing with the caller's: no savepoint of its own
-        # Its first seq is known: the row is new, so no append can come between (message_append's UPDATE).
-        conversation = Conversation.objects.create(customer=customer, last_seq=1)
-        prompt = Message.objects.create(conversation=conversation, seq=1, role="system", author=Message.SYSTEM,
-                                        content=assistant.system_prompt())
-        transaction.on_commit(lambda: serializers.publish_message(prompt))
-        transaction.on_commit(lambda: serializers.publish_conversation(conversation))
+def conversation_start(*, customer: Customer, order_scope: str = "") -> Conversation:
+    """A new conversation, opened with the agent's system prompt as its first message. `order_scope`: opened
+    with an order number, it sees that order only (support/tools/common.py). On PostgreSQL one statement (the
+    conversation and its prompt, chained), so no transaction of its own; elsewhere all or nothing with the
+    caller's."""
+    # Its first seq is known: the row is new, so no append can come between (message_append's UPDATE).
+    conversation = Conversation(customer=customer, last_seq=1, order_scope=order_scope)
+    prompt = Message(conversation=conversation, seq=1, role="system", author=Message.SYSTEM,
+                     content=assistant.system_prompt())
+    if connection.vendor == "postgresql":
+        table, columns, values = rows.insert_parts(conversation)
+        m_table, m_columns, m_values = rows.insert_parts(prompt, skip=("conversation_id",))
+        pk, m_pk = rows.q(Conversation._meta.pk.column), rows.q(Message._meta.pk.column)
+        conversation_id = rows.q(Message._meta.get_field("conversation").column)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH c AS (INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(values))}) "
+                f"RETURNING {pk}), m AS (INSERT INTO {m_table} ({conversation_id}, {', '.join(m_columns)}) "
+                f"SELECT {pk}, {', '.join(['%s'] * len(m_values))} FROM c RETURNING {m_pk}) "
+                f"SELECT (SELECT {pk} FROM c), (SELECT {m_pk} FROM m)", values + m_values)
+            conversation_pk, prompt_pk = cursor.fetchone()
+        rows.saved(conversation, conversation_pk)
+        prompt.conversation = conversation
+        rows.saved(prompt, prompt_pk)
+    else:
+        with transaction.atomic(savepoint=False):  # all or nothing with the caller's: no savepoint of its own
+            conversation.save(force_insert=True)
+            prompt.conversation = conversation
+            prompt.save(force_insert=True)
+    transaction.on_commit(lambda: serializers.publish_message(prompt))
+    transaction.on_commit(lambda: serializers.publish_conversation(conversation))
     return conversation
 
 
 def conversation_open(*, customer: Customer, order_number: str | None = None) -> Conversation:
-    """A new conversation; opened with an order number, it sees that order only (support/tools/common.py)."""
-    with transaction.atomic():  # the scope is set before the token that opens it exists
-        conversation = conversation_start(customer=customer)
-        if order_number:
-            Conversation.objects.filter(pk=conversation.pk).update(order_scope=order_number)
-            conversation.order_scope = order_number
-    return conversation
+    """A new conversation; opened with an order number, it sees that order only (its scope is set before the
+    token that opens it exists)."""
+    return conversation_start(customer=customer, order_scope=order_number or "")
 
 
 @dataclass(frozen=True)
@@ -217,10 +235,11 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
     return message
 
 
-def reply_email_after_commit(conversation_pk: int) -> None:
+def reply_email_after_commit(conversation_pk: int, *, by_email: bool | None = None) -> None:
     """An answer was saved: when the customer wrote by e-mail, it goes to them once this commits, not after
-    the widget's wait (support/customers/notify.py)."""
-    if notify.by_email(conversation_pk):
+    the widget's wait (support/customers/notify.py). `by_email`: whether their latest message came by e-mail,
+    when the caller knows it."""
+    if by_email if by_email is not None else notify.by_email(conversation_pk):
         transaction.on_commit(lambda: _reply_email(conversation_pk))
 
 
@@ -311,18 +330,33 @@ def run_start_if_idle(*, conversation_id: int, current: Conversation | None = No
     conversation = current if current is not None else Conversation.objects.get(pk=conversation_id)
     if conversation.status != Conversation.OPEN:
         return None  # a person has this conversation; the message waits for them
-    run = Run.objects.filter(conversation_id=conversation_id, status__in=Run.ACTIVE).first()
-    if run is not None:
-        return run
-    with transaction.atomic():  # a savepoint: losing the unique-constraint race leaves the message saved
-        try:
-            # With the conversation object, so announcing the run reads nothing more.
-            # With the live profile version's id: the run works with it even if another goes live meanwhile.
-            run = Run.objects.create(conversation=conversation, heartbeat_at=timezone.now(),
-                                     profile_version=profiles.live_version())
-        except IntegrityError:
-            return Run.objects.get(conversation_id=conversation_id, status__in=Run.ACTIVE)
-    run_enqueue(run)
+    # With the live profile version: the run works with it even if another goes live meanwhile.
+    version = profiles.live_version()
+    for _ in range(2):
+        run = _run_insert(conversation, version)
+        if run is not None:
+            run_enqueue(run)
+            return run
+        run = Run.objects.filter(conversation_id=conversation_id, status__in=Run.ACTIVE).first()
+        if run is not None:
+            return run  # the active one (a working run reads the message at its next model call)
+    raise IntegrityError(f"conversation {conversation_id}: no run could be started")
+
+
+def _run_insert(conversation: Conversation, version) -> Run | None:
+    """A new queued run, or None when the conversation has an active one: one INSERT ... ON CONFLICT DO NOTHING
+    (the unique constraint on a conversation's active run decides; no savepoint, no read first), so a lost race
+    leaves the caller's transaction and its message as they were. With the conversation object, so announcing
+    the run reads nothing more."""
+    run = Run(conversation=conversation, heartbeat_at=timezone.now(), profile_version=version)
+    table, columns, values = rows.insert_parts(run)
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(values))}) "
+                       f"ON CONFLICT DO NOTHING RETURNING {rows.q(Run._meta.pk.column)}", values)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    rows.saved(run, row[0])
     return run
 
 

@@ -90,6 +90,9 @@ class HttpShop:
         orders = [] if data is None else contract.orders(data)
         return orders[:limit] if limit is not None else orders
 
+    def order_briefs(self, customer_id: str, limit: int | None = None) -> list[port.OrderBrief]:
+        return [port.brief(o) for o in self.orders_of(customer_id, limit)]
+
     def order(self, number: str) -> port.Order | None:
         data = self._read(f"/orders/{_segment(number)}")
         return None if data is None else contract.order(contract.envelope(data, "order"))

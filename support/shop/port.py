@@ -129,6 +129,25 @@ class Order:
 
 
 @dataclass(frozen=True)
+class OrderBrief:
+    """What a list of a customer's orders says of each: what the desk tells the model of their recent orders."""
+
+    number: str
+    status: str
+    placed_at: datetime
+    seller_name: str
+    item_titles: tuple[str, ...]
+    total: Decimal
+    currency: str
+
+
+def brief(order: Order) -> OrderBrief:
+    return OrderBrief(number=order.number, status=order.status, placed_at=order.placed_at,
+                      seller_name=order.seller.name, item_titles=tuple(i.title for i in order.items),
+                      total=order.total, currency=order.currency)
+
+
+@dataclass(frozen=True)
 class RefundResult:
     """A refund issued, or found again by its idempotency key."""
 
@@ -200,6 +219,9 @@ class Shop(Protocol):
 
     def orders_of(self, customer_id: str, limit: int | None = None) -> list[Order]:
         """The customer's orders, newest first; only the first `limit` of them when it is given."""
+
+    def order_briefs(self, customer_id: str, limit: int | None = None) -> list[OrderBrief]:
+        """orders_of's orders in brief (a backend that reads less for them says so; the others: brief() of each)."""
 
     def order(self, number: str) -> Order | None:
         ...

@@ -172,6 +172,9 @@ class ShopifyShop:
         exact = [c for c in same if c.email == email]
         return (exact or same)[0] if len(exact) == 1 or len(same) == 1 else None
 
+    def order_briefs(self, customer_id: str, limit: int | None = None) -> list[port.OrderBrief]:
+        return [port.brief(o) for o in self.orders_of(customer_id, limit)]
+
     def orders_of(self, customer_id: str, limit: int | None = None) -> list[port.Order]:
         number = customer_id.rsplit("/", 1)[-1]
         if not customer_id.startswith("gid://shopify/Customer/") or not number.isdigit():
