@@ -7,6 +7,7 @@ Who: Maya is the customer; Sam (a support agent) has her conversation; Alex is a
 Cora has a login but is not staff."""
 
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -148,3 +149,13 @@ def test_a_suggested_refund_keeps_the_refund_actions_lead_permission_confirmatio
     assert StaffAction.objects.get(kind=StaffAction.REFUND, status=StaffAction.AWAITING_APPROVAL)
     desk.orders["SU-41533"].refresh_from_db()
     assert desk.orders["SU-41533"].refunds.count() == 0  # nothing made by the suggestion nor by one person
+
+
+def test_the_settings_page_shows_whether_the_copilot_is_on_and_its_limits(db, client, settings):
+    settings.COPILOT_ENABLED = False
+    settings.COPILOT_PER_PERSON_PER_HOUR = 25
+    client.force_login(make_user("lee", staff=True, group="leads"))
+    page = client.get("/console/settings/").content.decode()
+    group = re.search(r'data-group="copilot">.*?</h2>', page, re.S).group(0)
+    assert ">Off<" in group
+    assert "25" in re.search(r'data-name="COPILOT_PER_PERSON_PER_HOUR">.*?</tr>', page, re.S).group(0)
