@@ -15,6 +15,7 @@ from support.live import events
 from support.models import Conversation, CopilotRun, Message, PolicyDocument
 from tests.copilot_factories import ask, copilot_queued, disputed, handed_over, sam  # noqa: F401  (fixtures)
 from tests.desk_factories import make_user
+from tests.mcp_fixture import mcp_server  # noqa: F401  (fixture: the demo warranty service)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -230,3 +231,17 @@ def test_the_console_reads_this_persons_runs_newest_first(desk, queued, copilot_
                           "requested_by", "created_at", "finished_at", "duration_ms", "prompt_tokens",
                           "completion_tokens", "cached_tokens", "cost_usd", "steps", "stale"}
     assert seen["summary"] is None and Conversation.objects.get(pk=conversation.pk).status == "taken_over"
+
+
+def test_an_mcp_tool_is_offered_only_when_its_server_says_it_only_reads(desk, queued, copilot_queued, sam, standin,
+                                                                        mcp_server, settings):
+    # lookup_warranty: readOnlyHint true; get_order (listed as warranty__get_order): listed "read" but its server
+    # says nothing; issue_store_credit: gated.
+    settings.MCP_SERVERS = mcp_server.setting(lookup_warranty={"kind": "read"}, get_order={"kind": "read"},
+                                              issue_store_credit={"kind": "gated", "amount": "amount",
+                                                                  "order": "order_number"})
+    conversation = handed_over(queued, desk.maya, sam)
+    standin.reset()
+    ask(conversation, sam, "draft")
+    assert offered_tools(standin) == READ_TOOLS | {"lookup_warranty"}
+    assert mcp_server.credits == []
