@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from support import copilot
+from support import copilot, tasks
 from support.desk import services
 from support.live import events
 from support.models import Conversation, CopilotRun, Message, PolicyDocument
@@ -210,12 +210,23 @@ def test_the_sweep_fails_runs_whose_worker_died(desk, queued, copilot_queued, sa
     fresh = copilot.copilot_start(conversation=conversation, user=sam, kind="summary")
     CopilotRun.objects.filter(pk=old.pk).update(status=CopilotRun.RUNNING,
                                                 created_at=timezone.now() - timedelta(minutes=11))
-    assert copilot.copilot_sweep() == 1
+    assert tasks.sweep()["copilot_runs_failed"] == 1  # the beat's sweep
     old.refresh_from_db()
     fresh.refresh_from_db()
     assert old.status == CopilotRun.FAILED and "did not finish within 10 minutes" in old.error
     assert fresh.status == CopilotRun.QUEUED
-    assert copilot.copilot_sweep() == 0
+    assert tasks.sweep()["copilot_runs_failed"] == 0
+
+
+def test_the_task_the_desk_queues_by_name_works_the_run(desk, queued, copilot_queued, sam):
+    from agentsite.celery import app
+    from support.desk import queue
+
+    conversation = handed_over(queued, desk.maya, sam)
+    run = copilot.copilot_start(conversation=conversation, user=sam, kind="summary")
+    assert copilot_queued == [run.pk] and queue.RUN_COPILOT in app.tasks
+    assert app.tasks[queue.RUN_COPILOT](run.pk) == "done"
+    assert tasks.run_copilot(run.pk) == "not claimed"
 
 
 def test_the_console_reads_this_persons_runs_newest_first(desk, queued, copilot_queued, sam, client):
@@ -245,3 +256,14 @@ def test_an_mcp_tool_is_offered_only_when_its_server_says_it_only_reads(desk, qu
     ask(conversation, sam, "draft")
     assert offered_tools(standin) == READ_TOOLS | {"lookup_warranty"}
     assert mcp_server.credits == []
+
+
+def test_a_draft_is_asked_for_in_the_customers_language_in_place_of_the_agents_prompt(desk, queued, copilot_queued,
+                                                                                      sam, standin):
+    conversation = handed_over(queued, desk.maya, sam)
+    Conversation.objects.filter(pk=conversation.pk).update(language="de")
+    standin.reset()
+    ask(conversation, sam, "draft")
+    prompts = [text for text in standin.sent() if text.startswith("You are the copilot of Sundry's support desk")]
+    assert len(prompts) == 1 and "Write it in German (de)" in prompts[0] and "Copilot task: draft." in prompts[0]
+    assert not [text for text in standin.sent() if text.startswith("You are Sundry's customer support agent")]

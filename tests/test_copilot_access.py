@@ -159,3 +159,17 @@ def test_the_settings_page_shows_whether_the_copilot_is_on_and_its_limits(db, cl
     group = re.search(r'data-group="copilot">.*?</h2>', page, re.S).group(0)
     assert ">Off<" in group
     assert "25" in re.search(r'data-name="COPILOT_PER_PERSON_PER_HOUR">.*?</tr>', page, re.S).group(0)
+
+
+def test_with_redis_away_a_person_is_still_counted_in_the_process(taken, sam, client, settings, copilot_queued):
+    from support.ops import limits
+    from tests.redis_fixture import free_port
+
+    settings.LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    settings.COPILOT_PER_PERSON_PER_HOUR = 2
+    limits.process_windows.clear()
+    client.force_login(sam)
+    try:
+        assert [post(client, taken, {"kind": "summary"}).status_code for _ in range(3)] == [202, 202, 429]
+    finally:
+        limits.process_windows.clear()
