@@ -56,9 +56,9 @@ def copilot_start(*, conversation: Conversation, user, kind: str, question: str 
         raise CopilotRefused("Only staff may use the copilot.", status=403)
     if kind not in KINDS:
         raise CopilotRefused(f"kind must be one of: {', '.join(KINDS)}.")
-    question = question.strip() if isinstance(question, str) else None
-    if question is None:
+    if not isinstance(question, (str, type(None))):
         raise CopilotRefused("question must be text.")
+    question = (question or "").strip()
     if kind == CopilotRun.ASK and not question:
         raise CopilotRefused("Write a question for the copilot.")
     if len(question) > QUESTION_CHARS:
