@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings
-
 from support.agent import types as agent
 from support.customers.words import staff_name
 from support.models import Conversation, CopilotRun
@@ -69,9 +67,8 @@ def summary_json(conversation: Conversation) -> dict | None:
 
 
 def copilot_view(*, conversation: Conversation, user) -> dict:
-    """This person's recent runs of the conversation, newest first, its latest summary by anyone, and whether the
-    copilot may be asked (COPILOT_ENABLED)."""
+    """This person's recent runs of the conversation, newest first, and its latest summary by anyone."""
     runs = CopilotRun.objects.filter(conversation=conversation, requested_by=user).select_related(
         "requested_by").order_by("-created_at", "-pk")[:RECENT_RUNS]
-    return {"summary": summary_json(conversation), "runs": [run_json(r, last_seq=conversation.last_seq) for r in runs],
-            "enabled": settings.COPILOT_ENABLED}
+    return {"summary": summary_json(conversation),
+            "runs": [run_json(r, last_seq=conversation.last_seq) for r in runs]}
