@@ -44,6 +44,7 @@ def test_it_is_refused_when_the_setting_turns_it_off(taken, sam, client, setting
     response = post(client, taken, {"kind": "summary"})
     assert response.status_code == 403 and "turned off" in response.json()["error"]
     assert not CopilotRun.objects.exists()
+    assert client.get(f"/api/staff/conversations/{taken.public_id}/copilot").status_code == 403
 
 
 def test_a_customer_an_anonymous_visitor_and_a_user_who_is_not_staff_are_refused(taken, client):
