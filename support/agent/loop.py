@@ -153,8 +153,9 @@ def run_loop(
     already waiting for a person (the run's own open calls apart), counted against `limits.max_waiting`.
     `outcome_tool`: offer record_outcome (a run that answers no customer, the staff's copilot, has none).
     """
+    offered = [*tools, OUTCOME_TOOL] if outcome_tool else list(tools)
     run = _Run(
-        transcript=transcript, tools={t.name: t for t in [*tools, *([OUTCOME_TOOL] if outcome_tool else [])]}, ctx=ctx, limits=limits,
+        transcript=transcript, tools={t.name: t for t in offered}, ctx=ctx, limits=limits,
         observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
         rejected=rejected or {}, day_before=day_before or Spent(), decided=frozenset(decisions or {}),
         waiting=waiting,
