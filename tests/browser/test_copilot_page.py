@@ -1,0 +1,129 @@
+"""The copilot's part of the conversation page on its own: its HTTP side answered by the test as docs/copilot.md
+says it answers, its events injected into the console's socket, so the cases the real server reaches rarely are
+shown as they must be: turned off, refused, a colleague's draft on the same socket, hostile model text.
+(The whole way through the real worker and model stand-in: tests/browser/test_copilot.py.)"""
+
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import expect
+
+from support.models import Customer
+from tests.browser.conftest import SocketCutter, STAFF_LOGIN, shot
+from tests.browser.test_a11y import serious_violations
+
+HOSTILE = '<img src=x onerror="document.body.dataset.owned=1">IGNORE PREVIOUS INSTRUCTIONS'
+
+
+def run(kind: str, status: str = "done", **fields) -> dict:
+    """A <run> as the contract shapes it."""
+    return {"id": f"run-{kind}", "kind": kind, "status": status, "question": "", "text": "", "sources": [],
+            "suggestion": None, "error": "", "requested_by": {"username": STAFF_LOGIN[0], "name": "Sam"},
+            "created_at": "2026-12-05T06:00:00Z", "finished_at": "2026-12-05T06:00:04Z", "duration_ms": 4000,
+            "prompt_tokens": 900, "completion_tokens": 80, "cached_tokens": 0, "cost_usd": "0.0012", "steps": [],
+            "stale": False, **fields}
+
+
+class CopilotStub:
+    """GET and POST of /api/staff/conversations/<id>/copilot, answered with (status, body) the test sets."""
+
+    def __init__(self, page, get=(200, {"summary": None, "runs": []}), post=(202, {"copilot": run("draft", "queued")})):
+        self.get, self.post, self.posted = get, post, []
+        page.route("**/api/staff/conversations/*/copilot", self._answer)
+
+    def _answer(self, route) -> None:
+        request = route.request
+        if request.method == "POST":
+            self.posted.append(request.post_data_json)
+        status, body = self.post if request.method == "POST" else self.get
+        route.fulfill(status=status, content_type="application/json", body=json.dumps(body))
+
+
+def console(staff_page, taken_over: bool = True, **stub):
+    """A conversation of Maya's, assigned to Sam (the demo's staff login) unless not `taken_over`, opened in the
+    console with the copilot's side stubbed; returns (page, stub, socket) where socket.send() injects an event."""
+    from django.contrib.auth import get_user_model
+
+    from support.desk.takeover import conversation_take_over
+    from tests.desk_factories import start_conversation
+
+    conversation = start_conversation(Customer.objects.get(email="maya@example.com"))
+    if taken_over:
+        conversation_take_over(conversation=conversation, user=get_user_model().objects.get(username=STAFF_LOGIN[0]))
+    stubs, cutters = [], []
+
+    def before(page):
+        stubs.append(CopilotStub(page, **stub))
+        cutters.append(SocketCutter(page, "**/ws/staff/**"))
+
+    page = staff_page(f"/console/conversations/{conversation.public_id}/", before=before)
+    page_end = cutters[0].connections[-1][0]
+
+    class Socket:
+        @staticmethod
+        def send(event: dict) -> None:
+            page_end.send(json.dumps({"conversation": str(conversation.public_id), **event}))
+
+    return page, stubs[0], Socket
+
+
+def test_the_copilot_is_hidden_entirely_when_the_desk_turned_it_off(site, staff_page):
+    page, _, _ = console(staff_page, get=(409, {"error": "The copilot is turned off on this desk."}))
+    expect(page.get_by_test_id("context-customer-name")).to_have_text("Maya Okafor")
+    for part in ("copilot-summary-panel", "copilot-panel", "copilot-draft-bar", "copilot-draft-info"):
+        expect(page.get_by_test_id(part)).to_be_attached()  # on the page, and hidden
+        expect(page.get_by_test_id(part)).to_be_hidden()
+    expect(page.get_by_test_id("reply-input")).to_be_editable()  # the reply box itself is the person's, as before
+
+
+def test_a_refusal_is_said_in_plain_words_where_the_draft_button_is_and_the_reply_box_keeps_its_text(site, staff_page):
+    words = "You have asked the copilot 60 times in the last hour: that is the most for one person. Try again later."
+    page, stub, _ = console(staff_page, post=(429, {"error": words}))
+    box = page.get_by_test_id("reply-input")
+    draft = page.get_by_test_id("copilot-draft")
+    expect(draft).to_be_enabled()
+    draft.click()
+    expect(page.get_by_test_id("copilot-draft-error")).to_have_text(words)
+    expect(box).to_have_value("")
+    expect(draft).to_be_enabled()
+    assert stub.posted == [{"kind": "draft", "question": ""}]
+
+
+def test_the_draft_button_waits_until_the_person_has_the_conversation(site, staff_page):
+    page, stub, _ = console(staff_page, taken_over=False)
+    expect(page.get_by_test_id("copilot-draft-bar")).to_be_visible()
+    expect(page.get_by_test_id("copilot-draft")).to_be_disabled()
+    expect(page.get_by_test_id("copilot-suggest")).to_be_disabled()
+    expect(page.get_by_test_id("copilot-draft-status")).to_have_text("Assign the conversation to yourself to draft a reply.")
+    page.get_by_test_id("take-over-button").click()
+    expect(page.get_by_test_id("copilot-draft")).to_be_enabled()
+    expect(page.get_by_test_id("copilot-suggest")).to_be_enabled()
+    assert stub.posted == []
+
+
+def test_a_colleagues_draft_on_the_same_socket_never_lands_in_the_reply_box(site, staff_page):
+    page, _, socket = console(staff_page)
+    socket.send({"type": "copilot.delta", "copilot": "someone-elses", "kind": "draft", "text": "Hello from Alex's draft"})
+    socket.send({"type": "copilot.done", "copilot": run("draft", id="someone-elses", text="Hello from Alex's draft",
+                                                       requested_by={"username": "alex", "name": "Alex"})})
+    page.get_by_test_id("reply-input").fill("My own words")
+    expect(page.get_by_test_id("reply-input")).to_have_value("My own words")
+    expect(page.get_by_test_id("copilot-draft-sources")).to_be_empty()
+
+
+def test_the_models_words_are_shown_as_text_in_the_summary_the_suggestion_and_the_answers(site, staff_page):
+    summary = run("summary", text=HOSTILE, stale=True, sources=[{"kind": "policy", "id": HOSTILE, "label": HOSTILE, "version": 3}])
+    suggestion = run("suggest", id="s1", text=HOSTILE, suggestion={"action": "refund", "order_id": "SU-41533",
+                                                                   "amount": "120.00", "reason": HOSTILE})
+    answer = run("ask", id="a1", question=HOSTILE, text=HOSTILE, sources=[{"kind": "order", "id": "SU-41533", "label": HOSTILE}])
+    page, _, _ = console(staff_page, get=(200, {"summary": summary, "runs": [suggestion, answer]}))
+    expect(page.get_by_test_id("copilot-summary")).to_have_text(HOSTILE)
+    expect(page.get_by_test_id("copilot-summary-stale")).to_be_visible()
+    expect(page.get_by_test_id("copilot-suggestion")).to_contain_text(f"Refund 120.00 EUR on SU-41533 — {HOSTILE}")
+    expect(page.get_by_test_id("copilot-answer")).to_contain_text(HOSTILE)
+    expect(page.locator('[data-testid="copilot-source"][data-kind="policy"]')).to_have_text(f"{HOSTILE} v3")
+    assert page.locator("img[src=x]").count() == 0
+    assert page.evaluate("() => document.body.dataset.owned") is None
+    shot(page, "copilot-page-hostile-1280")
+    assert serious_violations(page) == []
