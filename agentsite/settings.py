@@ -345,6 +345,13 @@ DRAFT_TEST_SCENARIOS = [g.strip() for g in env_str("DRAFT_TEST_SCENARIOS", "*").
 # by the beat's sweeper, so a test whose worker died does not hold the draft for ever.
 DRAFT_TEST_MAX_SECONDS = env_int("DRAFT_TEST_MAX_SECONDS", 3600, minimum=60)
 
+# The copilot (support/copilot/, docs/copilot.md): drafts, summaries, suggestions and answers for staff. Off: every
+# request for one is refused. Runs one person may ask for in an hour (counted in Redis); a run's model calls and cost.
+COPILOT_ENABLED = env_bool("COPILOT_ENABLED", True)
+COPILOT_PER_PERSON_PER_HOUR = env_int("COPILOT_PER_PERSON_PER_HOUR", 60, minimum=1)
+COPILOT_MAX_STEPS = env_int("COPILOT_MAX_STEPS", 6, minimum=1)
+COPILOT_MAX_COST_USD = env_float("COPILOT_MAX_COST_USD", 0.10)  # 0: no cost cap
+
 # Limits of one run of the agent loop.
 AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12, minimum=1)
 AGENT_MAX_TOKENS = env_int("AGENT_MAX_TOKENS", 200_000, minimum=1)

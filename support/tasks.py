@@ -3,6 +3,7 @@
 from celery import shared_task
 from slack_sdk.errors import SlackApiError
 
+from support.copilot import copilot_execute, copilot_sweep
 from support.customers import attachments, notify, signin
 from support.desk import approval_links, gate, mailbox, nudges, runner, services, slack, waiting
 from support.ops import sweeper
@@ -16,13 +17,19 @@ def run_agent(run_id: int) -> str:
     return runner.run_execute(run_id)
 
 
+@shared_task(acks_late=True, ignore_result=True)
+def run_copilot(copilot_run_id: int) -> str:
+    # Claims the copilot run itself: a duplicate or late delivery finds nothing to claim and returns.
+    return copilot_execute(copilot_run_id)
+
+
 @shared_task(ignore_result=True)
 def sweep() -> dict:
     """Periodic (the beat, every RUN_SWEEP_SECONDS): resume runs whose worker died, expire old approvals, fail
-    draft tests past DRAFT_TEST_MAX_SECONDS. Its last run is recorded, so `manage.py check_workers` and /metrics
-    can tell whether the beat runs."""
+    draft tests past DRAFT_TEST_MAX_SECONDS and copilot runs whose worker died. Its last run is recorded, so
+    `manage.py check_workers` and /metrics can tell whether the beat runs."""
     done = {"requeued": services.runs_recover(), "expired": gate.approvals_expire(),
-            "draft_tests_failed": draft_tests_sweep()}
+            "draft_tests_failed": draft_tests_sweep(), "copilot_runs_failed": copilot_sweep()}
     sweeper.sweeper_ran()
     return done
 

@@ -142,6 +142,7 @@ def run_loop(
     rejected: Mapping[str, str] | None = None,
     day_before: Spent | None = None,
     waiting: int = 0,
+    outcome_tool: bool = True,
 ) -> RunResult:
     """Drive one run to a stop or a pause. Never raises for anything the model or a tool does.
 
@@ -149,9 +150,10 @@ def run_loop(
     refused, and past `limits.asks_after_rejection` stops the run. `day_before`: what the conversation's
     other runs spent in the last 24 hours, for its daily budget. `waiting`: the conversation's requests
     already waiting for a person (the run's own open calls apart), counted against `limits.max_waiting`.
+    `outcome_tool`: offer record_outcome (a run that answers no customer, the staff's copilot, has none).
     """
     run = _Run(
-        transcript=transcript, tools={t.name: t for t in [*tools, OUTCOME_TOOL]}, ctx=ctx, limits=limits,
+        transcript=transcript, tools={t.name: t for t in [*tools, *([OUTCOME_TOOL] if outcome_tool else [])]}, ctx=ctx, limits=limits,
         observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
         rejected=rejected or {}, day_before=day_before or Spent(), decided=frozenset(decisions or {}),
         waiting=waiting,

@@ -7,6 +7,7 @@ RUN_AGENT = "support.tasks.run_agent"
 EMAIL_APPROVAL = "support.tasks.email_approval_request"
 SLACK_APPROVAL = "support.tasks.sync_approval_to_slack"
 REPLY_EMAIL = "support.tasks.send_reply_email"
+RUN_COPILOT = "support.tasks.run_copilot"
 
 
 def run_agent(run_id: int, *, run: str = "", conversation: str = "") -> None:
@@ -30,3 +31,8 @@ def slack_approval(approval_id: int) -> None:
 def reply_email(conversation_id: int) -> None:
     """E-mail the replies of a conversation whose customer wrote by e-mail, now (support/customers/notify.py)."""
     app.send_task(REPLY_EMAIL, args=[conversation_id])
+
+
+def run_copilot(copilot_run_id: int) -> None:
+    """Queue a copilot run (support/copilot/): the task claims it, so a duplicate delivery does nothing."""
+    app.send_task(RUN_COPILOT, args=[copilot_run_id])

@@ -2,6 +2,7 @@
 (profiles.py)."""
 
 from .attachments import Attachment  # noqa: F401  (a customer's photos and PDFs)
+from .copilot import CopilotRun
 from .desk import Approval, Conversation, Message, Run, Step, ToolCall
 from .effects import ShopEffect
 from .followup import FollowUp, ReplyEmailOptOut
@@ -40,4 +41,5 @@ __all__ = [
     "ReportDay", "DigestOptIn", "DigestSent",
     "LiveProfile", "ProfileRelease", "ProfileVersion",
     "DraftTest",
+    "CopilotRun",
 ]

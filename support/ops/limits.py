@@ -322,6 +322,11 @@ def conversations_from(address: str) -> Limit:
     return Limit(f"conversations:address:{address}", settings.ADDRESS_CONVERSATIONS_PER_HOUR, HOUR)
 
 
+def copilot_runs_of(user_id: int) -> Limit:
+    """Copilot runs one person may ask for in an hour (support/copilot/services.py)."""
+    return Limit(f"copilot:user:{user_id}", settings.COPILOT_PER_PERSON_PER_HOUR, HOUR)
+
+
 def sockets_from(address: str) -> Limit:
     return Limit(f"sockets:address:{address}", settings.ADDRESS_SOCKETS_PER_MINUTE, MINUTE)
 

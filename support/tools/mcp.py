@@ -407,6 +407,17 @@ def tool_by_name(name: str) -> Tool | None:
     return _build(name, server, tool, spec, tools_there[tool])
 
 
+def says_read_only(name: str) -> bool:
+    """The tool's server lists it with readOnlyHint true (absent or false: it may change things). The staff's
+    copilot offers an MCP tool only then (support/copilot/tools.py), whatever MCP_SERVERS calls it."""
+    found = _configured().get(name)
+    if found is None:
+        return False
+    server, tool, _ = found
+    info = (listing(server) or {}).get(tool)
+    return getattr(getattr(info, "annotations", None), "read_only_hint", None) is True
+
+
 def amount_field(name: str) -> str | None:
     """The argument holding a gated MCP tool's amount, as the setting names it (None: no amount)."""
     found = _configured().get(name)

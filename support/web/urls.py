@@ -6,6 +6,7 @@ from django.urls import path, re_path
 from support.web.views import (
     attachments,
     common,
+    copilot,
     customer,
     desk,
     feedback,
@@ -45,6 +46,7 @@ urlpatterns = [
     path("staff/conversations/<str:public_id>/takeover", staff.take_over, name="staff-take-over"),
     path("staff/conversations/<str:public_id>/handback", staff.hand_back, name="staff-hand-back"),
     path("staff/conversations/<str:public_id>/messages", staff.reply, name="staff-reply"),
+    path("staff/conversations/<str:public_id>/copilot", copilot.runs, name="staff-copilot"),
     # The inbox (support/web/views/inbox.py).
     path("staff/inbox", inbox.inbox, name="staff-inbox"),
     path("staff/inbox/counts", inbox.counts, name="staff-inbox-counts"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
+from support import copilot
 from support.customers.identity import parse_uuid
 from support.desk import selectors, selectors_context, selectors_handover, serializers, staff_actions
 from support.models import Note, SavedReply, StaffAction
@@ -38,8 +39,11 @@ def context(request, public_id):
 @api("GET")
 @staff_required
 def handover(request, public_id):
-    """Why the conversation needs a person, as it stands now; null when nothing waits for one."""
-    return JsonResponse({"handover": selectors_handover.handover_summary(_conversation(public_id))})
+    """Why the conversation needs a person, as it stands now; null when nothing waits for one. `summary`: the
+    copilot's latest summary of it (support/copilot/), for whoever picks it up; null when none was made."""
+    conversation = _conversation(public_id)
+    return JsonResponse({"handover": selectors_handover.handover_summary(conversation),
+                         "summary": copilot.summary_json(conversation)})
 
 
 @api("POST")

@@ -11,6 +11,7 @@ import functools
 
 from django.http import HttpResponse, JsonResponse
 
+from support import copilot
 from support.desk import bulk, four_eyes, gate, permissions, selectors, services, takeover
 from support.desk.serializers import approval_json, approvals_json, conversation_json, message_json, run_json, step_json
 from support.customers.identity import parse_uuid
@@ -226,15 +227,30 @@ def hand_back(request, public_id):
 @api("POST")
 @staff_required
 def reply(request, public_id):
+    """{"text", "draft"?}: `draft`, the copilot draft it was written from (this person's, of this conversation),
+    checked before the reply is saved and told what became of it after (support/copilot/)."""
     conversation = _conversation(public_id)
+    body = json_body(request)
+    draft = _draft(conversation, request.user, body.get("draft"))
     try:
         message = takeover.conversation_staff_reply(conversation=conversation, user=request.user,
-                                                    text=json_body(request).get("text"))
+                                                    text=body.get("text"))
     except services.InvalidMessage as error:
         raise ApiError(400, str(error)) from None
     except takeover.NotTakenOver as error:
         raise ApiError(409, str(error)) from None
+    if draft is not None:
+        copilot.draft_used(run=draft, message=message)
     return JsonResponse({"message": message_json(message, staff=True)}, status=201)
+
+
+def _draft(conversation, user, draft):
+    if draft is None:
+        return None
+    try:
+        return copilot.draft_for_reply(conversation=conversation, user=user, draft=draft)
+    except copilot.CopilotRefused as error:
+        raise ApiError(error.status, str(error)) from None
 
 
 @api("GET")
