@@ -69,7 +69,7 @@ def console(staff_page, taken_over: bool = True, **stub):
 
 
 def test_the_copilot_is_hidden_entirely_when_the_desk_turned_it_off(site, staff_page):
-    page, _, _ = console(staff_page, get=(409, {"error": "The copilot is turned off on this desk."}))
+    page, _, _ = console(staff_page, get=(403, {"error": "The copilot is turned off on this desk (COPILOT_ENABLED)."}))
     expect(page.get_by_test_id("context-customer-name")).to_have_text("Maya Okafor")
     for part in ("copilot-summary-panel", "copilot-panel", "copilot-draft-bar", "copilot-draft-info"):
         expect(page.get_by_test_id(part)).to_be_attached()  # on the page, and hidden

@@ -98,10 +98,11 @@ export class CopilotPanel {
 
   delta(event) {
     if (!this.mine.has(event.copilot)) { // ours perhaps, its POST not yet answered; a colleague's otherwise
-      if (this.early.size < 20) this.early.set(event.copilot, (this.early.get(event.copilot) || "") + event.text);
+      if (this.early.size < 20) this.early.set(event.copilot, event.text ? (this.early.get(event.copilot) || "") + event.text : "");
       return;
     }
-    this.live.set(event.copilot, (this.live.get(event.copilot) || "") + event.text);
+    // An empty chunk starts the text again (the model asked again, or a new call after a read): docs/copilot.md.
+    this.live.set(event.copilot, event.text ? (this.live.get(event.copilot) || "") + event.text : "");
     if (this.drafting?.id === event.copilot) {
       if (!this.drafting.stopped) this.showInBox(this.live.get(event.copilot));
     } else this.render();
@@ -193,9 +194,10 @@ export class CopilotPanel {
     this.reply.focus();
   }
 
-  /** The draft the reply box's text came from, for the reply; null when none. */
+  /** The draft the reply box's text came from, for the reply; null when none, or while its run has not ended
+   * (stopped early: the desk records only a finished draft). */
   draftFor() {
-    return this.inBox;
+    return this.runs.get(this.inBox)?.status === "done" ? this.inBox : null;
   }
 
   /** Sending waits for the draft to end or be stopped. */
@@ -287,7 +289,7 @@ export class CopilotPanel {
     const title = !s ? "No action to suggest"
       : s.action === "refund" ? `Refund ${money(s.amount, order?.currency)} on ${s.order_id}`
         : `Message the seller of ${s.order_id}`;
-    const why = s ? (s.action === "refund" ? s.reason : s.message) : run.text;
+    const why = s ? s.reason : run.text;
     const problem = h("p", { class: "error", role: "alert", hidden: true });
     const use = () => {
       const values = s.action === "refund" ? { amount: s.amount, reason: s.reason || "" } : { message: s.message || "" };
@@ -298,6 +300,7 @@ export class CopilotPanel {
     };
     return h("article", { class: "copilot-card", "data-testid": "copilot-suggestion", "data-action": s?.action || "" },
       h("p", { class: "copilot-card-title" }, h("strong", {}, title), why ? ` — ${why}` : ""),
+      s?.message ? h("blockquote", { class: "copilot-text copilot-quote", "data-testid": "copilot-suggestion-message" }, s.message) : null,
       s && run.text ? h("p", { class: "copilot-text sub" }, run.text) : null,
       sourceChips(run.sources),
       s && ACTION_FORMS[s.action] ? h("button", { type: "button", class: "btn btn-small", "data-testid": "copilot-use",

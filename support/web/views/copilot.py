@@ -4,6 +4,7 @@ support/copilot/services.py."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import JsonResponse
 
 from support import copilot
@@ -22,6 +23,8 @@ def refused(error: copilot.CopilotRefused):
 def runs(request, public_id):
     conversation = _conversation(public_id)
     if request.method == "GET":
+        if not settings.COPILOT_ENABLED:  # the console then shows none of it (console-copilot.js)
+            raise ApiError(403, "The copilot is turned off on this desk (COPILOT_ENABLED).")
         return JsonResponse(copilot.copilot_view(conversation=conversation, user=request.user))
     body = json_body(request)
     try:
