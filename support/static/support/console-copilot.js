@@ -263,7 +263,8 @@ export class CopilotPanel {
       pending ? h("p", { class: "copilot-text is-live", "aria-busy": "true" }, text || "Summarizing the conversation…") : null,
       !pending && s ? h("p", { class: "copilot-text", "data-testid": "copilot-summary" }, s.text) : null,
       !pending && s ? sourceChips(s.sources) : null,
-      !pending && !s ? h("p", { class: "muted" }, "No summary yet: what the customer wants, what has been done and what is still open.") : null);
+      null);
+    if (!s && !pending) $("copilot-summary-meta").textContent = "none yet: what the customer wants, what was done, what is open";
   }
 
   latestMine(kind) {
