@@ -127,3 +127,51 @@ def test_the_models_words_are_shown_as_text_in_the_summary_the_suggestion_and_th
     assert page.evaluate("() => document.body.dataset.owned") is None
     shot(page, "copilot-page-hostile-1280")
     assert serious_violations(page) == []
+
+
+def test_stopping_a_draft_keeps_what_came_and_later_words_stay_out_of_the_box(site, staff_page):
+    page, _, socket = console(staff_page)
+    box = page.get_by_test_id("reply-input")
+    page.get_by_test_id("copilot-draft").click()
+    expect(page.get_by_test_id("copilot-draft-stop")).to_be_visible()
+    expect(box).not_to_be_editable()  # the copilot's while it writes
+    socket.send({"type": "copilot.delta", "copilot": "run-draft", "kind": "draft", "text": "Hello Maya, I checked"})
+    socket.send({"type": "copilot.delta", "copilot": "run-draft", "kind": "draft", "text": ""})  # starts again
+    socket.send({"type": "copilot.delta", "copilot": "run-draft", "kind": "draft", "text": "Dear Maya, "})
+    expect(box).to_have_value("Dear Maya, ")
+    page.get_by_test_id("copilot-draft-stop").click()
+    expect(box).to_be_editable()
+    expect(box).to_be_focused()
+    socket.send({"type": "copilot.delta", "copilot": "run-draft", "kind": "draft", "text": "order SU-41533"})
+    socket.send({"type": "copilot.done", "copilot": run("draft", text="Dear Maya, order SU-41533 is on its way.",
+                                                       sources=[{"kind": "order", "id": "SU-41533", "label": "SU-41533"}])})
+    expect(page.get_by_test_id("copilot-source")).to_have_attribute("data-id", "SU-41533")
+    expect(box).to_have_value("Dear Maya, ")
+    expect(page.get_by_test_id("copilot-draft")).to_be_enabled()
+
+
+def test_a_suggested_seller_message_fills_the_seller_form_and_sends_nothing(site, staff_page):
+    from support.models import StaffAction
+
+    message = "The customer disputes the refund on order SU-41533; please tell us what you can offer."
+    suggestion = run("suggest", id="s2", suggestion={"action": "seller_message", "order_id": "SU-41533",
+                                                     "message": message, "reason": "Staff declined: no photo"})
+    page, _, _ = console(staff_page, get=(200, {"summary": None, "runs": [suggestion]}))
+    card = page.get_by_test_id("copilot-suggestion")
+    expect(card.locator(".copilot-card-title")).to_have_text("Message the seller of SU-41533 — Staff declined: no photo")
+    expect(card.get_by_test_id("copilot-suggestion-message")).to_have_text(message)
+    card.get_by_test_id("copilot-use").click()
+    text = page.locator('[data-testid="context-order"][data-order="SU-41533"]').get_by_test_id("seller-text")
+    expect(text).to_be_focused()
+    expect(text).to_have_value(message)
+    assert not StaffAction.objects.filter(conversation__public_id=page.evaluate("document.body.dataset.conversation")).exists()
+
+
+def test_a_suggestion_on_an_order_the_person_may_not_act_on_says_why_in_the_card(site, staff_page):
+    suggestion = run("suggest", id="s3", suggestion={"action": "refund", "order_id": "SU-99999", "amount": "10.00",
+                                                     "reason": "made up"})
+    page, _, _ = console(staff_page, get=(200, {"summary": None, "runs": [suggestion]}))
+    card = page.get_by_test_id("copilot-suggestion")
+    card.get_by_test_id("copilot-use").click()
+    expect(card.get_by_role("alert")).to_have_text("Order SU-99999 is not one of this customer's orders.")
+    expect(page.get_by_test_id("refund-form")).to_have_count(0)
