@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from decimal import Decimal
 
-from . import customer, facts, german, services
+from . import copilot, customer, facts, german, services
 from .conversation import ORDER_ID, Result, Turn, intent, read_turn, recognised, stated_intent
 from .facts import Order, Scan, ago, fmt, when
 from .reply import Call, Finish, Reply, declined_answer, sentence, unreviewed_answer
@@ -20,6 +20,8 @@ from .reply import Call, Finish, Reply, declined_answer, sentence, unreviewed_an
 
 def decide(messages: list[dict], tools: list | None = None, tool_choice=None,
            outcome_style: str = "separate", turn: Turn | None = None) -> Reply:
+    if copilot.task(messages):  # the desk's copilot, working for a member of staff
+        return copilot.reply(messages, {t["function"]["name"] for t in tools or [] if t.get("function")})
     reply = _decide(messages, tools, tool_choice, outcome_style, turn)
     if reply.content and not customer.is_customer_request(messages):
         system = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") in ("system", "developer"))

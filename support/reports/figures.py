@@ -20,7 +20,7 @@ from django.db.models.functions import TruncDate
 
 from support.ops.replica import on_replica
 
-from . import decisions, money, outcomes, rollup, scope, timing
+from . import copilot, decisions, money, outcomes, rollup, scope, timing
 from .scope import Filters
 from .stats import ratio
 
@@ -125,6 +125,7 @@ def report(filters: Filters) -> dict:
     figures["cost_per_conversation"] = _row("Cost", "Per conversation worked", ratio(cost, counts["agent_involved"]),
                                             "usd")
     figures["cost_per_resolution"] = _row("Cost", "Per resolution", ratio(cost, counts["resolved_by_agent"]), "usd")
+    figures.update(copilot.copilot_figures(filters, _row))  # the staff's copilot, costed apart
     return {"filters": _filters_data(filters), "figures": figures}
 
 

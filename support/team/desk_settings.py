@@ -65,6 +65,12 @@ GROUPS = (
         Setting("SLACK_SIGNING_SECRET", "Proves that button presses come from Slack.", secret=True),
         Setting("SLACK_APPROVALS_CHANNEL", "The channel approval requests are posted to."),
     )),
+    Group("copilot", "Copilot", ("COPILOT_ENABLED",), (
+        Setting("COPILOT_ENABLED", "Staff may ask the copilot for a draft, a summary, a suggested step or an answer."),
+        Setting("COPILOT_PER_PERSON_PER_HOUR", "Copilot runs one person may ask for an hour."),
+        Setting("COPILOT_MAX_STEPS", "Model calls one copilot run may make."),
+        Setting("COPILOT_MAX_COST_USD", "The most one copilot run may cost, in USD (0: no cap)."),
+    )),
     Group("routing", "Routing", (), (
         Setting("STAFF_PRESENCE_SECONDS", "Hand-overs and approval requests go to an online person with the fewest "
                 "open conversations; a person counts as online this many seconds after their console last said so."),
