@@ -32,6 +32,15 @@ STREAMING = """() => {
 }"""
 
 
+ERRORS: dict = {}  # page -> the script errors it threw
+
+
+def watched(page) -> None:
+    """Records the page's script errors (a `before` hook): a handler that throws leaves the page half drawn."""
+    ERRORS[page] = []
+    page.on("pageerror", lambda error: ERRORS[page].append(str(error)))
+
+
 def snap(page, name: str, show=None) -> None:
     """At 1280 and 390 px: a screenshot (tests/artifacts/copilot-<name>-<width>.png) with `show` (a locator) in
     view, no serious axe violation, and nothing wider than a phone."""
@@ -45,6 +54,7 @@ def snap(page, name: str, show=None) -> None:
         if size is PHONE:
             assert page.evaluate("() => document.scrollingElement.scrollWidth") <= PHONE["width"] + 1
     page.set_viewport_size(DESKTOP)
+    assert ERRORS.get(page) == [], f"{name}: the page threw {ERRORS.get(page)}"
 
 
 def assigned_to_me(page):
@@ -61,7 +71,7 @@ def staff_messages(page, testid="message"):
 def test_a_draft_streams_into_the_reply_box_and_reaches_the_customer_only_when_the_person_sends_it(
         site, customer_page, staff_page, model_settings):
     customer, conversation = handed_over(customer_page)
-    page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)
+    page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP, before=watched)
     assigned_to_me(page)
     model_settings("/config", {"token_delay_ms": 25})  # slow enough to see it arrive
     box = page.get_by_test_id("reply-input")
@@ -100,7 +110,7 @@ def test_a_draft_streams_into_the_reply_box_and_reaches_the_customer_only_when_t
 
 def test_the_summary_is_shown_on_top_with_who_asked_and_when(site, customer_page, staff_page):
     _, conversation = handed_over(customer_page)
-    page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)
+    page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP, before=watched)
     panel = page.get_by_test_id("copilot-summary-panel")
     expect(panel).to_be_visible()
     button = page.get_by_test_id("copilot-summarize")
@@ -122,7 +132,7 @@ def test_the_summary_is_shown_on_top_with_who_asked_and_when(site, customer_page
 
 def test_asking_the_copilot_answers_with_its_sources(site, customer_page, staff_page):
     _, conversation = handed_over(customer_page)
-    page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP)
+    page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP, before=watched)
     page.get_by_test_id("copilot-question").fill("What is this seller's return window?")
     page.get_by_test_id("copilot-ask").click()
     answer = page.get_by_test_id("copilot-answer").first
@@ -138,6 +148,7 @@ def test_a_suggested_refund_fills_the_refund_form_which_still_asks_for_the_confi
         site, four_eyes_site, customer_page, new_context):
     _, conversation = handed_over(customer_page)
     page = login(new_context, four_eyes_site, f"/console/conversations/{conversation}/", viewport=DESKTOP)
+    watched(page)
     assigned_to_me(page)
     page.get_by_test_id("copilot-suggest").click()
     card = page.get_by_test_id("copilot-suggestion")

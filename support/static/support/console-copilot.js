@@ -30,6 +30,15 @@ export function sourceChips(sources) {
   return h("ul", { class: "copilot-sources", "aria-label": "Sources" }, sources.map((s) => h("li", {}, chip(s))));
 }
 
+/** Fills `el` only when what it shows changed (`key`): a live event that redraws the page leaves a person's focus
+ * on a chip, a link or "Use this" where it was. `draw` returns the children. */
+function redraw(el, key, draw) {
+  const text = JSON.stringify(key);
+  if (el.dataset.drawn === text) return;
+  el.dataset.drawn = text;
+  fill(el, draw());
+}
+
 function says(error, fallback) {
   return error instanceof ApiError ? error.message : fallback;
 }
@@ -246,7 +255,8 @@ export class CopilotPanel {
       : this.drafting ? "Stopped: the draft is yours to edit. Nothing is sent until you send it."
         : run ? "A draft from the copilot: read it, edit it, then send. Nothing has been sent." : "";
     $("copilot-draft-status").textContent = this.owner || run ? status : "Assign the conversation to yourself to draft a reply.";
-    fill($("copilot-draft-sources"), run?.sources?.length ? [h("span", { class: "sub" }, "It read:"), sourceChips(run.sources)] : null);
+    redraw($("copilot-draft-sources"), run?.sources || null,
+      () => (run?.sources?.length ? [h("span", { class: "sub" }, "It read:"), sourceChips(run.sources)] : null));
     $("copilot-draft-info").hidden = !$("copilot-draft-status").textContent && $("copilot-draft-error").hidden;
   }
 
@@ -259,11 +269,10 @@ export class CopilotPanel {
       "Out of date: messages came after it") : null, " ", timeEl(s.finished_at || s.created_at, "copilot-summary-time"),
     ` · asked by ${s.requested_by?.name || s.requested_by?.username || "a colleague"}`] : null);
     const text = pending ? this.live.get(pending.id) : "";
-    fill($("copilot-summary-text"),
+    redraw($("copilot-summary-text"), pending ? [pending.id, text] : s && [s.id, s.text, s.sources], () => [
       pending ? h("p", { class: "copilot-text is-live", "aria-busy": "true" }, text || "Summarizing the conversation…") : null,
       !pending && s ? h("p", { class: "copilot-text", "data-testid": "copilot-summary" }, s.text) : null,
-      !pending && s ? sourceChips(s.sources) : null,
-      null);
+      !pending && s ? sourceChips(s.sources) : null]);
     if (!s && !pending) $("copilot-summary-meta").textContent = "none yet: what the customer wants, what was done, what is open";
   }
 
@@ -277,27 +286,30 @@ export class CopilotPanel {
     const button = $("copilot-suggest");
     button.disabled = !this.owner || (run && PENDING.has(run.status));
     button.title = this.owner ? "" : "Assign the conversation to yourself first.";
-    const slot = $("copilot-suggestion-slot");
-    if (!run) return fill(slot);
-    if (PENDING.has(run.status)) return fill(slot, h("p", { class: "muted", "aria-busy": "true" }, "Looking for the next step…"));
-    if (run.status === "failed") return fill(slot, h("p", { class: "error" }, `No suggestion: ${run.error || "the copilot failed"}.`));
-    return fill(slot, this.suggestionCard(run));
+    const currency = run?.suggestion && this.context.data?.orders.find((o) => o.number === run.suggestion.order_id)?.currency;
+    const problem = run && this.problem?.run === run.id ? this.problem.words : null;
+    redraw($("copilot-suggestion-slot"), run ? [run.id, run.status, run.text, currency, problem] : null, () => {
+      if (!run) return null;
+      if (PENDING.has(run.status)) return h("p", { class: "muted", "aria-busy": "true" }, "Looking for the next step…");
+      if (run.status === "failed") return h("p", { class: "error" }, `No suggestion: ${run.error || "the copilot failed"}.`);
+      return this.suggestionCard(run, currency, problem);
+    });
   }
 
-  suggestionCard(run) {
+  suggestionCard(run, currency, problem) {
     const s = run.suggestion;
-    const order = s && this.context.data?.orders.find((o) => o.number === s.order_id);
     const title = !s ? "No action to suggest"
-      : s.action === "refund" ? `Refund ${money(s.amount, order?.currency)} on ${s.order_id}`
+      : s.action === "refund" ? `Refund ${money(s.amount, currency)} on ${s.order_id}`
         : `Message the seller of ${s.order_id}`;
     const why = s ? s.reason : run.text;
-    const problem = h("p", { class: "error", role: "alert", hidden: true });
-    const use = () => {
+    const use = async () => {
+      if (!this.context.data) await this.context.load(); // clicked before the customer's orders were read
       const values = s.action === "refund" ? { amount: s.amount, reason: s.reason || "" } : { message: s.message || "" };
       const refused = this.context.prefill(s.order_id, ACTION_FORMS[s.action], values);
-      problem.textContent = refused || "";
-      problem.hidden = !refused;
-      if (!refused) announce(`${title}: the form is filled in. Check it, then submit it yourself.`);
+      this.problem = { run: run.id, words: refused };
+      this.renderSuggestion();
+      if (refused) $("copilot-suggestion-slot").querySelector('[data-testid="copilot-use"]')?.focus(); // drawn again
+      else announce(`${title}: the form is filled in. Check it, then submit it yourself.`);
     };
     return h("article", { class: "copilot-card", "data-testid": "copilot-suggestion", "data-action": s?.action || "" },
       h("p", { class: "copilot-card-title" }, h("strong", {}, title), why ? ` — ${why}` : ""),
@@ -307,11 +319,12 @@ export class CopilotPanel {
       s && ACTION_FORMS[s.action] ? h("button", { type: "button", class: "btn btn-small", "data-testid": "copilot-use",
         onclick: use }, "Use this") : null,
       h("p", { class: "sub" }, "Nothing is done until you submit the form: its checks and approvals apply."),
-      problem);
+      problem ? h("p", { class: "error", role: "alert" }, problem) : null);
   }
 
   renderAnswers() {
-    fill($("copilot-answers"), this.latestMine("ask").map((run) => h("li", { class: "copilot-answer",
+    const runs = this.latestMine("ask");
+    redraw($("copilot-answers"), runs.map((r) => [r.id, r.status, this.live.get(r.id)]), () => runs.map((run) => h("li", { class: "copilot-answer",
       "data-testid": "copilot-answer", "data-status": run.status },
       h("p", { class: "copilot-question" }, h("strong", {}, run.question), " ", timeEl(run.created_at, "copilot-answer-time")),
       run.status === "failed" ? h("p", { class: "error" }, `No answer: ${run.error || "the copilot failed"}.`)
