@@ -17,7 +17,7 @@ import re
 from playwright.sync_api import expect
 
 from support.models import Approval, CopilotRun, Message, Refund, StaffAction
-from tests.browser.conftest import shot
+from tests.browser.conftest import ask, shot
 from tests.browser.inbox_helpers import login
 from tests.browser.test_a11y import expire, serious_violations
 from tests.browser.test_conversation_page import handed_over
@@ -109,7 +109,7 @@ def test_a_draft_streams_into_the_reply_box_and_reaches_the_customer_only_when_t
 
 
 def test_the_summary_is_shown_on_top_with_who_asked_and_when(site, customer_page, staff_page):
-    _, conversation = handed_over(customer_page)
+    customer, conversation = handed_over(customer_page)
     page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP, before=watched)
     panel = page.get_by_test_id("copilot-summary-panel")
     expect(panel).to_be_visible()
@@ -125,16 +125,20 @@ def test_the_summary_is_shown_on_top_with_who_asked_and_when(site, customer_page
     expect(page.get_by_test_id("copilot-summary-stale")).to_have_count(0)
     snap(page, "summary", show=panel)
 
-    # Anyone who opens the conversation later reads it on top.
+    # Anyone who opens the conversation later reads it on top; a message after it marks it out of date, live.
     later = staff_page(f"/console/conversations/{conversation}/", viewport=PHONE)
     expect(later.get_by_test_id("copilot-summary")).to_contain_text("Open: a person decides on order SU-41533")
+    expect(later.get_by_test_id("copilot-summary-stale")).to_have_count(0)
+    ask(customer, "Is anyone there?")
+    expect(later.get_by_test_id("copilot-summary-stale")).to_have_text("Out of date: messages came after it")
+    expect(page.get_by_test_id("copilot-summary-stale")).to_be_visible()
 
 
 def test_asking_the_copilot_answers_with_its_sources(site, customer_page, staff_page):
     _, conversation = handed_over(customer_page)
     page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP, before=watched)
     page.get_by_test_id("copilot-question").fill("What is this seller's return window?")
-    page.get_by_test_id("copilot-ask").click()
+    page.get_by_test_id("copilot-question").press("Enter")  # Enter asks, as it sends in the reply box
     answer = page.get_by_test_id("copilot-answer").first
     expect(answer).to_have_attribute("data-status", "done", timeout=30000)
     expect(answer).to_contain_text("What is this seller's return window?")

@@ -61,6 +61,8 @@ export class CopilotPanel {
     socket.on("copilot.delta", (e) => e.conversation === this.id && this.delta(e));
     socket.on("copilot.done", (e) => e.conversation === this.id && e.copilot && this.done(e.copilot));
     socket.onOpen(({ reconnected }) => reconnected && this.load()); // what the socket missed meanwhile
+    // A message after the summary makes it out of date: read once more to say so (the desk's word, its `stale`).
+    socket.on("message.saved", (e) => e.conversation === this.id && this.summary && !this.summary.stale && this.load());
     this.bind();
   }
 
@@ -70,6 +72,12 @@ export class CopilotPanel {
     $("copilot-summarize").addEventListener("click", (e) => this.start("summary", e.currentTarget, "copilot-summary-error"));
     $("copilot-suggest").addEventListener("click", (e) => this.start("suggest", e.currentTarget, "copilot-suggest-error"));
     const question = $("copilot-question");
+    question.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        $("copilot-ask-form").requestSubmit();
+      }
+    });
     $("copilot-ask-form").addEventListener("submit", async (e) => {
       e.preventDefault();
       const text = question.value.trim();
