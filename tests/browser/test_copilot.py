@@ -17,7 +17,7 @@ import re
 from playwright.sync_api import expect
 
 from support.models import Approval, CopilotRun, Message, Refund, StaffAction
-from tests.browser.conftest import ask, shot
+from tests.browser.conftest import agent_messages, api_conversation, ask, open_widget, refundable_again, shot
 from tests.browser.inbox_helpers import login
 from tests.browser.test_a11y import expire, serious_violations
 from tests.browser.test_conversation_page import handed_over
@@ -180,3 +180,45 @@ def test_a_suggested_refund_fills_the_refund_form_which_still_asks_for_the_confi
     action = StaffAction.objects.get(conversation__public_id=conversation)
     assert action.status == StaffAction.AWAITING_APPROVAL
     expire(Approval.objects.filter(staff_action=action))  # out of the queue for the tests after this one
+
+
+def test_the_disputed_refund_is_finished_with_a_drafted_reply_and_the_suggested_refund(site, customer_page, staff_page):
+    """The demo's second hand-over: staff declined the agent's refund of SU-41310 (64.00), the customer disputes it
+    and the agent hands it over. Sam sends the drafted reply and makes the suggested refund himself."""
+    refundable_again("SU-41310")
+    customer = customer_page()
+    conversation = api_conversation(customer)["id"]
+    open_widget(customer)
+    page = staff_page(f"/console/conversations/{conversation}/", viewport=DESKTOP, before=watched)
+    ask(customer, "I'd like a refund for order SU-41310 please.")
+    card = page.get_by_test_id("conversation-approvals").get_by_test_id("approval-card")
+    expect(card).to_have_attribute("data-status", "pending", timeout=20000)
+    card.get_by_test_id("reject-button").click()
+    card.get_by_test_id("reason-input").fill("The tea towels were used.")
+    card.get_by_test_id("reject-confirm-button").click()
+    expect(agent_messages(customer)).to_have_count(2, timeout=20000)
+    ask(customer, "That's not fair, I want my refund for SU-41310.")
+    expect(page.get_by_test_id("conversation-status")).to_have_attribute("data-status", "needs_attention", timeout=20000)
+
+    assigned_to_me(page)
+    page.get_by_test_id("copilot-draft").click()
+    box = page.get_by_test_id("reply-input")
+    expect(box).to_have_value(re.compile(r"declined the refund of 64\.00 EUR because: The tea towels were used"),
+                              timeout=30000)
+    expect(box).to_be_editable()
+    page.get_by_test_id("copilot-suggest").click()
+    suggestion = page.get_by_test_id("copilot-suggestion")
+    expect(suggestion.locator(".copilot-card-title")).to_contain_text("Refund 64.00 EUR on SU-41310", timeout=30000)
+    snap(page, "disputed", show=suggestion)
+    expect(staff_messages(customer, "widget-message")).to_have_count(0)  # the draft is still only in Sam's box
+
+    box.press("Enter")
+    expect(staff_messages(customer, "widget-message")).to_contain_text("The tea towels were used", timeout=20000)
+    suggestion.get_by_test_id("copilot-use").click()
+    order = page.locator('[data-testid="context-order"][data-order="SU-41310"]')
+    expect(order.get_by_test_id("refund-amount")).to_have_value("64.00")
+    order.get_by_test_id("refund-submit").click()  # under the confirmation's 100.00: made at once
+    expect(order.get_by_test_id("context-refundable")).to_have_text("0.00 EUR")
+    assert [str(r.amount) for r in Refund.objects.filter(order__number="SU-41310")] == ["64.00"]
+    sent = CopilotRun.objects.get(conversation__public_id=conversation, kind=CopilotRun.DRAFT)
+    assert (sent.edit_distance, sent.sent_unchanged) == (0, True)
