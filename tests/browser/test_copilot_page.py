@@ -178,3 +178,27 @@ def test_a_suggestion_on_an_order_the_person_may_not_act_on_says_why_in_the_card
     card.get_by_test_id("copilot-use").click()
     expect(card.get_by_role("alert")).to_have_text("Order SU-99999 is not one of this customer's orders.")
     expect(page.get_by_test_id("refund-form")).to_have_count(0)
+
+
+def test_the_copilot_is_worked_from_the_keyboard(site, staff_page):
+    suggestion = run("suggest", id="s4", suggestion={"action": "refund", "order_id": "SU-41533", "amount": "30.00",
+                                                     "reason": "a partial refund for the scratch"})
+    page, stub, socket = console(staff_page, get=(200, {"summary": None, "runs": [suggestion]}))
+    page.get_by_test_id("reply-input").focus()
+    page.keyboard.press("Tab")
+    expect(page.get_by_test_id("copilot-draft")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("copilot-draft-stop")).to_be_focused()  # the draft button waits meanwhile
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("reply-input")).to_be_focused()
+    assert stub.posted == [{"kind": "draft", "question": ""}]
+
+    page.get_by_test_id("copilot-use").focus()
+    socket.send({"type": "copilot.done", "copilot": run("summary", id="sum1", text="Wants: a refund")})  # redraws the page
+    expect(page.get_by_test_id("copilot-summary")).to_have_text("Wants: a refund")
+    expect(page.get_by_test_id("copilot-use")).to_be_focused()  # the card was not drawn again under the person
+    page.keyboard.press("Enter")
+    order = page.locator('[data-testid="context-order"][data-order="SU-41533"]')
+    expect(order.get_by_test_id("refund-amount")).to_be_focused()
+    expect(order.get_by_test_id("refund-amount")).to_have_value("30.00")
+    expect(order.get_by_test_id("refund-reason")).to_have_value("a partial refund for the scratch")

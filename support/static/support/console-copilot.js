@@ -178,7 +178,9 @@ export class CopilotPanel {
       confirm: "Draft a reply", testid: "copilot-replace" }))) return;
     this.before = this.reply.value;
     this.inBox = null;
-    if (await this.start("draft", $("copilot-draft"), "copilot-draft-error")) this.showInBox(this.live.get(this.drafting.id));
+    if (!(await this.start("draft", $("copilot-draft"), "copilot-draft-error"))) return;
+    this.showInBox(this.live.get(this.drafting.id));
+    $("copilot-draft-stop").focus(); // the draft button waits while it writes: the focus goes to what can be done
   }
 
   showInBox(text) {
