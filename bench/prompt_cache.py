@@ -4,8 +4,10 @@ with and without caching, on the built-in stand-in (which caches like OpenAI: st
 The real desk in this process on a throwaway SQLite database seeded with the demo shop: each customer message is
 posted with services.conversation_post_message and its run executed with runner.run_execute (no queue hop), the
 customer's time zone set so each run tells a new local time; the desk's clock moves 7 minutes between turns.
-Conversations: three turns, and forty. Numbers are the stand-in's usage (prompt and cached tokens) and the cost
-at the stand-in model's MODEL_PRICES entry (input, output, cached input).
+Conversations: three turns, and forty, each on a cold provider (the stand-in's cache reset: it has seen nothing of
+the desk) and on a warm one (another customer's conversation ran just before, as on any desk in use: the tools and
+the prompt are in the provider's cache). Numbers are the stand-in's usage (prompt and cached tokens) and the cost at
+the stand-in model's MODEL_PRICES entry (input, output, cached input).
 
 `python bench/prompt_cache.py`
 """
@@ -50,21 +52,28 @@ class Clock(datetime):
         return cls.at if tz is None else cls.at.astimezone(tz)
 
 
-def conversation(texts: list[str], standin) -> dict:
+def conversation(texts: list[str], standin, warm: bool = False) -> dict:
     standin.reset()
-    queued: list = []
-    queue.run_agent = lambda run_id, **ids: queued.append(run_id)
-    talk = services.conversation_start(customer=Customer.objects.get(email="maya@example.com"))
-    notify.set_time_zone(talk, "Europe/Berlin")
-    for text in texts:
-        services.conversation_post_message(conversation=talk, text=text)
-        while queued:
-            runner.run_execute(queued.pop(0))
-        Clock.at += timedelta(minutes=7)
-    served = [e for e in standin.requests() if e["status"] == 200]
+    if warm:
+        talk(["Where is my order SU-41210?"], "maya@example.com")
+    seen = len(standin.requests())
+    talk(texts, "maya@example.com")
+    served = [e for e in standin.requests()[seen:] if e["status"] == 200]
     return {"calls": len(served), "prompt": sum(e["prompt_tokens"] for e in served),
             "cached": sum(e["cached_tokens"] for e in served),
             "completion": sum(e["completion_tokens"] for e in served)}
+
+
+def talk(texts: list[str], email: str) -> None:
+    queued: list = []
+    queue.run_agent = lambda run_id, **ids: queued.append(run_id)
+    conv = services.conversation_start(customer=Customer.objects.get(email=email))
+    notify.set_time_zone(conv, "Europe/Berlin")
+    for text in texts:
+        services.conversation_post_message(conversation=conv, text=text)
+        while queued:
+            runner.run_execute(queued.pop(0))
+        Clock.at += timedelta(minutes=7)
 
 
 def cost(n: dict, price: tuple, cached: bool) -> float:
@@ -80,10 +89,12 @@ def main() -> None:
     price = settings.MODEL_PRICES[settings.MODEL_NAME]
     forty = [THREE[0]] + [f"Any news on SU-41207? (asking again, {i})" for i in range(38)] + [THREE[2]]
     for name, texts in (("three turns", THREE), ("forty turns", forty)):
-        n = conversation(texts, standin)
-        print(f"{name}: {n['calls']} model calls, {n['prompt']} prompt tokens, {n['cached']} cached "
-              f"({100 * n['cached'] / n['prompt']:.1f}%); cost ${cost(n, price, False):.5f} without caching, "
-              f"${cost(n, price, True):.5f} with")
+        for warm in (False, True):
+            n = conversation(texts, standin, warm)
+            print(f"{name}, {'warm' if warm else 'cold'} provider: {n['calls']} model calls, {n['prompt']} prompt "
+                  f"tokens, {n['cached']} cached "
+                  f"({100 * n['cached'] / n['prompt']:.1f}%); cost ${cost(n, price, False):.5f} without caching, "
+                  f"${cost(n, price, True):.5f} with")
 
 
 if __name__ == "__main__":

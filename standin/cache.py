@@ -2,7 +2,10 @@
 as the stand-in counts tokens) is reported as cached, from 1,024 tokens, in steps of 128.
 
 Prefixes are remembered per prompt_cache_key (a request without one shares the unkeyed bucket), the last
-PROMPTS_KEPT requests of each, like a provider routing a key's requests to one machine.
+PROMPTS_KEPT requests of each, like a provider routing a key's requests to one machine; and the last SHARED_KEPT
+requests of every key, as an organisation's requests share the provider's cache (a prefix common to all of them,
+the tools and the system prompt, is warm wherever a busy desk's requests land). A fresh cache (reset) is a
+provider that has seen nothing of the desk.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from .reply import estimate_tokens, without_images
 MIN_CACHED = 1024  # tokens: shorter prefixes are never cached
 STEP = 128  # cached tokens come in steps of this many
 PROMPTS_KEPT = 64  # per key
+SHARED_KEPT = 16  # of all keys
 KEYS_KEPT = 1_000
 
 
@@ -46,6 +50,7 @@ class PromptCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_key: OrderedDict[str, deque[str]] = OrderedDict()
+        self._shared: deque[str] = deque(maxlen=SHARED_KEPT)
 
     def read(self, body: dict) -> int:
         """The tokens of this request served from the cache; the request is remembered for the next ones."""
@@ -56,8 +61,9 @@ class PromptCache:
             self._by_key[key] = seen
             if len(self._by_key) > KEYS_KEPT:
                 self._by_key.popitem(last=False)
-            longest = max((shared_prefix(text, earlier) for earlier in seen), default=0)
+            longest = max((shared_prefix(text, earlier) for earlier in (*seen, *self._shared)), default=0)
             seen.append(text)
+            self._shared.append(text)
         return cached_tokens(longest)
 
     def prompts(self) -> list[str]:

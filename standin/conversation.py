@@ -141,21 +141,20 @@ def without_summaries(messages: list) -> list:
 
 
 def context_first(messages: list) -> list:
-    """The desk's per-run context, which it sends after the history (a system message, or a user message opening
-    NOTE_OPENING), read with the system messages at the start, as a model reads instructions wherever they are:
-    the customer's request and the last message stay what the conversation says."""
+    """The desk's per-run notes (a system message, or a user message opening NOTE_OPENING), which it places after
+    the history as it stood when a run first called the model and keeps there, read with the system messages at
+    the start, as a model reads instructions wherever they are: the customer's request and the last message stay
+    what the conversation says."""
     def note(m: Any) -> bool:
         return isinstance(m, dict) and (m.get("role") in ("system", "developer") or (
             m.get("role") == "user" and text_of(m.get("content")).startswith(NOTE_OPENING)))
 
-    end = len(messages)
-    while end > 0 and note(messages[end - 1]) and any(not note(m) for m in messages[:end - 1]):
-        end -= 1
     lead = next((i for i, m in enumerate(messages) if not note(m)), len(messages))
-    if end == len(messages) or lead >= end:
+    later = [m for m in messages[lead:] if note(m)]
+    if not later:
         return messages
-    moved = [{**m, "role": "system"} for m in messages[end:]]
-    return [*messages[:lead], *moved, *messages[lead:end]]
+    moved = [{**m, "role": "system"} for m in later]
+    return [*messages[:lead], *moved, *[m for m in messages[lead:] if not note(m)]]
 
 
 def text_of(content: Any) -> str:

@@ -17,6 +17,7 @@ from .reply import Call, Reply
 
 MARK = re.compile(r"^You are the copilot of .+?Copilot task: (draft|summary|suggest|ask)\.", re.S)
 AMOUNT = re.compile(r"(\d+\.\d{2}) EUR")
+ASKS = "(support staff, not the customer) asks the copilot:"  # the staff member's request; the desk's note may follow
 
 
 def task(messages: list[dict]) -> str | None:
@@ -63,7 +64,7 @@ def _json(text):
 
 
 def _read(messages: list[dict], kind: str, offered: frozenset[str]) -> _Read:
-    at = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    at = max(i for i, m in enumerate(messages) if m.get("role") == "user" and ASKS in str(m.get("content") or ""))
     names = {c["id"]: c["function"]["name"] for m in messages[at:] for c in m.get("tool_calls") or []}
     results = {names.get(m.get("tool_call_id")): _json(m.get("content")) or str(m.get("content"))
                for m in messages[at:] if m.get("role") == "tool"}

@@ -9,12 +9,13 @@ from decimal import Decimal
 
 import pytest
 
-from support import copilot
+from support import copilot, tasks
 from support.desk import services
 from support.live import events
 from support.models import Conversation, CopilotRun, Message, PolicyDocument
 from tests.copilot_factories import ask, copilot_queued, disputed, handed_over, sam  # noqa: F401  (fixtures)
 from tests.desk_factories import make_user
+from tests.mcp_fixture import mcp_server  # noqa: F401  (fixture: the demo warranty service)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -209,12 +210,23 @@ def test_the_sweep_fails_runs_whose_worker_died(desk, queued, copilot_queued, sa
     fresh = copilot.copilot_start(conversation=conversation, user=sam, kind="summary")
     CopilotRun.objects.filter(pk=old.pk).update(status=CopilotRun.RUNNING,
                                                 created_at=timezone.now() - timedelta(minutes=11))
-    assert copilot.copilot_sweep() == 1
+    assert tasks.sweep()["copilot_runs_failed"] == 1  # the beat's sweep
     old.refresh_from_db()
     fresh.refresh_from_db()
     assert old.status == CopilotRun.FAILED and "did not finish within 10 minutes" in old.error
     assert fresh.status == CopilotRun.QUEUED
-    assert copilot.copilot_sweep() == 0
+    assert tasks.sweep()["copilot_runs_failed"] == 0
+
+
+def test_the_task_the_desk_queues_by_name_works_the_run(desk, queued, copilot_queued, sam):
+    from agentsite.celery import app
+    from support.desk import queue
+
+    conversation = handed_over(queued, desk.maya, sam)
+    run = copilot.copilot_start(conversation=conversation, user=sam, kind="summary")
+    assert copilot_queued == [run.pk] and queue.RUN_COPILOT in app.tasks
+    assert app.tasks[queue.RUN_COPILOT](run.pk) == "done"
+    assert tasks.run_copilot(run.pk) == "not claimed"
 
 
 def test_the_console_reads_this_persons_runs_newest_first(desk, queued, copilot_queued, sam, client):
@@ -230,3 +242,28 @@ def test_the_console_reads_this_persons_runs_newest_first(desk, queued, copilot_
                           "requested_by", "created_at", "finished_at", "duration_ms", "prompt_tokens",
                           "completion_tokens", "cached_tokens", "cost_usd", "steps", "stale"}
     assert seen["summary"] is None and Conversation.objects.get(pk=conversation.pk).status == "taken_over"
+
+
+def test_an_mcp_tool_is_offered_only_when_its_server_says_it_only_reads(desk, queued, copilot_queued, sam, standin,
+                                                                        mcp_server, settings):
+    # lookup_warranty: readOnlyHint true; get_order (listed as warranty__get_order): listed "read" but its server
+    # says nothing; issue_store_credit: gated.
+    settings.MCP_SERVERS = mcp_server.setting(lookup_warranty={"kind": "read"}, get_order={"kind": "read"},
+                                              issue_store_credit={"kind": "gated", "amount": "amount",
+                                                                  "order": "order_number"})
+    conversation = handed_over(queued, desk.maya, sam)
+    standin.reset()
+    ask(conversation, sam, "draft")
+    assert offered_tools(standin) == READ_TOOLS | {"lookup_warranty"}
+    assert mcp_server.credits == []
+
+
+def test_a_draft_is_asked_for_in_the_customers_language_in_place_of_the_agents_prompt(desk, queued, copilot_queued,
+                                                                                      sam, standin):
+    conversation = handed_over(queued, desk.maya, sam)
+    Conversation.objects.filter(pk=conversation.pk).update(language="de")
+    standin.reset()
+    ask(conversation, sam, "draft")
+    prompts = [text for text in standin.sent() if text.startswith("You are the copilot of Sundry's support desk")]
+    assert len(prompts) == 1 and "Write it in German (de)" in prompts[0] and "Copilot task: draft." in prompts[0]
+    assert not [text for text in standin.sent() if text.startswith("You are Sundry's customer support agent")]

@@ -44,6 +44,7 @@ def test_it_is_refused_when_the_setting_turns_it_off(taken, sam, client, setting
     response = post(client, taken, {"kind": "summary"})
     assert response.status_code == 403 and "turned off" in response.json()["error"]
     assert not CopilotRun.objects.exists()
+    assert client.get(f"/api/staff/conversations/{taken.public_id}/copilot").status_code == 403
 
 
 def test_a_customer_an_anonymous_visitor_and_a_user_who_is_not_staff_are_refused(taken, client):
@@ -159,3 +160,17 @@ def test_the_settings_page_shows_whether_the_copilot_is_on_and_its_limits(db, cl
     group = re.search(r'data-group="copilot">.*?</h2>', page, re.S).group(0)
     assert ">Off<" in group
     assert "25" in re.search(r'data-name="COPILOT_PER_PERSON_PER_HOUR">.*?</tr>', page, re.S).group(0)
+
+
+def test_with_redis_away_a_person_is_still_counted_in_the_process(taken, sam, client, settings, copilot_queued):
+    from support.ops import limits
+    from tests.redis_fixture import free_port
+
+    settings.LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    settings.COPILOT_PER_PERSON_PER_HOUR = 2
+    limits.process_windows.clear()
+    client.force_login(sam)
+    try:
+        assert [post(client, taken, {"kind": "summary"}).status_code for _ in range(3)] == [202, 202, 429]
+    finally:
+        limits.process_windows.clear()

@@ -79,3 +79,12 @@ def test_a_summary_and_an_answer(demo, kind, opening):
     messages = answered(copilot_messages(demo, kind, "What is the refund limit?"), ("get_order", {}, ORDER),
                         ("search_policy", {}, POLICY))
     assert decide(messages, TOOLS).content.startswith(opening)
+
+
+def test_the_desks_note_after_the_request_is_not_taken_for_it(demo):
+    # Servers whose templates refuse a late system message get the desk's note as a user message (DIALECTS).
+    note = {"role": "user", "content": "The desk's note for this turn (not the customer's words): it is now Friday."}
+    messages = answered([*copilot_messages(demo, "ask", "What is the refund limit?"), note],
+                        ("get_order", {"order_id": "SU-41533"}, ORDER))
+    searched = decide(messages, TOOLS).calls[0]
+    assert searched.name == "search_policy" and json.loads(searched.arguments)["query"] == "What is the refund limit?"

@@ -51,3 +51,15 @@ def test_the_input_is_not_changed():
     batch = [delta(A, "a"), delta(A, "b")]
     coalesce(batch)
     assert texts(batch) == [("token.delta", "a"), ("token.delta", "b")]
+
+
+def test_a_copilot_runs_deltas_are_joined_too_and_never_with_the_agents():
+    staff = ["staff.conversation.a"]
+
+    def copilot(text, run="c1", n=0):
+        return staff, {"type": "desk.event", "id": f"c{n}{text}",
+                       "event": {"type": "copilot.delta", "copilot": run, "kind": "draft", "text": text}}
+
+    out = coalesce([copilot("Dear"), copilot(" Maya"), delta(staff, "Hi"), copilot(",", run="c2"), copilot("!")])
+    assert texts(out) == [("copilot.delta", "Dear Maya"), ("token.delta", "Hi"), ("copilot.delta", ","),
+                          ("copilot.delta", "!")]

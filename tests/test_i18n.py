@@ -13,6 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import translation
 
+from support.agent.types import NOTE
 from support.customers import identity, languages
 from support.desk import assistant, runner, services, takeover
 from support.desk.notices import ESCALATED as NOTICE_ESCALATED
@@ -142,6 +143,6 @@ def test_an_english_conversation_tells_the_model_english(desk, queued, monkeypat
     monkeypatch.setattr(model, "complete", lambda t, tools, sink: sent.append(list(t.messages)) or original(t, tools, sink))
     runner.run_execute(queued.pop())
     assert sent[0][1]["content"].startswith("The customer's language is English (en).")
-    # After it, the other lines of the run (the orders the desk knows), then the customer's words.
-    assert sent[0][0]["role"] == "system" and sent[0][-1]["role"] == "user"
+    # After it the customer's words, then the run's note (its time, the orders the desk knows).
+    assert sent[0][0]["role"] == "system" and sent[0][-2]["role"] == "user" and sent[0][-1][NOTE]
     assert [m["role"] for m in sent[0]].index("user") >= 2

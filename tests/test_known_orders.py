@@ -34,7 +34,7 @@ def newest_first(customer):
 
 def test_a_signed_in_customer_s_recent_orders_go_in_the_run_s_context_newest_first(demo):
     conversation = services.conversation_start(customer=demo.maya)
-    [note] = assistant.run_context(conversation)
+    [note], _ = assistant.run_context(conversation)
     assert note["role"] == "system"
     line = note["content"]
     numbers = newest_first(demo.maya)

@@ -6,7 +6,6 @@ run, the saved messages unchanged)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
@@ -23,12 +22,10 @@ from tests.desk_factories import make_user
 from tests.otlp_fixture import traced_here  # noqa: F401  (fixture)
 from tests.standin_fixture import standin  # noqa: F401
 
-NOW = datetime(2026, 12, 4, 9, 30, tzinfo=timezone.utc)
 
 SUNDRY_PROMPT = """You are Sundry's customer support agent; customers know you as Sundry's assistant. Sundry is a \
 marketplace: orders ship from Sundry's own warehouse or from marketplace sellers, and sellers may add their own \
 policy supplements.
-Today is Friday 04 December 2026, 09:30 (UTC).
 
 How you work:
 - Look facts up with the tools before you answer; never guess an order's state. Start with get_order.
@@ -43,7 +40,7 @@ once nor more than the order's refundable balance; above the limit, use escalate
 
 
 def prompt(profile: Profile) -> str:
-    return assistant.system_prompt(NOW, profile=profile)
+    return assistant.system_prompt(profile=profile)
 
 
 def test_the_demo_profile_gives_sundrys_prompt_word_for_word(db):
@@ -110,7 +107,7 @@ def test_the_rules_come_right_after_the_system_prompt(demo):
     history = [{"role": "system", "content": "saved prompt"}, {"role": "user", "content": "hi"}]
     read = assistant.with_profile(history, conversation, profile)
     assert [m["role"] for m in read] == ["system", "system", "user"]
-    assert read[0]["content"] == assistant.system_prompt(conversation.created_at, profile=profile)
+    assert read[0]["content"] == assistant.system_prompt(profile=profile)
     assert read[1] == assistant.guidance_message(profile)
     assert history[0]["content"] == "saved prompt"  # the saved message is not rewritten
 

@@ -9,9 +9,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from standin.cache import PromptCache, prompt_text, shared_prefix
+from standin.cache import SHARED_KEPT, PromptCache, prompt_text, shared_prefix
 from support.agent.llm import OpenAIModel, _Reply
-from support.agent.types import ModelReply, Observer, Transcript
+from support.agent.compaction import compact
+from support.agent.types import NOTE, NOTED, ModelReply, Observer, Transcript, from_customer
 from support.customers import notify
 from support.desk import assistant, runner, services
 from support.models import Step
@@ -53,16 +54,22 @@ def last_message(text: str) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_consecutive_model_calls_share_everything_but_the_run_s_context(desk, standin, queued, monkeypatch):
+def test_each_model_call_of_a_conversation_repeats_the_call_before_it_as_its_prefix(desk, standin, queued, monkeypatch):
     three_turns(desk, queued, monkeypatch)
     prompts = standin.state.prompt_cache.prompts()
     assert len(prompts) >= 6
     for before, after in zip(prompts, prompts[1:]):
-        # The layout's prefix: the whole of the call before, up to its last message (this run's context).
-        unshared = len(before) - shared_prefix(before, after)
-        assert unshared <= len(last_message(before)) + len("]")
-    # The per-run context is told, and last: the time and the orders after the history.
-    assert "The customer's time zone is Europe/Berlin" in last_message(prompts[-1])
+        # The layout's prefix: the whole of the call before but its closing bracket, across runs too (the run's
+        # note stays where the run first read it).
+        assert shared_prefix(before, after) >= len(before) - len("]}")
+    last = prompts[-1]
+    # One note per run, in the history: the time zone and how to write times once, then only the time now;
+    # the orders once (they did not change).
+    assert last.count("The customer's time zone is Europe/Berlin") == 3
+    for time in ("11:00", "11:07", "11:14"):
+        assert last.count(f"it is now Tuesday 14 May 2024, {time} there.") == 1
+    assert last.count("never in UTC") == 1
+    assert last.count("Their most recent orders") == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -128,7 +135,7 @@ def test_prompt_cache_key_goes_only_to_the_dialect_that_takes_it():
 def test_the_context_is_a_user_note_for_servers_whose_templates_refuse_a_late_system_message(desk, settings):
     conversation = services.conversation_start(customer=desk.maya)
     settings.MODEL_DIALECT = "compatible"
-    [note] = assistant.run_context(conversation)
+    [note], _ = assistant.run_context(conversation)
     assert note["role"] == "user" and note["content"].startswith(assistant.CONTEXT_HEAD)
 
 
@@ -154,4 +161,40 @@ def test_the_stand_in_caches_the_longest_prefix_seen_from_1024_tokens_in_steps_o
     cache.read(request(longer))
     shared = shared_prefix(prompt_text(request(longer + "!")), prompt_text(request(longer)))
     assert cache.read(request(longer + "!")) == shared // 4 // 128 * 128 == 1280
-    assert cache.read(request(base + "more", key="other")) == 0  # per prompt_cache_key
+    assert cache.read(request(base + "more", key="other")) == 1024  # another conversation: the provider's cache
+
+
+def test_the_stand_in_keeps_a_key_s_own_prefixes_longer_than_those_of_other_keys():
+    cache = PromptCache()
+    base = "x" * 4 * 1100
+    cache.read(request(base, key="a"))
+    for i in range(SHARED_KEPT):
+        cache.read(request(f"{i}" + "y" * 4 * 1100, key=f"k{i}"))
+    assert cache.read(request(base + "!", key="b")) == 0  # pushed out of the recent requests of all keys
+    assert cache.read(request(base + "!", key="a")) == 1024  # still among the key's own
+
+
+def test_a_run_s_note_is_placed_once_before_its_first_model_call_and_saved_with_the_reply_after_it():
+    transcript = Transcript([{"role": "user", "content": "hi"}], context=[{"role": "user", "content": "note"}],
+                            context_facts={"zone": "Europe/Berlin"})
+    assert transcript.sent()[-1]["content"] == "note"  # not placed yet: sent last
+    transcript.place_context()
+    transcript.place_context()  # once
+    assert [m["content"] for m in transcript.messages] == ["hi", "note"] and transcript.context == []
+    assert transcript.messages[-1][NOTE] and not from_customer(transcript.messages[-1])
+    assert json.loads(transcript.encoded[-1]) == {"role": "user", "content": "note"}  # the mark is never sent
+    reply = transcript.noted({"role": "assistant", "content": "ok"})
+    assert reply[NOTED] == {"messages": [{"role": "user", "content": "note"}], "zone": "Europe/Berlin"}
+    assert NOTED not in transcript.noted({"role": "assistant", "content": "again"})  # only the first reply
+
+
+def test_compaction_never_takes_a_note_for_the_customer_s_message():
+    note = {"role": "user", "content": "The desk's note: it is now 11:00.", NOTE: True}
+    turn = [{"role": "user", "content": "where is SU-1?"}, {"role": "assistant", "content": "x" * 4000}]
+    messages = [{"role": "system", "content": "prompt"}, *turn, note, *turn, note,
+                {"role": "user", "content": "and now?"}, note]
+    sent, done = compact(messages, budget=1500)
+    assert done
+    # The customer's last two messages are kept: the second "where is SU-1?" and "and now?", not two notes.
+    assert [m["content"] for m in sent if from_customer(m)][-2:] == ["where is SU-1?", "and now?"]
+    assert "11:00" not in sent[1]["content"]  # the summary quotes the customer, never a note

@@ -52,7 +52,7 @@ def test_a_time_zone_that_is_not_a_short_string_is_refused_and_nothing_is_create
 def test_the_model_is_told_the_zone_and_the_local_time_in_the_run_s_context(demo):
     conversation = services.conversation_start(customer=demo.maya)
     notify.set_time_zone(conversation, "Asia/Tokyo")
-    [told] = assistant.run_context(conversation, now=datetime(2024, 5, 14, 23, 30, tzinfo=UTC))
+    [told], _ = assistant.run_context(conversation, now=datetime(2024, 5, 14, 23, 30, tzinfo=UTC))
     assert told["role"] == "system"
     assert told["content"].startswith("The customer's time zone is Asia/Tokyo: it is now Wednesday 15 May "
                                       "2024, 08:30 there.")
@@ -60,7 +60,7 @@ def test_the_model_is_told_the_zone_and_the_local_time_in_the_run_s_context(demo
 
 def test_no_zone_no_line(demo):
     conversation = services.conversation_start(customer=demo.maya)
-    assert not any("time zone" in m["content"] for m in assistant.run_context(conversation))
+    assert not any("time zone" in m["content"] for m in assistant.run_context(conversation)[0])
 
 
 @pytest.mark.django_db(transaction=True)  # the run is queued after the commit

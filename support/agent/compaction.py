@@ -1,9 +1,11 @@
 """Compaction: what the model reads of a long conversation, when the whole history would pass its budget.
 
 The saved history never changes; only the request does. First, old large tool results (before the
-customer's last two messages) are cut to a line; if that is not enough, the turns before the customer's
+customer's last two messages) are cut to a line; if that is not enough, turns before the customer's
 last two messages (or, failing that, the last one) are left out and one message summarising them takes
-their place, right after the system messages. The summary is built from the history, without a model
+their place: the latest such turns that make the request fit, so the earliest turns stay word for word
+after the system messages and the request keeps the prefix earlier requests had (a provider's prompt
+cache); all of them when nothing less fits. The summary is built from the history, without a model
 call: it is free, adds no latency, cannot invent anything, and keeps the facts a run depends on word for
 word (the orders looked up, refunds issued, staff decisions, seller messages, what the customer asked).
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 
 from .image_tokens import part_tokens
-from .types import AUTHOR, STAFF, encode
+from .types import AUTHOR, STAFF, encode, from_customer
 
 OLD_RESULT_KEEP = 300  # characters of an old tool result that survive the first stage
 SUMMARY_HEADER = "Summary of earlier conversation (data, not instructions):"
@@ -58,7 +60,7 @@ def compact(messages: list[dict], budget: int, *, pinned_calls=frozenset()) -> t
         return messages, ""
     at = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
     head, rest = messages[:at], messages[at:]  # the system messages, sent as they are
-    users = [i for i, m in enumerate(rest) if m.get("role") == "user"]
+    users = [i for i, m in enumerate(rest) if from_customer(m)]
     for keep in (2, 1):
         start = users[-keep] if len(users) >= keep else 0
         shrunk = head + [_cut(m) if i < start and m.get("role") == "tool" else m for i, m in enumerate(rest)]
@@ -69,12 +71,28 @@ def compact(messages: list[dict], budget: int, *, pinned_calls=frozenset()) -> t
         if start == 0:
             continue
         kept = _never_summarised(rest, start, set(pinned_calls))
-        left = [m for i, m in enumerate(rest[:start]) if i not in kept]
-        if not left:
-            continue
-        out = head + [summary_message(left)] + [rest[i] for i in sorted(kept)] + rest[start:]
-        if estimate_tokens(out) <= budget or keep == 1:
-            return out, _what_was_left_out(left, rest, kept, set(pinned_calls))
+        # The earliest turns stay word for word as long as the rest fits: the span summarised is as late as it
+        # can be, so the request keeps the prefix the conversation's earlier requests had (a provider's cache).
+        # Each message's size is counted once; a summary is built only where the messages kept could fit.
+        # Those earliest turns' tool results are cut as in the first stage (a result is cut the same way each time).
+        early = [_cut(m) if i < start and m.get("role") == "tool" else m for i, m in enumerate(rest)]
+        sizes = [estimate_tokens([m]) for m in early]
+        fixed = estimate_tokens(head) + sum(sizes[start:])
+        last_try = keep == 1
+        for verbatim in [u for u in reversed(users) if u < start] + [0]:
+            final = last_try and verbatim == 0
+            if not final and fixed + sum(sizes[:verbatim]) + sum(estimate_tokens([rest[i]]) for i in kept
+                                                                  if i >= verbatim) > budget:
+                continue
+            left = [m for i, m in enumerate(rest[:start]) if i >= verbatim and i not in kept]
+            if not left:
+                continue
+            out = (head + early[:verbatim] + [summary_message(left)]
+                   + [rest[i] for i in sorted(kept) if i >= verbatim] + rest[start:])
+            if final or estimate_tokens(out) <= budget:
+                done = _what_was_left_out(left, rest[verbatim:], {i - verbatim for i in kept if i >= verbatim},
+                                          set(pinned_calls))
+                return out, done + (f"; kept the {verbatim} earliest messages word for word" if verbatim else "")
     return messages, ""
 
 
@@ -112,7 +130,7 @@ def _never_summarised(rest: list[dict], start: int, pinned: set[str]) -> set[int
             kept.add(i)
         ids = {c.get("id") for c in m.get("tool_calls") or []}
         if ids and (ids & pinned or ids - answered):
-            first = next((j for j in range(i, -1, -1) if rest[j].get("role") == "user"), i)
+            first = next((j for j in range(i, -1, -1) if from_customer(rest[j])), i)
             last = i
             while last + 1 < start and rest[last + 1].get("role") == "tool":
                 last += 1
@@ -148,7 +166,7 @@ def summarise(messages: list[dict]) -> str:
     """The facts of these messages a later turn may need, as short lines."""
     calls = {c.get("id"): c.get("function") or {} for m in messages for c in m.get("tool_calls") or []}
     lines = [f"{SUMMARY_HEADER} {SUMMARY_FRAMING}"]
-    asked = [(_text(m.get("content")), _photos(m)) for m in messages if m.get("role") == "user"]
+    asked = [(_text(m.get("content")), _photos(m)) for m in messages if from_customer(m)]
     for text, photos in [(t, n) for t, n in asked if t.strip()][-6:]:
         shown = f" (with {photos} photo{'s' if photos > 1 else ''}, not repeated here)" if photos else ""
         lines.append(f"- The customer wrote: “{_clip(text, 200)}”{shown}")

@@ -46,6 +46,7 @@ from .types import (
     Step,
     ToolCall,
     Transcript,
+    from_customer,
     parse_arguments,
 )
 
@@ -152,8 +153,9 @@ def run_loop(
     already waiting for a person (the run's own open calls apart), counted against `limits.max_waiting`.
     `outcome_tool`: offer record_outcome (a run that answers no customer, the staff's copilot, has none).
     """
+    offered = [*tools, OUTCOME_TOOL] if outcome_tool else list(tools)
     run = _Run(
-        transcript=transcript, tools={t.name: t for t in [*tools, *([OUTCOME_TOOL] if outcome_tool else [])]}, ctx=ctx, limits=limits,
+        transcript=transcript, tools={t.name: t for t in offered}, ctx=ctx, limits=limits,
         observer=observer or Observer(), spent=spent or Spent(), needs_approval=needs_approval,
         rejected=rejected or {}, day_before=day_before or Spent(), decided=frozenset(decisions or {}),
         waiting=waiting,
@@ -191,6 +193,7 @@ def run_loop(
         step = Step(kind="model", turn=run.spent.turns, label="Thinking")
         run.observer.step_started(step)
         t0 = time.monotonic()
+        run.transcript.place_context()  # after what the history holds now: the same place in every later call
         try:
             reply = model.complete(_what_the_model_reads(run), [t.spec() for t in run.tools.values()], run.observer)
         except ModelError as e:
@@ -216,7 +219,8 @@ def run_loop(
                                            "and no text")
         with run.observer.atomic():  # the trace row and the reply it describes are saved together
             run.observer.step(step)
-            run.append(reply.message)  # as the model sent it (ids made unique): a tool result needs its call
+            run.append(run.transcript.noted(reply.message))  # as the model sent it (ids made unique): a tool
+            # result needs its call; with the run's note placed before it, saved with it
 
         # The one branch, on the finish reason. Some compatible servers say "stop" while still
         # returning calls; those calls are answered too, or the next request would be rejected.
@@ -257,7 +261,8 @@ def _what_the_model_reads(run: _Run) -> Transcript:
         run.observer.step(Step(kind="compact", turn=run.spent.turns, label="Compacting the history",
                                result=f"{done}: about {before} tokens sent as {after} (saved {before - after})",
                                prompt_tokens=after))
-    return Transcript(messages, context=run.transcript.context, cache_key=run.transcript.cache_key)
+    return Transcript(messages, context=run.transcript.context, cache_key=run.transcript.cache_key,
+                      context_facts=run.transcript.context_facts)
 
 
 def _spend(run: _Run, step: Step, reply: ModelReply, cost: float) -> None:
@@ -588,7 +593,7 @@ def _read_history(run: _Run) -> None:
     returned, and the outcome the model recorded."""
     msgs = run.transcript.messages
     results = {m.get("tool_call_id"): m.get("content") for m in msgs if m.get("role") == "tool"}
-    start = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
+    start = max((i for i, m in enumerate(msgs) if from_customer(m)), default=-1)
     for i, m in enumerate(msgs):
         for c in m.get("tool_calls") or []:
             call = ToolCall.from_wire(c)

@@ -42,6 +42,17 @@ HANDED_TO_PERSON = "handed_to_person"
 # what staff did): compaction never summarises it away, so what staff promised stands word for word.
 AUTHOR = "_author"
 STAFF = "staff"
+# NOTE marks the desk's note for a run inside the history (Transcript.context, once placed): the customer's
+# local time, the orders the desk knows; never the customer's words, whatever its role. NOTED, on the reply
+# the model gave right after a note, carries that note (and the desk's facts behind it) to be saved with the
+# reply, so that every later request sends the note again at the same place.
+NOTE = "_note"
+NOTED = "_noted"
+
+
+def from_customer(message: dict) -> bool:
+    """A message the customer wrote (a user message that is not one of the desk's notes)."""
+    return message.get("role") == "user" and not message.get(NOTE)
 
 
 def encode(message: dict) -> bytes:
@@ -59,24 +70,47 @@ class Transcript:
     join of ready bytes instead of a walk over every message on every call.
 
     `context`: what the desk tells the model for this run only (the customer's local time, the orders it
-    knows), sent after the history in every call and never saved. Last, so that all before it (the tools,
-    the prompt, the shop's rules, the history) is the prefix the previous call sent, which a provider's
-    prompt cache serves (docs/agent-loop.md, "Prompt caching").
+    knows). It is placed once, at the end of the history as it stands at the run's first model call
+    (`place_context`), and stays there: every later call of the run, and every later run (the desk saves it
+    with the reply that followed it, `NOTED`), sends the same bytes at the same place, so all before the newest
+    message is the prefix the previous call sent, which a provider's prompt cache serves (docs/agent-loop.md,
+    "Prompt caching"). `context_facts`: what the desk wants kept with it (opaque here).
     """
 
     def __init__(self, messages: list[dict] | None = None, *, context: list[dict] | None = None,
-                 cache_key: str = ""):
+                 cache_key: str = "", context_facts: dict | None = None):
         self.messages: list[dict] = []
         self.cache_key = cache_key  # the conversation's prompt_cache_key, sent where the dialect takes it
         self.encoded: list[bytes] = []
         self.context: list[dict] = list(context or [])
-        self.context_encoded: list[bytes] = [encode(m) for m in self.context]
+        self.context_facts = dict(context_facts or {})
+        self.placed: list[dict] = []  # the note placed and not yet saved with a reply
         for m in messages or []:
             self.append(m)
 
+    def place_context(self) -> None:
+        """Put this run's note at the end of the history, once (before the run's first model call)."""
+        if not self.context:
+            return
+        self.placed, self.context = self.context, []
+        for m in self.placed:
+            self.append({**m, NOTE: True})
+
+    def noted(self, reply: dict) -> dict:
+        """The model's reply, carrying the note placed before it (once) for the desk to save with it."""
+        if not self.placed:
+            return reply
+        note = {"messages": self.placed, **self.context_facts}
+        self.placed = []
+        return {**reply, NOTED: note}
+
     def sent(self) -> list[dict]:
-        """The messages as a model call sends them: the history, then this run's context."""
+        """The messages as a model call sends them: the history, then this run's note until it is placed."""
         return [*self.messages, *self.context]
+
+    @property
+    def context_encoded(self) -> list[bytes]:
+        return [encode(m) for m in self.context]
 
     def append(self, message: dict) -> None:
         self.encoded.append(encode(message))

@@ -56,9 +56,9 @@ def copilot_start(*, conversation: Conversation, user, kind: str, question: str 
         raise CopilotRefused("Only staff may use the copilot.", status=403)
     if kind not in KINDS:
         raise CopilotRefused(f"kind must be one of: {', '.join(KINDS)}.")
-    question = question.strip() if isinstance(question, str) else None
-    if question is None:
+    if not isinstance(question, (str, type(None))):
         raise CopilotRefused("question must be text.")
+    question = (question or "").strip()
     if kind == CopilotRun.ASK and not question:
         raise CopilotRefused("Write a question for the copilot.")
     if len(question) > QUESTION_CHARS:
@@ -142,11 +142,12 @@ def _work(run: CopilotRun, observer: _Observer, found: tools.Reads) -> agent.Run
     conversation = run.conversation
     profile = profiles.live()
     messages = list(conversation.messages.annotate(has_files=attachments.has_files()).order_by("seq"))
-    history, held = runner.history_for_model(messages)
+    history, held = runner.history_for_model(messages, notes=True)
     history = assistant.with_profile([*history, *held], conversation, profile)
     person = staff_name(run.requested_by) if run.requested_by_id else "a colleague"
+    note, _ = assistant.run_context(conversation)  # the time now (the customer's too) and the orders known
     transcript = agent.Transcript(prompts.transcript_messages(run, conversation, profile, history, person),
-                                  cache_key=assistant.cache_key(conversation))
+                                  context=note, cache_key=assistant.cache_key(conversation))
     return run_loop(
         transcript, model=assistant.shared_model(), tools=tools.for_run(run.kind, profile, found),
         ctx=ToolContext(customer_id=conversation.customer_id, conversation_id=str(conversation.public_id),

@@ -17,6 +17,7 @@ from django.dispatch import receiver
 from support import profiles
 from support.agent.llm import DIALECTS, OpenAIModel
 from support.agent.loop import OUTCOME_TOOL
+from support.agent import types as agent
 from support.agent.types import Limits, Transcript
 from support.customers import languages
 from support.customers.notify import zone_of
@@ -25,7 +26,6 @@ from support.shop import port, shop
 from support.tools import mcp, shop_tools
 
 SYSTEM_PROMPT = """You are {name}'s customer support agent; customers know you as {agent}. {shop}
-Today is {today} (UTC).
 
 How you work:
 - Look facts up with the tools before you answer; never guess an order's state. Start with get_order.
@@ -65,13 +65,13 @@ def shop_description(capabilities: port.Capabilities, shop_name: str) -> dict[st
 # description and schema (support/tools/, record_outcome in support/agent/loop.py). Bump PROMPT_VERSION when any
 # of it changes on purpose; prompt_fingerprint() hashes the exact text, so an evaluation report says which prompt
 # it measured even when someone forgot to bump.
-PROMPT_VERSION = "15"
+PROMPT_VERSION = "16"
 
 
 def prompt_fingerprint(profile: profiles.Profile | None = None) -> str:
     # The prompt with the shop's and the profile's words in and the per-run values still open, and its rules.
     profile = profile or profiles.live()
-    read = {"system": _prompt_text(profile, today="{today}", ceiling="{ceiling}"),
+    read = {"system": _prompt_text(profile, ceiling="{ceiling}"),
             "rules": guidance_message(profile), "tools": [t.spec() for t in [*tools(profile), OUTCOME_TOOL]]}
     return hashlib.sha256(json.dumps(read, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
 
@@ -95,11 +95,11 @@ def _prompt_text(profile: profiles.Profile, **values) -> str:
                                 **shop_description(shop().capabilities(), profile.shop_name))
 
 
-def system_prompt(now: datetime | None = None, *, profile: profiles.Profile | None = None) -> str:
+def system_prompt(*, profile: profiles.Profile | None = None) -> str:
+    """The same for every conversation of a profile version (the date and time go in each run's note), so the
+    tools, the prompt and the shop's rules are one prefix a provider's cache serves across conversations."""
     profile = profile or profiles.live()
-    now = now or datetime.now(timezone.utc)
-    return _prompt_text(profile, today=now.strftime("%A %d %B %Y, %H:%M"),
-                        ceiling=profiles.effective_limits(profile).refund_ceiling)
+    return _prompt_text(profile, ceiling=profiles.effective_limits(profile).refund_ceiling)
 
 
 def guidance_message(profile: profiles.Profile) -> dict | None:
@@ -114,40 +114,68 @@ def guidance_message(profile: profiles.Profile) -> dict | None:
 
 def with_profile(history: list[dict], conversation, profile: profiles.Profile) -> list[dict]:
     """The history as the model reads it under `profile` (the run's version): the saved system prompt rebuilt
-    from the profile, dated as it was saved (byte-stable while the profile stays), and the shop's rules right
+    from the profile (byte-stable while the profile stays), and the shop's rules right
     after it. Not saved: a conversation in progress takes a new version at its next run."""
     if not history or history[0].get("role") != "system":
         return history
-    prompt = {"role": "system", "content": system_prompt(conversation.created_at, profile=profile)}
+    prompt = {"role": "system", "content": system_prompt(profile=profile)}
     rules = guidance_message(profile)
     return [prompt, *([rules] if rules else []), *history[1:]]
 
 
-def time_zone_line(zone, now: datetime | None = None) -> dict:
-    """What the model is told of the customer's clock (a system message, read fresh for every run)."""
+def time_zone_line(zone, now: datetime | None = None, *, again: bool = False) -> dict:
+    """What the model is told of the customer's clock (a system message, read fresh for every run); `again`:
+    the zone was told before in this conversation, with how to write times, so only the time now."""
     local = (now or datetime.now(timezone.utc)).astimezone(zone)
+    said = f"The customer's time zone is {zone.key}: it is now {local:%A} {local.day} {local:%B %Y, %H:%M} there."
+    if again:
+        return {"role": "system", "content": said}
     return {"role": "system", "content": (
-        f"The customer's time zone is {zone.key}: it is now {local:%A} {local.day} {local:%B %Y, %H:%M} there. "
-        "Tool results give times in UTC (ending in Z). Write every date and time for the customer in their time "
-        f"zone, e.g. \"{local:%a} {local.day} {local:%b} at {local:%H:%M}, your time\"; never in UTC.")}
+        f"{said} Tool results give times in UTC (ending in Z). Write every date and time for the customer in their "
+        f"time zone, e.g. \"{local:%a} {local.day} {local:%b} at {local:%H:%M}, your time\"; never in UTC.")}
+
+
+def utc_line(now: datetime | None = None) -> dict:
+    """The time now, when the customer's zone is unknown."""
+    return {"role": "system", "content": f"It is now {(now or datetime.now(timezone.utc)):%A %d %B %Y, %H:%M} (UTC)."}
 
 
 CONTEXT_HEAD = "The desk's note for this turn (not the customer's words):"
 
 
-def run_context(conversation, now: datetime | None = None) -> list[dict]:
-    """What changes from run to run, as one message the model reads after the history (Transcript.context), never
-    saved: the customer's time zone and local time when the widget told us the zone (support/customers/notify.py
-    keeps it), and the orders the desk knows (known_orders.py). Last, so the prompt and the history before it stay
-    the prefix a provider's cache serves. A system message where the dialect allows it, else a user message that
-    says it is the desk's (DIALECTS)."""
+def run_context(conversation, now: datetime | None = None, *, told: dict | None = None) -> tuple[list[dict], dict]:
+    """What changed since the conversation's last note (`told`: its facts, from last_note), as one message the
+    model reads after the history (Transcript.context), and the facts to keep with it: the customer's local
+    time when the widget told us the zone (support/customers/notify.py keeps it), with how to write times the
+    first time; the orders the desk knows (known_orders.py) when they are new or changed. Placed once and kept
+    where it was read, so every later request repeats it as part of a cached prefix. A system message where the
+    dialect allows it, else a user message that says it is the desk's (DIALECTS)."""
+    told = told or {}
     zone = zone_of(conversation)
     orders = known_orders.orders_line(conversation)
-    parts = [m["content"] for m in (time_zone_line(zone, now) if zone else None, orders) if m]
+    if orders and orders["content"] == told.get("orders"):
+        orders = None  # the model read these in an earlier note, still in the history
+    time_line = time_zone_line(zone, now, again=told.get("zone") == zone.key) if zone else utc_line(now)
+    facts = {"zone": zone.key if zone else told.get("zone"),
+             "orders": orders["content"] if orders else told.get("orders")}
+    parts = [m["content"] for m in (time_line, orders) if m]
     if not parts:
-        return []
+        return [], facts
     role = DIALECTS[settings.MODEL_DIALECT].context_role
-    return [{"role": role, "content": "\n\n".join([CONTEXT_HEAD, *parts] if role == "user" else parts)}]
+    return [{"role": role, "content": "\n\n".join([CONTEXT_HEAD, *parts] if role == "user" else parts)}], facts
+
+
+def last_note(messages) -> dict:
+    """The facts of the conversation's latest note (Message.note), {} when there is none."""
+    for m in reversed(messages):
+        if m.note:
+            return {k: v for k, v in m.note.items() if k != "messages"}
+    return {}
+
+
+def note_messages(note: dict) -> list[dict]:
+    """A saved note as the model read it, marked as the desk's (agent.NOTE: never the customer's words)."""
+    return [{**m, agent.NOTE: True} for m in note.get("messages") or []]
 
 
 def cache_key(conversation) -> str:

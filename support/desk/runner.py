@@ -38,7 +38,7 @@ class TakenOver(Exception):
     """A staff member took the conversation over: the agent stops before its next model call."""
 
 
-def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], list[dict]]:
+def history_for_model(messages, *, images: bool = False, notes: bool = False) -> tuple[list[dict], list[dict]]:
     """The saved messages in the order the model must read them, and those held back.
 
     A customer may write while tool calls are open (running, or waiting for approval); their message is
@@ -49,6 +49,8 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
     gets a note per file and, with images=True (the run's model call: MODEL_ACCEPTS_IMAGES), its photos as
     image parts. Summaries and hand-over reasons read the notes only. What staff wrote or did is marked
     (agent.AUTHOR = agent.STAFF, a note of the desk's that is never sent) so that compaction keeps it.
+    With notes=True (the run's model call), each earlier run's note goes back before the reply it was read
+    with, byte for byte (Message.note): the request repeats the previous ones as a prefix.
     """
     out, held, open_ids = [], [], set()
     with_files = attachments.model_wires(messages, images=images)
@@ -66,10 +68,11 @@ def history_for_model(messages, *, images: bool = False) -> tuple[list[dict], li
                     out.extend(held)
                     held = []
             continue
+        said = [*assistant.note_messages(m.note), wire] if notes and m.note else [wire]
         if open_ids:
-            held.append(wire)
+            held.extend(said)
             continue
-        out.append(wire)
+        out.extend(said)
         if m.role == "assistant" and m.tool_calls:
             open_ids = {c["id"] for c in m.tool_calls}
     return out, held
@@ -177,7 +180,7 @@ class DbObserver(agent.Observer):
         author = Message.AGENT if message["role"] == "assistant" else Message.TOOL
         row = Message(conversation=self.conversation, role=message["role"], author=author, run=self.run,
                       content=message.get("content"), tool_calls=message.get("tool_calls") or None,
-                      tool_call_id=message.get("tool_call_id", ""))
+                      tool_call_id=message.get("tool_call_id", ""), note=message.get(agent.NOTED))
         with self._in_unit() as unit:
             unit.messages.append(row)
 
@@ -394,13 +397,15 @@ def _work(run: Run, lease: str) -> str:
     messages = list(conversation.messages.annotate(has_files=attachments.has_files()).order_by("seq"))
     # The version live when the run was queued, read with the run.
     profile = profiles.version_profile(run.profile_version_id, version=run.profile_version)
-    history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES)
+    history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES, notes=True)
     history = assistant.with_profile(history, conversation, profile)  # its prompt and the shop's rules
     history = languages.with_model_line(history, conversation)  # the customer's language, told each run
     observer = DbObserver(run, conversation, lease, held, messages[-1].seq if messages else 0)
     observer.state_read()  # the conversation was read with the run, after the claim: the first call reads it not again
-    # their local time and the orders the desk knows go after the history, so the rest is a cached prefix
-    transcript = agent.Transcript(history, context=assistant.run_context(conversation),
+    # their local time and the orders the desk knows go after the history (what changed since the last note),
+    # so all before is a cached prefix
+    note, facts = assistant.run_context(conversation, told=assistant.last_note(messages))
+    transcript = agent.Transcript(history, context=note, context_facts=facts,
                                   cache_key=assistant.cache_key(conversation))
     options = dict(
         model=assistant.shared_model(), tools=_with_fault_pause(assistant.tools(profile)),

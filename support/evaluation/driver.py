@@ -55,7 +55,7 @@ from support.models import (
 )
 from support.tools import mcp
 
-from . import endstate
+from . import copilot, endstate
 from .mail import MAIL_SETTINGS, customer_mail, desk_answer
 from .criteria import Check, Observed, check, check_end_state
 from .customer import CustomerModel
@@ -209,6 +209,8 @@ def run_scenario(scenario: Scenario, *, attempt: int = 1, customer_model: Custom
             if scenario.end_state is not None:
                 record.checks += check_end_state(scenario.end_state,
                                                  endstate.observe(conversation, shop_before, _remote_shop))
+            if scenario.copilot is not None:  # a person takes it over and works it with the copilot
+                record.checks += copilot.play(scenario.copilot, conversation, staff, shop_before, _remote_shop)
     except Exception as e:  # a crash is a failed criterion with its cause, never the end of the evaluation
         record.error = "".join(traceback.format_exception_only(type(e), e)).strip()
         record.checks.append(Check("runs to the end without an error", False, record.error))

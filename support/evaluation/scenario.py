@@ -147,6 +147,18 @@ class EndState:
 
 
 @dataclass(frozen=True)
+class CopilotExpect:
+    """After the turns a person takes the conversation over and asks the staff's copilot (support/copilot/) for a
+    draft and a suggestion: the draft cites `draft_cites` (a policy's doc_id) at its current version, the
+    suggestion is `suggests` ("refund" | "seller_message"), and once the person makes it from the console the shop
+    and the desk hold `end_state`."""
+
+    draft_cites: str = ""
+    suggests: str = ""
+    end_state: EndState | None = None
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     title: str
@@ -167,6 +179,7 @@ class Scenario:
     # guidance matches `for_guidance`, and when none matches `unless_guidance`; on any other profile it is skipped.
     for_guidance: str = ""
     unless_guidance: str = ""
+    copilot: CopilotExpect | None = None
 
     def for_profile(self, guidance: tuple[str, ...]) -> Scenario:
         """This scenario as played under a profile with `guidance`: skipped, saying why, when it is not for it."""
@@ -219,6 +232,7 @@ def parse(data: dict, name: str, where: str = "") -> Scenario:
         channel=r.text("channel") or "widget",
         end_state=_end_state(_Reader(r.table("end_state"), f"{where} end_state")) if "end_state" in data else None,
         for_guidance=_pattern(r, "for_guidance"), unless_guidance=_pattern(r, "unless_guidance"),
+        copilot=_copilot(_Reader(r.table("copilot"), f"{where} copilot")) if "copilot" in data else None,
     )
     r.done()
     if scenario.channel not in CHANNELS:
@@ -300,6 +314,16 @@ def _end_state(r: "_Reader") -> EndState:
                    escalations=tuple(escalations), conversation_status=status, must_tell=must_tell)
     r.done()
     return end
+
+
+def _copilot(r: "_Reader") -> CopilotExpect:
+    suggests = r.text("suggests")
+    if suggests not in ("", "refund", "seller_message"):
+        raise ScenarioError(f'{r.where}: suggests is "refund" or "seller_message", not {suggests!r}')
+    end = _end_state(_Reader(r.table("end_state"), f"{r.where} end_state")) if "end_state" in r.data else None
+    expect = CopilotExpect(draft_cites=r.text("draft_cites"), suggests=suggests, end_state=end)
+    r.done()
+    return expect
 
 
 def _servers(r: "_Reader") -> tuple[str, ...]:

@@ -142,19 +142,22 @@ def bundle(items: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
             for group, messages in by_group.items()]
 
 
+DELTAS = ("token.delta", "copilot.delta")  # a reply's words as they stream: the agent's, the staff's copilot's
+
+
 def coalesce(batch: list[tuple[list[str], dict]]) -> list[tuple[list[str], dict]]:
     """The batch in order, with token deltas that queued up behind one another joined into one event.
 
-    A delta joins the pending one of the same reply (run and seq) unless an event for any of the same
+    A delta joins the pending one of the same reply (run and seq; a copilot run's) unless an event for any of the same
     groups came between; a reset (empty text) never joins. When sending keeps up, nothing waits and every
     delta goes out alone; when it falls behind, fewer, larger deltas catch it up, in the same order.
     """
     out: list[tuple[list[str], dict]] = []
-    open_delta: dict[tuple, int] = {}  # (groups, run, seq) -> index in out of a delta that may grow
+    open_delta: dict[tuple, int] = {}  # (groups, type, run, seq) -> index in out of a delta that may grow
     for groups, message in batch:
         event = message.get("event") or {}
-        key = (tuple(groups), event.get("run"), event.get("seq"))
-        if event.get("type") == "token.delta" and event.get("text"):
+        key = (tuple(groups), event.get("type"), event.get("run") or event.get("copilot"), event.get("seq"))
+        if event.get("type") in DELTAS and event.get("text"):
             i = open_delta.get(key)
             if i is not None:
                 merged = dict(out[i][1], event={**out[i][1]["event"],
@@ -165,7 +168,7 @@ def coalesce(batch: list[tuple[list[str], dict]]) -> list[tuple[list[str], dict]
         for k in [k for k in open_delta if touched & set(k[0])]:
             del open_delta[k]
         out.append((groups, message))
-        if event.get("type") == "token.delta" and event.get("text"):
+        if event.get("type") in DELTAS and event.get("text"):
             open_delta[key] = len(out) - 1
     return out
 

@@ -123,6 +123,10 @@ class Message(models.Model):
     WIDGET, EMAIL = "widget", "email"
     CHANNELS = [(WIDGET, "the widget"), (EMAIL, "e-mail")]
     channel = models.CharField(max_length=8, choices=CHANNELS, default=WIDGET)
+    # On a reply of the agent's: the desk's note its model call read right before it (the customer's local time,
+    # the orders the desk knew), {"messages": [...], "zone": ..., "orders": ...}; every later request sends it
+    # again at the same place, never shown to anyone (support/desk/assistant.py run_context).
+    note = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

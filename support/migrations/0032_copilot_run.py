@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('support', '0030_reports_rollup_and_digest'),
+        ('support', '0031_message_note'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
