@@ -184,6 +184,7 @@ def test_the_copilot_is_worked_from_the_keyboard(site, staff_page):
     suggestion = run("suggest", id="s4", suggestion={"action": "refund", "order_id": "SU-41533", "amount": "30.00",
                                                      "reason": "a partial refund for the scratch"})
     page, stub, socket = console(staff_page, get=(200, {"summary": None, "runs": [suggestion]}))
+    expect(page.get_by_test_id("copilot-draft")).to_be_enabled()  # the conversation read: it is Sam's
     page.get_by_test_id("reply-input").focus()
     page.keyboard.press("Tab")
     expect(page.get_by_test_id("copilot-draft")).to_be_focused()
