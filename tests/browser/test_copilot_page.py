@@ -203,3 +203,27 @@ def test_the_copilot_is_worked_from_the_keyboard(site, staff_page):
     expect(order.get_by_test_id("refund-amount")).to_be_focused()
     expect(order.get_by_test_id("refund-amount")).to_have_value("30.00")
     expect(order.get_by_test_id("refund-reason")).to_have_value("a partial refund for the scratch")
+
+
+def test_a_draft_asks_before_it_replaces_what_the_person_wrote_and_a_failed_one_gives_it_back(site, staff_page):
+    page, stub, socket = console(staff_page)
+    box = page.get_by_test_id("reply-input")
+    box.fill("My own words")
+    page.get_by_test_id("copilot-draft").click()
+    dialog = page.get_by_test_id("copilot-replace")
+    expect(dialog.get_by_role("heading")).to_have_text("Replace your reply with a draft?")
+    dialog.get_by_test_id("copilot-replace-cancel").click()
+    expect(box).to_have_value("My own words")
+    assert stub.posted == []
+
+    page.get_by_test_id("copilot-draft").click()
+    dialog.get_by_test_id("copilot-replace-confirm").click()
+    expect(page.get_by_test_id("copilot-draft-stop")).to_be_visible()
+    socket.send({"type": "copilot.delta", "copilot": "run-draft", "kind": "draft", "text": "Dear Ma"})
+    expect(box).to_have_value("Dear Ma")
+    socket.send({"type": "copilot.done", "copilot": run("draft", status="failed", error="The model could not answer (it timed out).")})
+    expect(page.get_by_test_id("copilot-draft-error")).to_have_text(
+        "The copilot could not draft a reply: The model could not answer (it timed out).")
+    expect(box).to_have_value("My own words")
+    expect(box).to_be_editable()
+    expect(page.get_by_test_id("copilot-draft")).to_be_enabled()

@@ -39,6 +39,12 @@ function redraw(el, key, draw) {
   fill(el, draw());
 }
 
+/** Why a run failed, as one sentence (the desk's plain words, or ours when it gave none). */
+function failure(run) {
+  const words = (run.error || "the copilot failed").trim();
+  return /[.!?]$/.test(words) ? words : `${words}.`;
+}
+
 function says(error, fallback) {
   return error instanceof ApiError ? error.message : fallback;
 }
@@ -132,7 +138,7 @@ export class CopilotPanel {
     this.remember(run);
     if (run.kind === "summary" && run.status === "done") this.summary = run;
     if (mine && run.status === "done") announce(`The copilot's ${{ draft: "draft", summary: "summary", suggest: "suggestion", ask: "answer" }[run.kind]} is ready.`);
-    if (mine && run.status === "failed") announce(`The copilot could not finish: ${run.error || "it failed"}.`);
+    if (mine && run.status === "failed") announce(`The copilot could not finish: ${failure(run)}`);
     this.finishDraft(run);
     this.render();
   }
@@ -204,7 +210,7 @@ export class CopilotPanel {
     this.drafting = null;
     if (run.status === "failed") {
       if (!stopped) this.showInBox(this.before || "");
-      this.say("copilot-draft-error", `The copilot could not draft a reply: ${run.error || "it failed"}.`);
+      this.say("copilot-draft-error", `The copilot could not draft a reply: ${failure(run)}`);
       return;
     }
     if (!stopped) this.showInBox(run.text);
@@ -301,7 +307,7 @@ export class CopilotPanel {
     redraw($("copilot-suggestion-slot"), run ? [run.id, run.status, run.text, currency, problem] : null, () => {
       if (!run) return null;
       if (PENDING.has(run.status)) return h("p", { class: "muted", "aria-busy": "true" }, "Looking for the next step…");
-      if (run.status === "failed") return h("p", { class: "error" }, `No suggestion: ${run.error || "the copilot failed"}.`);
+      if (run.status === "failed") return h("p", { class: "error" }, `No suggestion: ${failure(run)}`);
       return this.suggestionCard(run, currency, problem);
     });
   }
@@ -337,7 +343,7 @@ export class CopilotPanel {
     redraw($("copilot-answers"), runs.map((r) => [r.id, r.status, this.live.get(r.id)]), () => runs.map((run) => h("li", { class: "copilot-answer",
       "data-testid": "copilot-answer", "data-status": run.status },
       h("p", { class: "copilot-question" }, h("strong", {}, run.question), " ", timeEl(run.created_at, "copilot-answer-time")),
-      run.status === "failed" ? h("p", { class: "error" }, `No answer: ${run.error || "the copilot failed"}.`)
+      run.status === "failed" ? h("p", { class: "error" }, `No answer: ${failure(run)}`)
         : h("p", { class: "copilot-text", "aria-busy": PENDING.has(run.status) ? "true" : null },
           (PENDING.has(run.status) ? this.live.get(run.id) : run.text) || "Thinking…"),
       sourceChips(run.sources))));
