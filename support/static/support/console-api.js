@@ -85,7 +85,16 @@ export const staffApi = {
     call("approvals/bulk", { method: "POST", body: { approvals: approvalIds, decision, reason } }),
   takeOver: (conversationId) => call(`conversations/${id(conversationId)}/takeover`, { method: "POST" }),
   handBack: (conversationId) => call(`conversations/${id(conversationId)}/handback`, { method: "POST" }),
-  reply: (conversationId, text) => call(`conversations/${id(conversationId)}/messages`, { method: "POST", body: { text } }),
+  // `draft`: the copilot draft the text came from, so the desk records how much the person changed it.
+  reply: (conversationId, text, draft) =>
+    call(`conversations/${id(conversationId)}/messages`, { method: "POST", body: draft ? { text, draft } : { text } }),
+};
+
+// The copilot (docs/copilot.md): this person's runs on a conversation and the latest summary; starting one.
+export const copilotApi = {
+  runs: (conversationId) => call(`conversations/${id(conversationId)}/copilot`),
+  start: (conversationId, kind, question = "") =>
+    call(`conversations/${id(conversationId)}/copilot`, { method: "POST", body: { kind, question } }),
 };
 
 // The inbox (support/web/views/inbox.py): rows for this staff member, counts, and the inbox actions.

@@ -138,10 +138,28 @@ export class ContextPanel {
   }
 
   openForm(o, kind) {
-    this.forms.set(o.number, { kind, key: newKey(), values: {} });
+    this.prefill(o.number, kind, {});
+  }
+
+  /** Opens an order's refund ("refund") or seller ("seller") form filled with `values` ({amount, reason} or
+   * {message}: a suggestion of the copilot's) and puts the focus in it. Nothing is sent: the form's own checks,
+   * confirmation and approvals apply when the person submits it. The words why not, or null when it opened. */
+  prefill(number, kind, values) {
+    const o = this.data?.orders.find((x) => x.number === number);
+    if (!o) return `Order ${number} is not one of this customer's orders.`;
+    if (!o.in_scope) return `Order ${number} is outside this conversation's order: no actions on it here.`;
+    if (kind === "refund" && (o.refund_limit === null || Number(o.refundable) <= 0)) {
+      return Number(o.refundable) <= 0 ? `Order ${number} is fully refunded.` : "Refunds need the permission to decide approvals.";
+    }
+    if (kind === "seller" && !o.seller.can_message) return `The seller of ${number} cannot be messaged from the desk.`;
+    this.open.add(number);
+    this.closed.delete(number);
+    this.forms.set(number, { kind, key: newKey(), values });
     this.render();
-    const first = this.body.querySelector(`[data-order="${o.number}"] form input, [data-order="${o.number}"] form textarea`);
+    const first = this.body.querySelector(`[data-order="${number}"] form input, [data-order="${number}"] form textarea`);
+    first?.scrollIntoView({ block: "nearest" });
     first?.focus();
+    return null;
   }
 
   closeForm(o) {

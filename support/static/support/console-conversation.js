@@ -6,6 +6,7 @@
 import { ApiError, deskApi, feedbackApi, inboxApi, staffApi } from "./console-api.js";
 import { ApprovalList } from "./console-approval-list.js";
 import { ContextPanel } from "./console-context.js";
+import { CopilotPanel } from "./console-copilot.js";
 import { HandoverPanel } from "./console-handover.js";
 import { NotesPanel, SavedReplies, SlashReplies } from "./console-notes.js";
 import { customers } from "./console-store.js";
@@ -48,6 +49,7 @@ export class ConversationPage {
     this.placeApprovals();
     this.bindTabs();
     this.bindControls();
+    this.copilot = new CopilotPanel({ socket, id, me, context: this.context, reply: this.replyInput });
     this.saved = new SavedReplies({ select: $("saved-reply-select"), insert: $("saved-reply-insert"),
       manage: $("saved-reply-manage"), reply: this.replyInput });
     this.slash = new SlashReplies({ box: this.replyInput, pop: $("slash-pop"), list: $("slash-list"), empty: $("slash-empty"),
@@ -61,6 +63,7 @@ export class ConversationPage {
     this.notes.load();
     this.saved.load();
     this.loadRating();
+    this.copilot.load();
   }
 
   /** "Show the agent's steps": the prompt, exact calls and results in the transcript; each person's choice
@@ -354,6 +357,7 @@ export class ConversationPage {
     $("reply-hint").textContent = mineNow
       ? "Enter sends · Shift+Enter for a new line · / for a saved reply. The agent is silent until you hand back."
       : "Enter sends · Shift+Enter for a new line · / for a saved reply. Sending assigns the conversation to you: the agent stops.";
+    this.copilot?.setOwner(c, mineNow);
     if (mineNow && this.focusReply) this.replyInput.focus();
     this.focusReply = false;
   }
@@ -417,8 +421,8 @@ export class ConversationPage {
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       const text = this.replyInput.value.trim();
-      if (!text) {
-        replyError.textContent = "Write a reply first.";
+      if (!text || this.copilot.busy) {
+        replyError.textContent = text ? "The copilot is still drafting: wait for it, or stop it, then send." : "Write a reply first.";
         replyError.hidden = false;
         this.replyInput.focus();
         return;
@@ -433,9 +437,10 @@ export class ConversationPage {
           this.conversation = { ...(this.conversation || {}), ...data.conversation };
           this.renderHeader();
         }
-        const { message } = await staffApi.reply(this.id, text);
+        const { message } = await staffApi.reply(this.id, text, this.copilot.draftFor());
         this.transcript.add(message);
         this.replyInput.value = "";
+        this.copilot.sent();
       } catch (error) {
         replyError.textContent = error.message;
         replyError.hidden = false;
