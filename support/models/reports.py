@@ -19,6 +19,7 @@ class ReportDay(models.Model):
     dimension = models.CharField(max_length=16, choices=DIMENSIONS)
     value = models.CharField(max_length=32, blank=True)
     counts = models.JSONField(default=dict)  # {figure key: count}, as report() counts it for that day and slice
+    parts = models.JSONField(default=dict)  # what the other figures are made of that day (reports/parts.py)
     rolled_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,6 +1,7 @@
-"""The daily roll-up, kept by the beat: each closed day's count figures per slice (all, each channel, each
-customer language, each agent profile version), written once per day so a month's report adds up thirty rows
-per figure instead of counting every conversation again. rollup.py reads it; docs/reports.md describes it.
+"""The daily roll-up, kept by the beat: each closed day's count figures, and what the other figures are made of
+(parts.py: durations, rating sums, hand-over reasons, amounts, cost), per slice (all, each channel, each
+customer language, each agent profile version), written once per day so a month's report reads thirty rows
+instead of counting every conversation again. rollup.py reads it; docs/reports.md describes it.
 
 Safe with two beats: a day's rows go in one INSERT that skips rows already there (the unique key), so a day
 rolled twice at once still has one row per slice, and the second beat writes nothing.
@@ -16,6 +17,7 @@ from django.db.models import Min
 
 from support.models import Conversation, ProfileVersion, ReportDay
 
+from . import parts
 from .figures import COUNTS, Filters, conversations_behind
 from .rollup import desk_zone, last_closed_day
 from .scope import CHANNELS
@@ -44,17 +46,21 @@ def report_day_roll_up(day: date) -> None:
         counts = day_counts(day, dimension, value)
         if dimension == ReportDay.ALL or any(counts.values()):
             rows.append(ReportDay(day=day, time_zone=settings.TIME_ZONE, dimension=dimension, value=value,
-                                  counts=counts))
+                                  counts=counts, parts=parts.of(_day_filters(day, dimension, value))))
     with transaction.atomic():
         ReportDay.objects.bulk_create(rows, ignore_conflicts=True)
 
 
 def day_counts(day: date, dimension: str, value: str) -> dict[str, int]:
     """Every count figure for one day and one slice, counted live exactly as report() counts it."""
+    filters = _day_filters(day, dimension, value)
+    return {key: conversations_behind(filters, key).count() for key in COUNTS}
+
+
+def _day_filters(day: date, dimension: str, value: str) -> Filters:
     narrowing = {} if dimension == ReportDay.ALL else {
         dimension: int(value) if dimension == ReportDay.PROFILE_VERSION else value}
-    filters = Filters(start=day, end=day, time_zone=settings.TIME_ZONE, **narrowing)
-    return {key: conversations_behind(filters, key).count() for key in COUNTS}
+    return Filters(start=day, end=day, time_zone=settings.TIME_ZONE, **narrowing)
 
 
 def _slices() -> list[tuple[str, str]]:

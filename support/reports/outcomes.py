@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from support.agent import types as agent
-from support.models import Approval, Conversation, Message, Run
+from support.models import Approval, Conversation, Message, Rating, Run
 
 from .scope import Filters, person_involved
 
@@ -64,7 +64,10 @@ def resolved_by_agent(conversations: QuerySet, filters: Filters) -> QuerySet:
 def resolved_confirmed(conversations: QuerySet, filters: Filters) -> QuerySet:
     """Customer-confirmed resolutions (counted apart, also inside resolved by the agent): resolved by the agent,
     and the customer rated it 4 or 5 when the widget offered the rating after the agent's resolution."""
-    return resolved_by_agent(conversations, filters).filter(rating__occasion="resolved", rating__score__gte=4)
+    # EXISTS looks up each resolved conversation's rating by its key; a join let the planner scan every rating
+    # once per resolved conversation.
+    return resolved_by_agent(conversations, filters).filter(Exists(Rating.objects.filter(
+        conversation=OuterRef("pk"), occasion="resolved", score__gte=4)))
 
 
 def _handover_runs() -> QuerySet:

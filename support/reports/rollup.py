@@ -14,6 +14,7 @@ from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from support.models import ReportDay
@@ -59,17 +60,29 @@ def rolled(filters: Filters, now: datetime | None = None) -> tuple[dict[str, int
 
 def rolled_days(filters: Filters, now: datetime | None = None) -> tuple[dict[date, dict], list[tuple[date, date]]]:
     """({rolled-up day: its counts for the filters' slice ({} for a slice with nothing that day)}, [the (start,
-    end) runs of days to count live])."""
+    end) runs of days to count live]), in one query: the days' "all" rows (they mark a day rolled up) and the
+    slice's rows together."""
     where = slice_of(filters)
     if where is None:
         return {}, [(filters.start, filters.end)]
+    rows = list(_rows(filters, now).filter(Q(dimension=ReportDay.ALL) | Q(dimension=where[0], value=where[1]))
+                .values_list("day", "dimension", "value", "counts"))
+    per_day: dict[date, dict] = {day: {} for day, dimension, _, _ in rows if dimension == ReportDay.ALL}
+    per_day.update((day, counts) for day, dimension, value, counts in rows if (dimension, value) == where)
+    return per_day, _runs(filters.start, filters.end, set(per_day))
+
+
+def rolled_parts(filters: Filters, days: set[date]) -> list[dict]:
+    """The parts (parts.py) the roll-up keeps for these days and the filters' slice, one query; a slice with
+    nothing on a day has no row and adds nothing."""
+    dimension, value = slice_of(filters)
+    return list(ReportDay.objects.filter(day__in=days, time_zone=settings.TIME_ZONE, dimension=dimension,
+                                         value=value).values_list("parts", flat=True))
+
+
+def _rows(filters: Filters, now: datetime | None):
     until = min(filters.end, last_closed_day(now))
-    days = set(ReportDay.objects.filter(day__gte=filters.start, day__lte=until, time_zone=settings.TIME_ZONE,
-                                        dimension=ReportDay.ALL).values_list("day", flat=True))
-    per_day: dict[date, dict] = {day: {} for day in days}
-    rows = ReportDay.objects.filter(day__in=days, time_zone=settings.TIME_ZONE, dimension=where[0], value=where[1])
-    per_day.update(rows.values_list("day", "counts"))
-    return per_day, _runs(filters.start, filters.end, days)
+    return ReportDay.objects.filter(day__gte=filters.start, day__lte=until, time_zone=settings.TIME_ZONE)
 
 
 def _runs(start: date, end: date, skip: set[date]) -> list[tuple[date, date]]:

@@ -23,7 +23,8 @@ from support.desk.audit import csv_safe
 from support.models import ProfileVersion
 from support.reports import digest
 from support.reports.formats import shown
-from support.reports.figures import COUNTS, Filters, conversations_behind, report, series
+from support.reports.figures import COUNTS, Filters, conversations_behind, report
+from support.reports.figures import charts as charted_series
 from support.web.views.console import console_page, staff_member_required
 
 LONGEST_RANGE = 366  # days
@@ -96,8 +97,8 @@ def page(request):
     """The filters, the figures as cards (each count a link to its drill-down), the charts and the CSV link."""
     filters, form, by = _filters(request)
     data = report(filters)
-    charts = [{"figure": key, "label": COUNTS[key].label,
-               "points": [(day.isoformat(), n) for day, n in series(filters, key, by)]} for key in CHARTED]
+    charts = [{"figure": key, "label": COUNTS[key].label, "points": [(day.isoformat(), n) for day, n in points]}
+              for key, points in charted_series(filters, CHARTED, by).items()]
     status = 400 if form.is_bound and not form.is_valid() else 200
     return console_page(request, "reports.html", "reports", status=status, form=form, filters=filters,
                         groups=_groups(data["figures"]), charts=charts, by=by, query=request.GET.urlencode(),
