@@ -15,8 +15,8 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from support.models import ReportDay
-from support.reports import daily, figures, parts, rollup
+from support.models import Message, ReportDay
+from support.reports import daily, figures, parts, rollup, scope
 from support.reports.figures import COUNTS, Filters, charts, conversations_behind, count_figures, report, series
 from support.reports.stats import counted_percentile, percentile
 from support.web.views.reports import CHARTED
@@ -183,3 +183,9 @@ def parts_empty() -> dict:
 def test_confirmed_resolutions_look_up_each_conversations_rating_rather_than_joining_every_rating(week):
     sql = str(conversations_behind(WEEK, "resolved_confirmed").query)
     assert 'JOIN "support_rating"' not in sql and 'FROM "support_rating"' in sql
+
+
+def test_whether_a_person_wrote_in_a_conversation_is_answered_by_a_partial_index_of_the_same_condition():
+    indexes = {index.name: index for index in Message._meta.indexes}
+    by_a_person = indexes["message_conv_by_a_person"]
+    assert by_a_person.fields == ["conversation"] and by_a_person.condition == scope.WRITTEN_BY_A_PERSON

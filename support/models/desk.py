@@ -127,8 +127,11 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["conversation", "seq"]
-        # Reports: a conversation's first customer, agent and staff messages, and whether one came after a time.
-        indexes = [models.Index(fields=["conversation", "author", "created_at"], name="message_conv_author_at")]
+        # Reports: a conversation's first customer, agent and staff messages, and whether one came after a time;
+        # whether a person wrote in it (reports/scope.py: person_involved), without reading its other messages.
+        indexes = [models.Index(fields=["conversation", "author", "created_at"], name="message_conv_author_at"),
+                   models.Index(fields=["conversation"], condition=Q(author="staff") | Q(author_user__isnull=False),
+                                name="message_conv_by_a_person")]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique"),
             models.UniqueConstraint(fields=["conversation", "client_id"], condition=Q(client_id__isnull=False),

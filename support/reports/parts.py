@@ -31,7 +31,8 @@ def of(filters: Filters) -> dict:
     return {
         **{name: {who: _distribution(values) for who, values in split.items()} for name, split in seconds.items()},
         "ratings": {key: timing.rating_sums(rated(conversations)) for key, rated in RATED.items()},
-        "handover_reasons": dict(outcomes.handover_reasons(outcomes.handed_over(conversations, filters))),
+        # Only handed-over conversations have a reason: no need to narrow to outcomes.handed_over first.
+        "handover_reasons": dict(outcomes.handover_reasons(conversations)),
         "refund_amounts": {key: str(money.amount(select(refunds))) for key, select in REFUND_KINDS.items()},
         "model_cost": str(money.model_cost(conversations)),
     }
