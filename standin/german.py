@@ -1,16 +1,17 @@
 """The stand-in's answers in German, when the desk tells it the customer's language is German.
 
 A real model writes in the language it is told; the stand-in's flows write English sentences from templates, so
-this module carries the German of the sentences customers meet most (where a parcel is, which order, the order
-number, thanks, a refund asked for, an apology, every answer of the missing-parcel scenario and the refund it ends
-in) and the words inside them (dates, "3 hours ago", "your time"). A reviewer's reason is quoted as the person
-wrote it, after „Unser Team schreibt dazu:“. A sentence it does not know stays in English: the scripted model is a
-test double, not a translator.
+this module carries their German: where a parcel is, which order, the order number, thanks, every answer of the
+missing-parcel scenario and the refund it ends in, and the words inside them (dates, "3 hours ago", "your time");
+german_flows.py carries every other flow's. A reviewer's reason is quoted as the person wrote it, after „Unser Team
+schreibt dazu:“. tests/test_standin_german.py plays every flow in German and fails on an English sentence left.
 """
 
 from __future__ import annotations
 
 import re
+
+from .german_flows import MARKS, QUOTING, SENTENCES, WHO, who
 
 # support/customers/languages.py model_line: "The customer's language is German (de). ..."
 TOLD = re.compile(r"The customer's language is [^()\n]*\(de\)")
@@ -63,14 +64,24 @@ def told(system: str) -> bool:
     return bool(TOLD.search(system))
 
 
+def said(english: str, answer: str) -> bool:
+    """Whether the stand-in's own earlier `answer` says `english` (one of german_flows.MARKS), in either language."""
+    return english in answer or MARKS[english] in answer
+
+
 def translate(text: str | None) -> str | None:
     """`text` with the sentences this module knows in German. What a person of our team wrote (a reason for a
     decision) is passed on word for word, quoted, after a note in German: nothing inside it is translated."""
     if not text:
         return text
     kept: list[str] = []
-    for pattern, german in _QUOTING:
-        text = pattern.sub(lambda m, g=german: g(m, kept), text)
+
+    def quote(words: str, note: bool = False) -> str:
+        kept.append(_NOTE.format(words.strip()) if note else f"„{words.strip()}“")
+        return _mark(len(kept) - 1)
+
+    for pattern, german in _QUOTING + QUOTING:
+        text = pattern.sub(lambda m, g=german: g(m, quote), text)
     text = _in_german(text)
     for i, words in enumerate(kept):
         text = text.replace(_mark(i), words)
@@ -78,7 +89,7 @@ def translate(text: str | None) -> str | None:
 
 
 def _in_german(text: str) -> str:
-    for pattern, german in _SENTENCES + _MISSING_PARCEL:
+    for pattern, german in _SENTENCES + _MISSING_PARCEL + SENTENCES:
         text = pattern.sub(german if callable(german) else (lambda m, g=german: _fill(m, g)), text)
     text = _KNOWN.sub(lambda m: f"(bestellt am {m.group(2)}, {_STATUS.get(m.group(3), m.group(3))})", text)
     text = text.replace(") or SU-", ") oder SU-")
@@ -107,11 +118,6 @@ def _mark(i: int) -> str:
     return chr(0xE000 + i)  # a private-use character: no pattern above matches it
 
 
-def _quote(kept: list[str], words: str) -> str:
-    kept.append(_NOTE.format(words.strip()))
-    return _mark(len(kept) - 1)
-
-
 def _asked(english: str) -> str:
     """reply.py's `asked`: "a refund of 64.00 EUR", "store credit of 5.00 EUR for order SU-1"."""
     refund = re.fullmatch(r"a refund of ([\d.]+) EUR", english)
@@ -124,32 +130,23 @@ def _asked(english: str) -> str:
 _QUOTING = [
     (re.compile(r"I asked our team to approve (.+?), but they decided against it: (.+) I'm sorry this isn't the answer "
                 r"you hoped for; if you have anything that might change the picture, just reply here\.", re.S),
-     lambda m, kept: f"Ich habe unser Team gebeten, {_asked(m.group(1))} zu genehmigen, aber es hat sich dagegen "
-                     f"entschieden. {_quote(kept, m.group(2))} Es tut mir leid, dass das nicht die Antwort ist, die "
-                     "Sie sich erhofft haben; wenn Sie etwas haben, das daran etwas ändern könnte, antworten Sie "
+     lambda m, quote: f"Ich habe unser Team gebeten, {_asked(m.group(1))} zu genehmigen, aber es hat sich dagegen "
+                     f"entschieden. {quote(m.group(2), note=True)} Es tut mir leid, dass das nicht die Antwort "
+                     "ist, die Sie sich erhofft haben; wenn Sie etwas haben, das daran etwas ändern könnte, antworten Sie "
                      "einfach hier."),
     (re.compile(r"Our team already reviewed a refund of ([\d.]+) EUR for order (SU-\d+) and decided against it: "
                 r"(.+)\.(?= This is more than| I've asked for a specialist| I tried to pass this)", re.S),
-     lambda m, kept: f"Unser Team hat eine Erstattung von {m.group(1)} EUR für die Bestellung {m.group(2)} bereits "
-                     f"geprüft und sich dagegen entschieden. {_quote(kept, m.group(3) + '.')}"),
+     lambda m, quote: f"Unser Team hat eine Erstattung von {m.group(1)} EUR für die Bestellung {m.group(2)} bereits "
+                     f"geprüft und sich dagegen entschieden. {quote(m.group(3) + '.', note=True)}"),
     (re.compile(r"I tried to pass this to a specialist, but that didn't go through \((.+)\)\. I'm sorry; please reply "
                 r"here and we'll pick it up\.", re.S),
-     lambda m, kept: f"Ich wollte das an eine Fachkraft unseres Teams weitergeben, aber das hat nicht geklappt. "
-                     f"{_quote(kept, m.group(1) + '.')} Es tut mir leid; antworten Sie bitte hier, dann kümmern wir "
-                     "uns darum."),
+     lambda m, quote: f"Ich wollte das an eine Fachkraft unseres Teams weitergeben, aber das hat nicht geklappt. "
+                     f"{quote(m.group(1) + '.', note=True)} Es tut mir leid; antworten Sie bitte hier, dann "
+                     "kümmern wir uns darum."),
 ]
 
 
 # -- the missing-parcel scenario and the refund it ends in ---------------------------------------------------------
-_WHO = r"(?:(?<=[.!?] )|^)(Our policy|[^.!?„“]+?'s? policy)"
-
-
-def _who(english: str) -> str:
-    if english == "Our policy":
-        return "Unsere Regel"
-    return "Die Regel von " + re.sub(r"'s? policy$", "", english)
-
-
 def _refunded(m: re.Match) -> str:
     ref = f" (Erstattungsreferenz {m.group(2)})" if m.group(2) else ""
     return f"Ich habe Ihnen {m.group(1)} EUR auf Ihre ursprüngliche Zahlungsart erstattet{ref}."
@@ -159,21 +156,21 @@ _MISSING_PARCEL: list[tuple[re.Pattern, object]] = [
     (re.compile(r'(?:(?<=[.!?] )|^)([^.!?„“]+?) recorded your parcel for order (SU-\d+) as delivered: "(.+?)" on '
                 r'(.+?), (.+?)\.'),
      "Laut \\1 wurde Ihr Paket zur Bestellung \\2 zugestellt: „\\3“ am \\4, \\5."),
-    (re.compile(_WHO + r" is that a missing-parcel claim can be opened (\d+) hours after the delivered scan, and (\d+) "
+    (re.compile(WHO + r" is that a missing-parcel claim can be opened (\d+) hours after the delivered scan, and (\d+) "
                        r"hours have passed(?:, within the (\d+)-day claim window)?\."),
-     lambda m: f"{_who(m.group(1))} besagt, dass eine Nachforschung zu einem fehlenden Paket {m.group(2)} Stunden nach "
+     lambda m: f"{who(m.group(1))} besagt, dass eine Nachforschung zu einem fehlenden Paket {m.group(2)} Stunden nach "
                f"dem Zustell-Scan eröffnet werden kann, und {m.group(3)} Stunden sind vergangen"
                + (f", innerhalb der Frist von {m.group(4)} Tagen." if m.group(4) else ".")),
     (re.compile(r" That is within the (\d+)-day claim window\."),
      " Das liegt innerhalb der Frist von \\1 Tagen für eine Nachforschung."),
-    (re.compile(_WHO + r" is that a missing-parcel claim must be opened within (\d+) days of the delivery scan\. That "
+    (re.compile(WHO + r" is that a missing-parcel claim must be opened within (\d+) days of the delivery scan\. That "
                        r"scan was (\d+) days ago, so I'm sorry, but I can't open a claim or refund this order any more\."),
-     lambda m: f"{_who(m.group(1))} besagt, dass eine Nachforschung zu einem fehlenden Paket innerhalb von {m.group(2)} "
+     lambda m: f"{who(m.group(1))} besagt, dass eine Nachforschung zu einem fehlenden Paket innerhalb von {m.group(2)} "
                f"Tagen nach dem Zustell-Scan eröffnet werden muss. Dieser Scan ist {m.group(3)} Tage her; es tut mir "
                "leid, aber ich kann für diese Bestellung keine Nachforschung mehr eröffnen und nichts mehr erstatten."),
-    (re.compile(_WHO + r" is that a missing-parcel claim can be opened once (\d+) hours have passed since the "
+    (re.compile(WHO + r" is that a missing-parcel claim can be opened once (\d+) hours have passed since the "
                        r"delivered scan, and it has been (\d+) hours so far\."),
-     lambda m: f"{_who(m.group(1))} besagt, dass eine Nachforschung zu einem fehlenden Paket eröffnet werden kann, "
+     lambda m: f"{who(m.group(1))} besagt, dass eine Nachforschung zu einem fehlenden Paket eröffnet werden kann, "
                f"sobald seit dem Zustell-Scan {m.group(2)} Stunden vergangen sind; bisher sind es {m.group(3)} Stunden."),
     (re.compile(r" I've messaged (.+?) and asked them to open a claim with the carrier as soon as the (\d+) hours have "
                 r"passed, in about (\d+) hours\."),

@@ -96,7 +96,8 @@ def plan(t: Turn, offered: frozenset[str] = frozenset()):
     if kind is None and not recognised(t.request):
         return _unrecognised(t)
     oid = t.order_id
-    if kind is None and stated_intent(t.request) is None and "order number" in t.previous_answer and t.said_before:
+    if (kind is None and stated_intent(t.request) is None and german.said("order number", t.previous_answer)
+            and t.said_before):
         # "It's SU-41310." answers our question: the request is the one before
         kind = services.wanted(t.said_before, offered) or intent(t.said_before)
     kind = kind or intent(t.request)
@@ -135,7 +136,7 @@ CAN_DO = ("I can help with your {shop}orders: where a parcel is, a parcel marked
 
 
 def _unrecognised(t: Turn):
-    if t.previous_answer.startswith(NOT_UNDERSTOOD):
+    if german.said(NOT_UNDERSTOOD, t.previous_answer):
         asked = " ".join(t.request.split())[:300]
         escalated = t.latest("escalate_to_human")
         if escalated is None:
@@ -228,7 +229,7 @@ def _refund(t: Turn, o: Order, amount: Decimal, reason: str, lead: str, docs: li
         if limit is not None and amount > limit:
             return _escalate(o, amount, limit, reason)
         below = facts.credit_first_below(t.system)
-        if credit_first and below is not None and amount < below and CREDIT_OFFER not in t.previous_answer:
+        if credit_first and below is not None and amount < below and not german.said(CREDIT_OFFER, t.previous_answer):
             return Finish("waiting_on_customer", f"Offered store credit before a refund of {fmt(amount)} on {o.id}, "
                                                  "as the shop's rules ask.",
                           f"{lead} {CREDIT_OFFER} of {fmt(amount)} EUR instead, to spend on anything in our shop. "

@@ -91,6 +91,4 @@ def _use(request, settings, name: str):
 
 
 def _fresh(name: str) -> None:
-    made = shop_package._made.pop(name, None)
-    if made is not None and hasattr(made, "close"):
-        made.close()
+    shop_package.shop_forget(name)

@@ -13,7 +13,8 @@ from standin.conversation import intent
 from standin.reply import declined_answer
 from support.desk import runner, services
 from support.models import Conversation, Message
-from tests.standin_fixture import standin  # noqa: F401
+from standin.scenarios import SPIN
+from tests.standin_fixture import S, SYSTEM, TOOLS, FakeShop, _tool, client_for, run_ticket, standin  # noqa: F401
 
 
 def test_where_a_parcel_is_reads_as_german_with_german_dates():
@@ -140,3 +141,116 @@ def test_a_german_missing_parcel_ends_in_german_with_the_reviewers_words_as_writ
     answer = conversation.messages.filter(author=Message.AGENT).last().content
     assert f"Unser Team schreibt dazu: „{reason}.“" in answer
     assert english_left(answer.replace(reason, "")) == [], answer
+
+
+# -- every flow of the stand-in, played in German over HTTP ----------------------------------------------------
+GERMAN = [{"role": "system", "content": SYSTEM + "\nThe customer's language is German (de)."}]
+CREDIT_RULE = [{"role": "system", "content": GERMAN[0]["content"] + "\nOffer store credit before a refund under "
+                                                                   "100 EUR."}]
+WARRANTY = TOOLS + [_tool("lookup_warranty", order_number=S), _tool("issue_store_credit", order_number=S, amount=S,
+                                                                    note=S)]
+
+
+def played(standin, *said: str, shop=None, tools=TOOLS, system=GERMAN):
+    """Every answer the stand-in wrote to the customer over the turns `said` (what it says while a call waits
+    for a person included)."""
+    client, messages = client_for(standin), list(system)
+    for text in said:
+        messages = run_ticket(client, text, shop or FakeShop(), tools=tools, messages=messages).messages
+    return [m["content"] for m in messages if m.get("role") == "assistant" and m.get("content")]
+
+
+def warranty_shop(**kwargs):
+    from tests.test_standin_services import WarrantyShop
+    return WarrantyShop(**kwargs)
+
+
+PLAYS = {
+    "porch, 48 hours": ("Tracking says delivered but there is nothing here. Order SU-41207.",),
+    "missing, refunded": ("My parcel SU-41310 never came.",),
+    "outside the claim window": ("Order SU-40155 was never delivered to me",),
+    "weather delay, fee refunded": ("Where is my order SU-41388? It's very late.",),
+    "damaged, refunded": ("My order SU-41402 arrived but the screen is cracked.",),
+    "damaged, photo asked for": ("I have a photo: my order SU-41402 arrived cracked.",),
+    "wrong item from a seller": ("I got a blue throw instead of the grey one I ordered (SU-41419).",),
+    "wrong item from the warehouse": ("You sent me the wrong item in SU-41210.",),
+    "over the ceiling": ("I want a refund for SU-41533 please.",),
+    "the rest of the balance": ("Can I have the rest of my money back for SU-41290?",),
+    "in transit": ("Where is my order SU-41501?",),
+    "a refund before it arrived": ("I want a refund for SU-41501.",),
+    "delivered status": ("Has SU-41210 arrived?",),
+    "not theirs": ("Where is my order SU-41444?",),
+    "no such order": ("Where is my order SU-99999?",),
+    "thanks": ("Has SU-41210 arrived?", "Thanks!"),
+    "order number later": ("Hello, my parcel hasn't arrived", "It's SU-41310."),
+    "not understood twice": ("Do you sell gift cards?", "One for my sister's birthday, fifty euros."),
+    "not understood after an answer": ("Has SU-41210 arrived?", "Do you sell gift cards?"),
+}
+
+
+@pytest.mark.parametrize("said", PLAYS.values(), ids=PLAYS.keys())
+def test_every_flow_of_the_stand_in_answers_in_german(standin, said):
+    for answer in played(standin, *said):
+        assert english_left(answer) == [], answer
+
+
+@pytest.mark.parametrize("shop", [{"reject": {"issue_refund": "the parcel was found at the depot"}}, {}])
+def test_a_refund_staff_declined_and_asked_for_again_is_handed_over_in_german(standin, shop):
+    answers = played(standin, "My parcel SU-41310 never came.", "I still want my refund for SU-41310.",
+                     shop=FakeShop(**shop))
+    assert all(english_left(a.replace("the parcel was found at the depot", "")) == [] for a in answers), answers
+
+
+@pytest.mark.parametrize("said, shop", [
+    ("Is my speaker from order SU-41402 still under warranty?", {}),
+    ("The kettle from SU-41210 stopped working. Could I have 18 EUR store credit instead?", {}),
+    ("Can I get store credit for SU-41210? It stopped working.",
+     {"reject": {"issue_store_credit": "the kettle has to come back to our warehouse first"}}),
+    ("Can I get store credit for SU-41210? It stopped working.",
+     {"credit_answer": "ERROR: not confirmed: issue_store_credit 18.00 on SU-41210 may have run."}),
+    ("Can I get store credit for SU-41210? It stopped working.", {"credit_answer": "ERROR: the service is down"}),
+])
+def test_the_warranty_services_flows_answer_in_german_quoting_the_service(standin, said, shop):
+    for answer in played(standin, said, shop=warranty_shop(**shop), tools=WARRANTY):
+        assert english_left(answer.replace("the kettle has to come back to our warehouse first", "")) == [], answer
+
+
+def test_store_credit_offered_first_reads_in_german_and_is_offered_once(standin):
+    answers = played(standin, "I want my money back for SU-41290.", "No, I still want the refund.",
+                     system=CREDIT_RULE)
+    assert "ein Guthaben von 80.00 EUR anbieten" in answers[0]
+    assert sum("Guthaben" in a for a in answers) == 1 and "Ich habe Ihnen 80.00 EUR" in answers[-1], answers
+    assert all(english_left(a) == [] for a in answers), answers
+
+
+def test_an_order_number_given_when_asked_in_german_carries_on_the_request(standin):
+    client, messages = client_for(standin), list(GERMAN)
+    first = run_ticket(client, "Mein Paket ist nie angekommen.", messages=messages)
+    then = run_ticket(client, "SU-41310", messages=first.messages)
+    assert then.names == ["get_order", "track_parcel", "search_policy", "issue_refund", "record_outcome"]
+
+
+def test_a_staff_note_on_another_amount_is_quoted_as_written_after_a_german_note():
+    note = "Only the cover was missing, so half the price"
+    said = german.translate("I asked our team to approve a refund of 64.00 EUR; after reviewing it they approved "
+                            "32.00 EUR, so I've refunded 32.00 EUR to your original payment method. Our team's note: "
+                            f"{note}. If you think the amount isn't right, just reply here and a member of our team "
+                            "will look at it again.")
+    assert f"Unser Team schreibt dazu: „{note}.“" in said and english_left(said.replace(note, "")) == [], said
+
+
+@pytest.mark.parametrize("english", [
+    SPIN, "I checked our policies 3 times. Everything is in order.",
+    "Your order SU-1 has been placed and hasn't shipped yet. I'll be here if you need anything else about it.",
+    "Your order SU-1 was cancelled. I'll be here if you need anything else about it.",
+    "I'm sorry, I couldn't pass your question to a member of our team just now. Please write to us again later, or "
+    "tell me which order your question is about.",
+    "Order SU-1 came to 20.00 EUR and 20.00 EUR has already been refunded, so 0.00 EUR is left to refund. It has "
+    "already been refunded in full, so there is nothing more I can refund.",
+    "I couldn't reach our warranty service to check the warranty for order SU-1 just now. A member of our team will "
+    "check and follow up with you here.",
+    "Order SU-1 has already been refunded in full, so there is nothing left to give as store credit.",
+])
+def test_the_answers_no_demo_ticket_reaches_read_in_german_too(english):
+    said = german.translate(english)
+    assert english_left(said) == [], said

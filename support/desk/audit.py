@@ -168,7 +168,7 @@ def _team_changes(audit: AuditFilter, newest_first: bool) -> Iterator[dict]:
                "requested_arguments": change.before, "executed_arguments": change.after,
                "changed": _changed(change.before, change.after),
                "result": {"invitation": email} if email else None, "status": "done", "reason": "", "via": "",
-               "first_approval_via": ""}
+               "first_approval_via": "", **_money(None, None), "decision": ""}
 
 
 def _people(person, other) -> dict:

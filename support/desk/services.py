@@ -204,16 +204,14 @@ def message_append(*, conversation: Conversation, wire: dict, author: str, run: 
         now = timezone.now()
         if lease is not None:
             lease_check(run, lease)
-        seq = next_seq(conversation, now)
+        # The customer's words end whatever the case waited for (waiting.py): cleared by the seq's own UPDATE.
+        seq = next_seq(conversation, now, wait_ends=author == Message.CUSTOMER)
         message = Message.objects.create(
             conversation=conversation, seq=seq, role=wire["role"], author=author, author_user=user,
             content=wire.get("content"), tool_calls=wire.get("tool_calls") or None,
             tool_call_id=wire.get("tool_call_id", ""), run=run, client_id=client_id, channel=channel,
         )
-        if author == Message.CUSTOMER:  # whatever the case waited for, the customer's words come first now
-            Conversation.objects.filter(pk=conversation.pk, waiting_until__isnull=False).update(
-                waiting_for="", waiting_until=None)
-        elif author in notify.REPLY_AUTHORS and wire["role"] == "assistant" and wire.get("content"):
+        if author in notify.REPLY_AUTHORS and wire["role"] == "assistant" and wire.get("content"):
             reply_email_after_commit(conversation.pk)
         transaction.on_commit(lambda: serializers.publish_message(message))
     return message
@@ -242,7 +240,7 @@ def lease_check(run: Run, lease: str) -> None:
         raise LeaseLost(f"run {run.public_id} was claimed by another worker")
 
 
-def next_seq(conversation: Conversation, now) -> int:
+def next_seq(conversation: Conversation, now, *, wait_ends: bool = False) -> int:
     """Hand out the conversation's next seq and refresh `conversation` with its current state.
 
     One conditional UPDATE both allocates the seq and serialises appends to the conversation (it holds the
@@ -253,14 +251,17 @@ def next_seq(conversation: Conversation, now) -> int:
     table, pk = (connection.ops.quote_name(n) for n in (Conversation._meta.db_table, Conversation._meta.pk.column))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET last_seq = last_seq + 1, updated_at = %s WHERE {pk} = %s "
-            "RETURNING last_seq, status, assignee_id, attention_reason",
+            f"UPDATE {table} SET last_seq = last_seq + 1, updated_at = %s"
+            + (", waiting_for = '', waiting_until = NULL" if wait_ends else "")
+            + f" WHERE {pk} = %s RETURNING last_seq, status, assignee_id, attention_reason",
             [Conversation._meta.get_field("updated_at").get_db_prep_value(now, connection), conversation.pk])
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(f"conversation {conversation.pk} is gone")
     seq, conversation.status, conversation.assignee_id, conversation.attention_reason = row
     conversation.last_seq, conversation.updated_at = seq, now
+    if wait_ends:
+        conversation.waiting_for, conversation.waiting_until = "", None
     return seq
 
 

@@ -27,3 +27,12 @@ def shop() -> Shop:
     if key not in _made:
         _made[key] = BACKENDS[name]()
     return _made[key]
+
+
+def shop_forget(name: str | None = None) -> None:
+    """Close and drop the backends made (every one, or one backend's): the next shop() makes it afresh, with a
+    circuit and a client of its own (a test that needs a shop no earlier test has touched)."""
+    for key in [k for k in _made if name is None or k[0] == name]:
+        made = _made.pop(key)
+        if hasattr(made, "close"):
+            made.close()

@@ -79,6 +79,18 @@ def live_before_asking(page) -> str:
     return conversation
 
 
+def watched_in_the_console(customer_page, staff_page, lose=lambda frame: False):
+    """A customer's conversation, started before they write, open in the widget and watched on its console page
+    through a tapped staff socket: (customer, conversation id, staff page, [the tap])."""
+    customer = customer_page()
+    conversation = api_conversation(customer)["id"]  # the console watches it before the customer writes
+    open_widget(customer)
+    taps = []
+    staff = staff_page(f"/console/conversations/{conversation}/",
+                       before=lambda p: taps.append(Tap(p, "**/ws/staff/", lose)))
+    return customer, conversation, staff, taps
+
+
 def lose_first(predicate):
     """A `lose` that drops the first frame matching predicate, and nothing else."""
     state = {"done": False}
@@ -166,12 +178,7 @@ def test_the_widget_drops_a_partial_reply_when_the_model_step_starts_again(site,
 
 
 def test_the_console_drops_a_partial_reply_when_the_model_step_starts_again(site, customer_page, staff_page):
-    customer = customer_page()
-    conversation = api_conversation(customer)["id"]  # the console watches it before the customer writes
-    open_widget(customer)
-    taps = []
-    staff = staff_page(f"/console/conversations/{conversation}/",
-                       before=lambda p: taps.append(Tap(p, "**/ws/staff/")))
+    customer, conversation, staff, taps = watched_in_the_console(customer_page, staff_page)
     expect(staff.get_by_test_id("transcript").get_by_test_id("message")).to_have_count(1)
     base = {"conversation": conversation, "seq": 1, "run": "r1"}
     step = {"run": "r1", "kind": "model", "turn": 1, "label": "Thinking", "tool": ""}
@@ -184,12 +191,7 @@ def test_the_console_drops_a_partial_reply_when_the_model_step_starts_again(site
 
 
 def test_the_console_finds_a_lost_message_of_the_conversation_it_watches(site, customer_page, staff_page):
-    customer = customer_page()
-    conversation = api_conversation(customer)["id"]  # the console watches it before the customer writes
-    open_widget(customer)
-    taps = []
-    staff = staff_page(f"/console/conversations/{conversation}/",
-                       before=lambda p: taps.append(Tap(p, "**/ws/staff/", lose_first(is_agent_answer))))
+    customer, conversation, staff, taps = watched_in_the_console(customer_page, staff_page, lose_first(is_agent_answer))
     expect(staff.get_by_test_id("transcript").get_by_test_id("message")).to_have_count(1)  # the system prompt
 
     ask(customer, "Tracking says delivered on Thursday but nothing arrived. Order SU-41207")
@@ -216,12 +218,7 @@ def late_queued(conversation: str) -> dict:
 
 
 def test_a_late_queued_does_not_start_a_stopped_run_again_in_the_console(site, customer_page, staff_page):
-    customer = customer_page()
-    conversation = api_conversation(customer)["id"]
-    open_widget(customer)
-    taps = []
-    staff = staff_page(f"/console/conversations/{conversation}/",
-                       before=lambda p: taps.append(Tap(p, "**/ws/staff/")))
+    customer, conversation, staff, taps = watched_in_the_console(customer_page, staff_page)
     ask(customer, "Where is my order SU-41620?")
     expect(agent_messages(customer)).to_have_count(1, timeout=20000)
     status = staff.get_by_test_id("run-status")
@@ -270,12 +267,7 @@ def test_a_late_queued_of_a_run_that_stopped_before_the_page_opened_does_not_sho
 def test_a_conversation_event_older_than_the_close_does_not_show_it_open_again(site, customer_page, staff_page):
     # A reply's "updated", sent before the close that followed it, can reach the console after the close's answer
     # (two requests, two paths): the page keeps what is newer, by the seq each event carries.
-    customer = customer_page()
-    conversation = api_conversation(customer)["id"]
-    open_widget(customer)
-    taps = []
-    staff = staff_page(f"/console/conversations/{conversation}/",
-                       before=lambda p: taps.append(Tap(p, "**/ws/staff/")))
+    customer, conversation, staff, taps = watched_in_the_console(customer_page, staff_page)
     staff.get_by_test_id("take-over-button").click()
     status = staff.get_by_test_id("conversation-status")
     expect(status).to_have_attribute("data-status", "taken_over")

@@ -140,3 +140,25 @@ def test_a_redraw_while_typing_an_amount_keeps_the_caret_where_the_person_left_i
     expect(order.get_by_test_id("refund-amount")).to_be_focused()
     order.get_by_test_id("refund-amount").press_sequentially("0.00")
     expect(order.get_by_test_id("refund-amount")).to_have_value("300.00")
+
+
+def test_focus_goes_back_to_the_refund_button_drawn_again_while_the_dialog_was_open(site, staff_page):
+    # A live event redraws the order's panel while the person answers: Cancel puts them back on the same button.
+    from tests.desk_factories import start_conversation
+
+    refundable_again("SU-41533")
+    conversation = start_conversation(Customer.objects.get(email="maya@example.com"))
+    page, order = refund_form(staff_page, conversation, "300.00")
+    order.get_by_test_id("refund-submit").click()
+    dialog = page.get_by_test_id("refund-confirm")
+    expect(dialog).to_be_visible()
+    page.evaluate("""() => {  // the panel's button drawn again, as a redraw does
+        const old = document.querySelector('[data-order="SU-41533"] [data-testid="refund-submit"]');
+        const again = old.cloneNode(true);
+        again.dataset.drawnAgain = "yes";
+        old.replaceWith(again);
+    }""")
+    dialog.get_by_test_id("refund-confirm-cancel").click()
+    expect(dialog).to_have_count(0)
+    expect(order.locator('[data-testid="refund-submit"][data-drawn-again="yes"]')).to_be_focused()
+

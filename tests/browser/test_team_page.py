@@ -8,7 +8,6 @@ import time
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import site  # noqa: F401  (fixture)
 from tests.browser.test_a11y import assert_accessible
 from tests.browser.test_decide_by_email import text_part
 
@@ -23,7 +22,7 @@ def invitation_link(mailbox) -> str:
     return re.search(r"http://\S+/console/join/\S+?/", text_part(mailbox.to(NEW)[-1])).group(0)
 
 
-def test_a_lead_invites_a_colleague_who_sets_a_password_and_signs_in(site, staff_page, new_context, mailbox):  # noqa: F811
+def test_a_lead_invites_a_colleague_who_sets_a_password_and_signs_in(site, staff_page, new_context, mailbox):
     page = staff_page("/console/team/")
     page.get_by_test_id("invite-email").fill(NEW)
     page.get_by_test_id("invite-role").select_option("agent")
@@ -46,7 +45,7 @@ def test_a_lead_invites_a_colleague_who_sets_a_password_and_signs_in(site, staff
     expect(join.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
 
 
-def test_the_settings_page_is_accessible_and_fits_a_phone(site, staff_page):  # noqa: F811
+def test_the_settings_page_is_accessible_and_fits_a_phone(site, staff_page):
     page = staff_page("/console/settings/")
     expect(page.get_by_test_id("settings-group").first).to_be_visible()
     assert_accessible(page, "settings")

@@ -196,7 +196,8 @@ class _Conversation:
 
     def staff_runs(self, cid: str) -> list[dict]:
         """The runs with their steps, from the staff API (the demo staff login)."""
-        username, password = self.site.manage("demo_staff").removeprefix("Demo staff login: ").split(" / ")
+        first = self.site.manage("demo_staff").strip().splitlines()[0]  # the demo's first login (a second follows)
+        username, password = first.removeprefix("Demo staff login: ").split(" / ")
         self.open("/accounts/login/")
         csrf = next((c.value for c in self.jar if c.name == "csrftoken"), "")
         self.open("/accounts/login/", urlencode({"username": username, "password": password,

@@ -142,6 +142,18 @@ export function confirmDialog({ title, text, confirm, cancel = "Cancel", testid 
       [text].flat().map((line, i) => h("p", { id: i === 0 ? textId : null }, line)),
       h("div", { class: "actions" }, yes, no));
     const before = document.activeElement;
+    // A live event may redraw the part of the page the person was in while they answer (an order's panel):
+    // focus then goes back to the same control drawn again, found by its test id within the same order or card.
+    const scope = before?.closest?.("[data-order], [data-approval]");
+    const where = before?.dataset?.testid ? {
+      testid: before.dataset.testid,
+      scope: scope ? (scope.dataset.order ? ["data-order", scope.dataset.order] : ["data-approval", scope.dataset.approval]) : null,
+    } : null;
+    const redrawnAs = () => {
+      if (!where) return null;
+      const control = `[data-testid="${CSS.escape(where.testid)}"]`;
+      return document.querySelector(where.scope ? `[${where.scope[0]}="${CSS.escape(where.scope[1])}"] ${control}` : control);
+    };
     let answer = false;
     const close = (value) => { answer = value; dialog.close(); };
     yes.addEventListener("click", () => close(true));
@@ -155,7 +167,8 @@ export function confirmDialog({ title, text, confirm, cancel = "Cancel", testid 
     });
     dialog.addEventListener("close", () => {
       dialog.remove();
-      if (before && before.isConnected) before.focus();
+      const back = before && (before.isConnected ? before : redrawnAs(before));
+      if (back) back.focus();
       resolve(answer);
     });
     document.body.appendChild(dialog);

@@ -66,6 +66,7 @@ export class ConversationList {
     this.more = more;
     this.rows = new Map(); // id -> {data, li}
     this.pendingIds = new Set();
+    this.reads = 0; // each read of rows takes a number when asked; a row keeps the number of what it shows
     this.colleagues = [];
     this.viewer = null;
     this.limit = PAGE;
@@ -167,11 +168,12 @@ export class ConversationList {
       this.refreshTimer = window.setTimeout(() => this.refresh(), REFRESH_AFTER_MS);
       return;
     }
+    const read = ++this.reads;
     try {
       const { conversations } = await inboxApi.list(this.query({ ids, limit: ids.length }));
       const found = new Set(conversations.map((c) => c.id));
-      for (const data of conversations) this.upsert(data, true);
-      for (const id of ids) if (!found.has(id) && this.rows.has(id)) this.remove(this.rows.get(id));
+      for (const data of conversations) this.upsert(data, true, read);
+      for (const id of ids) if (!found.has(id) && this.rows.has(id) && !this.newer(this.rows.get(id), read)) this.remove(this.rows.get(id));
       this.place();
     } catch (error) {
       for (const id of ids) this.pendingIds.add(id); // tried again with the next event or reconnect
@@ -186,6 +188,7 @@ export class ConversationList {
     this.loading = true;
     this.list.setAttribute("aria-busy", "true"); // assistive tech (and tests) wait for the answer
     const asked = this.query();
+    const read = ++this.reads;
     try {
       const { conversations, count, viewer } = await inboxApi.list(asked);
       if (JSON.stringify(asked) !== JSON.stringify(this.query())) {
@@ -196,9 +199,9 @@ export class ConversationList {
       const seen = new Set();
       for (const data of conversations) {
         seen.add(data.id);
-        this.upsert(data, this.loadedOnce);
+        this.upsert(data, this.loadedOnce, read);
       }
-      for (const row of [...this.rows.values()]) if (!seen.has(row.data.id)) this.remove(row);
+      for (const row of [...this.rows.values()]) if (!seen.has(row.data.id) && !this.newer(row, read)) this.remove(row);
       this.total = count;
       this.loadedOnce = true;
       learnCustomers(conversations.map((c) => ({ id: c.id, customer: c.customer.email }))); // labels approval cards
@@ -224,10 +227,20 @@ export class ConversationList {
     el.hidden = !message;
   }
 
-  upsert(data, flash) {
+  /** Whether the row shows what a read asked after `read` brought: an older answer, arriving late, is stale. */
+  newer(row, read) {
+    return (row.read || 0) > read;
+  }
+
+  /** Show a row's data. `read` is the number of the read that brought it (taken when it was asked; an action's
+   * answer takes one when it arrives, since it is the state after the action): a row never goes back to what an
+   * earlier read saw, so a list read before a close cannot show the conversation open again after it. */
+  upsert(data, flash, read = ++this.reads) {
     let row = this.rows.get(data.id);
+    if (row && this.newer(row, read)) return row;
+    if (row) row.read = read;
     if (!row) {
-      row = { data, li: h("li", { class: "inbox-row", "data-testid": "conversation-row", "data-conversation": data.id }) };
+      row = { data, read, li: h("li", { class: "inbox-row", "data-testid": "conversation-row", "data-conversation": data.id }) };
       row.li.addEventListener("click", (e) => this.rowClicked(e, row));
       this.rows.set(data.id, row);
     } else if (JSON.stringify(row.data) === JSON.stringify(data)) {
