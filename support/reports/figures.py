@@ -80,7 +80,8 @@ def conversations_behind(filters: Filters, figure: str) -> QuerySet:
 def count_figures(filters: Filters) -> dict[str, int]:
     """Every count figure of COUNTS: the closed days from the daily roll-up, the other days counted live
     (rollup.py says which days are closed and which filters it serves); the same numbers either way."""
-    return _counted(filters, *rollup.rolled_days(filters))
+    rolled_up = rollup.rolled_days(filters)
+    return _counted(filters, rolled_up.per_day, rolled_up.live)
 
 
 def _counted(filters: Filters, per_day: dict[date, dict], live: list[tuple[date, date]]) -> dict[str, int]:
@@ -100,10 +101,12 @@ def _row(group: str, label: str, value, unit: str, drill: str | None = None) -> 
 def report(filters: Filters) -> dict:
     """Every figure, JSON-ready: {"filters": ..., "figures": {key: {group, label, value, unit, drill}}} in the
     page's order. unit: count, rate (0..1), seconds, usd, eur, score; drill: the figure whose rows
-    conversations_behind lists (None for a derived figure). The page, its CSV and the digest read this."""
-    per_day, live = rollup.rolled_days(filters)
+    conversations_behind lists (None for a derived figure); "provisional": the days read from provisional rows
+    and as of when ({"days": [iso], "as_of": iso}), or None. The page, its CSV and the digest read this."""
+    rolled_up = rollup.rolled_days(filters)
+    per_day, live = rolled_up.per_day, rolled_up.live
     counts = _counted(filters, per_day, live)
-    rolled_parts = rollup.rolled_parts(filters, set(per_day)) if per_day else []
+    rolled_parts = rollup.rolled_parts(filters, rolled_up) if per_day else []
     made = parts.merged(rolled_parts + [parts.of(replace(filters, start=start, end=end)) for start, end in live])
     figures = {key: _row(c.group, c.label, counts[key], "count", key) for key, c in COUNTS.items()}
     figures["involvement_rate"] = _row("Conversations", "Agent involvement", ratio(
@@ -127,7 +130,15 @@ def report(filters: Filters) -> dict:
     figures["cost_per_conversation"] = _row("Cost", "Per conversation worked", ratio(cost, counts["agent_involved"]),
                                             "usd")
     figures["cost_per_resolution"] = _row("Cost", "Per resolution", ratio(cost, counts["resolved_by_agent"]), "usd")
-    return {"filters": _filters_data(filters), "figures": figures}
+    return {"filters": _filters_data(filters), "figures": figures, "provisional": _provisional(rolled_up)}
+
+
+def _provisional(rolled_up: rollup.Rolled) -> dict | None:
+    """The days read from provisional rows and the moment the oldest of them was counted at, or None."""
+    if not rolled_up.provisional:
+        return None
+    return {"days": sorted(day.isoformat() for day in rolled_up.provisional),
+            "as_of": min(rolled_up.provisional.values()).isoformat()}
 
 
 SPLITS = {"all": "All decisions", "agent": "The agent", "people": "People", "console": "In the console",
@@ -173,7 +184,7 @@ def charts(filters: Filters, charted: tuple[str, ...], by: str = "day") -> dict[
     the other days grouped in SQL per figure."""
     if by not in ("day", "week"):
         raise ValueError("by is day or week")
-    per_day, live = rollup.rolled_days(filters)  # closed days from the roll-up, the others counted here
+    per_day, live, _ = rollup.rolled_days(filters)  # closed and provisional days rolled up, the others counted
     return {figure: _series(filters, figure, by, per_day, live) for figure in charted}
 
 

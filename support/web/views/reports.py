@@ -9,7 +9,7 @@ neutralises a leading formula character.
 from __future__ import annotations
 
 import csv
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 
 from django import forms
 from django.conf import settings
@@ -102,8 +102,17 @@ def page(request):
     status = 400 if form.is_bound and not form.is_valid() else 200
     return console_page(request, "reports.html", "reports", status=status, form=form, filters=filters,
                         groups=_groups(data["figures"]), charts=charts, by=by, query=request.GET.urlencode(),
+                        provisional=_provisional(data["provisional"]),
                         lead=digest.is_lead(request.user), digest_on=digest.digest_wanted(request.user),
                         digest_hour=settings.REPORTS_DIGEST_HOUR)
+
+
+def _provisional(provisional: dict | None) -> dict | None:
+    """The days read from provisional rows and as of when, as dates and a datetime for the template."""
+    if provisional is None:
+        return None
+    return {"days": [date.fromisoformat(day) for day in provisional["days"]],
+            "as_of": datetime.fromisoformat(provisional["as_of"])}
 
 
 @require_safe
