@@ -14,8 +14,10 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from support.models import Approval, Conversation, Message, ProvisionalReportDay, Rating, ReportDay
-from support.reports import daily, rollup
+from django.db.models import Q
+
+from support.models import Approval, Conversation, Message, ProvisionalReportDay, Rating, ReportDay, Run
+from support.reports import daily, outcomes, rollup, scope, timing
 from support.reports.figures import Filters, charts, conversations_behind, report
 from support.web.views.reports import CHARTED
 from tests.reports_dataset import Week
@@ -154,3 +156,35 @@ def test_the_page_says_as_of_when_yesterdays_figures_were_counted(client, yester
     html = client.get("/console/reports/?start=2026-11-30&end=2026-12-01").content.decode()
     assert "Figures for 30 Nov as of 09:00" in html
     assert "as of" not in client.get("/console/reports/?start=2026-11-23&end=2026-11-29").content.decode()
+
+
+# -- today is counted live, over indexed columns: what the planner needs to read only today's rows ------------
+
+def test_the_runs_that_handed_over_and_the_expired_approvals_are_partial_indexes_of_the_figures_conditions():
+    runs = {index.name: index for index in Run._meta.indexes}
+    assert runs["run_conv_handed_over"].condition == Run.HANDED_OVER and outcomes.HANDOVER_STOPS is Run.HANDOVER_STOPS
+    assert str(outcomes._handover_runs().query) == str(Run.objects.filter(Run.HANDED_OVER).query)
+    assert runs["run_conv_taken_over"].condition == Q(stop_reason="taken_over")
+    expired = {index.name: index for index in Approval._meta.indexes}["approval_run_expired"]
+    assert expired.fields == ["run"] and expired.condition == Q(decision=Approval.EXPIRED)
+
+
+def test_handed_over_asks_one_exists_over_the_conversations_runs_not_a_join_of_every_expired_approval():
+    sql = str(conversations_behind(TWO_DAYS, "handed_over").query)
+    assert sql.count('FROM "support_run"') == 1 and 'JOIN "support_run"' not in sql
+    reasons = str(Run.objects.filter(outcomes._expired_approval()).query)
+    assert 'FROM "support_approval"' in reasons and "JOIN" not in reasons
+
+
+def test_first_response_looks_up_each_first_message_rather_than_grouping_every_message():
+    with CaptureQueriesContext(connection) as queries:
+        timing.first_response_seconds(scope.conversations(TWO_DAYS))
+    sql = queries[0]["sql"]
+    assert "GROUP BY" not in sql and "JOIN" not in sql and sql.count('FROM "support_message"') == 3
+
+
+def test_a_charts_live_days_are_read_by_their_date_not_by_scanning_every_row():
+    with CaptureQueriesContext(connection) as queries:
+        charts(TWO_DAYS, ("new_conversations",))
+    outer = queries[-1]["sql"].split(" IN (SELECT")[0]
+    assert '"support_conversation"."created_at" >=' in outer and '"support_conversation"."created_at" <' in outer

@@ -149,6 +149,12 @@ class Message(models.Model):
         return m
 
 
+# A run that gave its conversation to a person (docs/reports.md): it stopped for any reason but an answer or a
+# take-over (the desk's "stalled" included), or it answered saying it handed over.
+HANDOVER_STOPS = tuple(r for r in (*agent.STOP_REASONS, "stalled") if r not in (agent.ANSWERED, agent.TAKEN_OVER))
+HANDED_OVER = Q(stop_reason__in=HANDOVER_STOPS) | Q(outcome=agent.HANDED_TO_PERSON)
+
+
 class Run(models.Model):
     QUEUED, RUNNING, AWAITING_APPROVAL, STOPPED = "queued", "running", agent.AWAITING_APPROVAL, agent.STOPPED
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, AWAITING_APPROVAL, STOPPED)]
@@ -156,6 +162,7 @@ class Run(models.Model):
     # The loop's stop reasons, and one of the desk's: the worker kept dying and recovery gave up.
     STALLED = "stalled"
     STOP_REASONS = [(r, r) for r in (*agent.STOP_REASONS, STALLED)]
+    HANDOVER_STOPS, HANDED_OVER = HANDOVER_STOPS, HANDED_OVER
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
@@ -184,8 +191,14 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        # Reports: a conversation's last run (its outcome, stop reason, end).
-        indexes = [models.Index(fields=["conversation", "created_at"], name="run_conv_created_at")]
+        # Reports: a conversation's last run (its outcome, stop reason, end); the runs that handed over (with
+        # the reason) and those a take-over stopped: partial, a few in a hundred runs, so today's reports read
+        # them without reading every run.
+        indexes = [models.Index(fields=["conversation", "created_at"], name="run_conv_created_at"),
+                   models.Index(fields=["conversation", "stop_reason"], condition=HANDED_OVER,
+                                name="run_conv_handed_over"),
+                   models.Index(fields=["conversation"], condition=Q(stop_reason=agent.TAKEN_OVER),
+                                name="run_conv_taken_over")]
         constraints = [
             # One active run per conversation, whatever races the application code loses.
             models.UniqueConstraint(fields=["conversation"], condition=Q(status__in=["queued", "running",
@@ -308,6 +321,8 @@ class Approval(models.Model):
 
     class Meta:
         ordering = ["requested_at"]
+        # Reports: whether a run's approval expired (a hand-over), without reading every approval.
+        indexes = [models.Index(fields=["run"], condition=Q(decision="expired"), name="approval_run_expired")]
         constraints = [
             # Something to decide: a call of the agent's (with its run), or a staff member's action.
             models.CheckConstraint(condition=Q(tool_call__isnull=False, run__isnull=False)
