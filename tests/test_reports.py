@@ -12,7 +12,9 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
+from support.reports import outcomes
 from support.reports.figures import COUNTS, Filters, conversations_behind, report, series
+from support.reports.formats import HANDOVER_REASONS
 from support.web.views import reports as reports_views
 from tests.desk_factories import make_user
 from tests.reports_dataset import Week
@@ -259,3 +261,16 @@ def test_a_long_drill_down_is_paged_and_says_its_whole_count(lead, monkeypatch):
     assert first.count('data-testid="drill-row"') == 5 and "12 conversations" in first
     last = lead.get(f"/console/reports/new_conversations/{QUERY}&page=3").content.decode()
     assert last.count('data-testid="drill-row"') == 2 and "Page 3 of 3" in last
+
+
+def test_hand_over_reasons_are_shown_in_plain_words_and_their_codes_stay_exact_in_the_csv(lead):
+    html = lead.get(PAGE + QUERY).content.decode()
+    assert "Step limit reached" in html and "An approval nobody decided in time" in html
+    assert "turn limit" not in html and "approval expired" not in html
+    rows = {r["figure"]: r for r in csv.DictReader(io.StringIO(lead.get(CSV + QUERY).content.decode()))}
+    assert rows["handover_reason:turn_limit"]["label"] == "Step limit reached"
+    assert rows["handover_reason:escalated"]["label"] == "The agent asked for a person"
+
+
+def test_every_hand_over_reason_has_words():
+    assert set(HANDOVER_REASONS) == {*outcomes.HANDOVER_STOPS, "handed_to_person", outcomes.APPROVAL_EXPIRED}

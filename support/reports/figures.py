@@ -20,7 +20,7 @@ from django.db.models.functions import TruncDate
 
 from support.ops.replica import on_replica
 
-from . import decisions, money, outcomes, parts, rollup, scope, timing
+from . import decisions, formats, money, outcomes, parts, rollup, scope, timing
 from .scope import Filters
 from .stats import counted_p50_p90, ratio
 
@@ -116,7 +116,7 @@ def report(filters: Filters) -> dict:
     figures["handover_rate"] = _row("Hand-overs", "Hand-over rate (of worked)", ratio(
         counts["handed_over"], counts["agent_involved"]), "rate")
     for reason, n in made["handover_reasons"]:
-        figures[f"handover_reason:{reason}"] = _row("Hand-over reasons", reason.replace("_", " "), n, "count")
+        figures[f"handover_reason:{reason}"] = _row("Hand-over reasons", formats.handover_reason(reason), n, "count")
     _times(figures, "Time to decision", decisions.decision_times(scope.approvals(filters)))
     for key in parts.REFUND_KINDS:
         figures[f"{key}_amount"] = _row("Refunds", f"{COUNTS[key].label}, amount", str(
