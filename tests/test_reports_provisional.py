@@ -165,6 +165,7 @@ def test_the_runs_that_handed_over_and_the_expired_approvals_are_partial_indexes
     assert runs["run_conv_handed_over"].condition == Run.HANDED_OVER and outcomes.HANDOVER_STOPS is Run.HANDOVER_STOPS
     assert str(outcomes._handover_runs().query) == str(Run.objects.filter(Run.HANDED_OVER).query)
     assert runs["run_conv_taken_over"].condition == Q(stop_reason="taken_over")
+    assert runs["run_conv_id"].fields == ["conversation", "id"]  # a conversation's runs, probed by index alone
     expired = {index.name: index for index in Approval._meta.indexes}["approval_run_expired"]
     assert expired.fields == ["run"] and expired.condition == Q(decision=Approval.EXPIRED)
 

@@ -198,7 +198,10 @@ class Run(models.Model):
                    models.Index(fields=["conversation", "stop_reason"], condition=HANDED_OVER,
                                 name="run_conv_handed_over"),
                    models.Index(fields=["conversation"], condition=Q(stop_reason=agent.TAKEN_OVER),
-                                name="run_conv_taken_over")]
+                                name="run_conv_taken_over"),
+                   # a conversation's runs by key alone, so "has a run with an expired approval" probes two
+                   # indexes per conversation instead of joining every run to every expired approval
+                   models.Index(fields=["conversation", "id"], name="run_conv_id")]
         constraints = [
             # One active run per conversation, whatever races the application code loses.
             models.UniqueConstraint(fields=["conversation"], condition=Q(status__in=["queued", "running",
