@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django.db.models import Q
 
+from support import tasks
 from support.models import Approval, Conversation, Message, ProvisionalReportDay, Rating, ReportDay, Run
 from support.reports import daily, outcomes, rollup, scope, timing
 from support.reports.figures import Filters, charts, conversations_behind, report
@@ -145,9 +146,11 @@ def test_without_provisional_rows_yesterday_is_counted_live(yesterday, clock):
     assert got["provisional"] is None and rollup.rolled(TWO_DAYS)[1] == [(YESTERDAY, TODAY)]
 
 
-def test_the_beat_counts_yesterday_again_every_five_minutes():
+def test_the_beat_counts_yesterday_again_every_five_minutes(yesterday, clock):
     assert settings.CELERY_BEAT_SCHEDULE["reports-provisional"] == {
         "task": "support.tasks.refresh_provisional_reports", "schedule": 300}
+    assert tasks.refresh_provisional_reports() == 1  # the 30th
+    assert ProvisionalReportDay.objects.filter(day=YESTERDAY, dimension=ReportDay.ALL).exists()
 
 
 def test_the_page_says_as_of_when_yesterdays_figures_were_counted(client, yesterday, clock):
