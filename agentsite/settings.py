@@ -661,6 +661,8 @@ CELERY_BEAT_SCHEDULE = {
     "waits-ended": {"task": "support.tasks.end_waits", "schedule": WAITING_SWEEP_SECONDS},
     # The reports' daily roll-up (docs/reports.md): hourly, so the first run after a day closes writes it.
     "reports-roll-up": {"task": "support.tasks.roll_up_reports", "schedule": 3600},
+    # Yesterday's provisional figures (docs/reports.md): counted again every 5 minutes, the page shows as of when.
+    "reports-provisional": {"task": "support.tasks.refresh_provisional_reports", "schedule": 300},
     # The morning digest to the leads who asked for it, once each a day from REPORTS_DIGEST_HOUR on.
     "reports-digest": {"task": "support.tasks.send_report_digests", "schedule": 300},
 }

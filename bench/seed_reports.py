@@ -30,13 +30,14 @@ STEPS = [
         FROM generate_series(0, %(customers)s - 1) k"""),
     ("conversations", """
         INSERT INTO support_conversation (id, public_id, status, attention_reason, last_seq, created_at, updated_at,
-                                          customer_id, language, order_scope, closed_at, closed_by_id)
+                                          customer_id, language, order_scope, closed_at, closed_by_id,
+                                          waiting_for, email_subject)
         SELECT %(base)s + i, gen_random_uuid(),
                CASE WHEN i %% 10 IN (3, 7) THEN 'needs_attention' ELSE 'open' END, '', 10, t.at, t.at,
                %(cbase)s + i %% %(customers)s,
                CASE i %% 10 WHEN 8 THEN 'de' WHEN 9 THEN 'fr' ELSE 'en' END, '',
                CASE WHEN i %% 10 IN (3, 7) THEN t.at + interval '2 hours' END,
-               CASE WHEN i %% 10 IN (3, 7) THEN %(staff)s END
+               CASE WHEN i %% 10 IN (3, 7) THEN %(staff)s END, '', ''
         FROM generate_series(0, %(n)s - 1) i,
              LATERAL (SELECT date_trunc('day', now()) - interval '1 day' * (1 + i %% %(days)s)
                              + interval '1 second' * ((i * 7919) %% 86000) AS at) t"""),
@@ -130,6 +131,7 @@ def main(argv=None) -> None:
     parser.add_argument("--days", type=int, default=90)
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+    os.environ.setdefault("DB_STATEMENT_TIMEOUT_MS", "0")  # one INSERT ... SELECT writes 2 million rows
     import django
 
     django.setup()

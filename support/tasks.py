@@ -68,6 +68,13 @@ def roll_up_reports() -> int:
 
 
 @shared_task(ignore_result=True)
+def refresh_provisional_reports() -> int:
+    """Periodic (the beat, every 5 minutes): count again the days that ended but are not closed yet (yesterday)
+    into their provisional rows (support/reports/daily.py). Safe to run twice at once: each row is replaced."""
+    return len(daily.provisional_days_refresh())
+
+
+@shared_task(ignore_result=True)
 def send_report_digests() -> int:
     """Periodic (the beat, every 5 minutes): the morning digest to each lead who asked for it, from
     REPORTS_DIGEST_HOUR on (support/reports/digest.py). Safe to run twice at once: each is claimed first."""

@@ -10,9 +10,13 @@ import re
 from datetime import date, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from support.reports import decisions, money, outcomes, scope
 from support.reports.figures import COUNTS, Filters, conversations_behind, report, series
+from support.reports.formats import HANDOVER_REASONS
 from support.web.views import reports as reports_views
 from tests.desk_factories import make_user
 from tests.reports_dataset import Week
@@ -92,6 +96,13 @@ def test_time_to_decision_p50_and_p90_by_decider_and_by_channel(week):
     assert got["time_to_decision:by_decider:bob:p50"] == 300.0
     assert (got["time_to_decision:by_channel:console:p50"], got["time_to_decision:by_channel:slack:p50"],
             got["time_to_decision:by_channel:email:p50"]) == (60.0, 300.0, 120.0)
+
+
+def test_time_to_decision_reads_one_duration_per_approval_not_two_datetimes(week):
+    with CaptureQueriesContext(connection) as queries:
+        decisions.decision_times(scope.approvals(WEEK))
+    select = queries[0]["sql"].split(" FROM ")[0]
+    assert '"took"' in select and select.count("requested_at") == 1 and select.count("decided_at") == 1
 
 
 def test_refunds_count_and_amount_automatic_by_approval_and_by_staff(week):
@@ -259,3 +270,22 @@ def test_a_long_drill_down_is_paged_and_says_its_whole_count(lead, monkeypatch):
     assert first.count('data-testid="drill-row"') == 5 and "12 conversations" in first
     last = lead.get(f"/console/reports/new_conversations/{QUERY}&page=3").content.decode()
     assert last.count('data-testid="drill-row"') == 2 and "Page 3 of 3" in last
+
+
+def test_hand_over_reasons_are_shown_in_plain_words_and_their_codes_stay_exact_in_the_csv(lead):
+    html = lead.get(PAGE + QUERY).content.decode()
+    assert "Step limit reached" in html and "An approval nobody decided in time" in html
+    assert "turn limit" not in html and "approval expired" not in html
+    rows = {r["figure"]: r for r in csv.DictReader(io.StringIO(lead.get(CSV + QUERY).content.decode()))}
+    assert rows["handover_reason:turn_limit"]["label"] == "Step limit reached"
+    assert rows["handover_reason:escalated"]["label"] == "The agent asked for a person"
+
+
+def test_every_hand_over_reason_has_words():
+    assert set(HANDOVER_REASONS) == {*outcomes.HANDOVER_STOPS, "handed_to_person", outcomes.APPROVAL_EXPIRED}
+
+
+def test_model_cost_sums_each_conversations_runs_rather_than_joining_every_run(week):
+    with CaptureQueriesContext(connection) as queries:
+        assert str(money.model_cost(scope.conversations(WEEK))) == values()["model_cost"] == "0.130000"
+    assert '"conversation_id" IN (SELECT' not in queries[0]["sql"]

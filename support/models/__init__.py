@@ -9,7 +9,7 @@ from .followup import FollowUp, ReplyEmailOptOut
 from .inbound import InboundEmail, OutboundEmail, UndeliverableAddress
 from .profiles import LiveProfile, ProfileRelease, ProfileVersion
 from .ratings import Rating
-from .reports import DigestOptIn, DigestSent, ReportDay
+from .reports import DigestOptIn, DigestSent, ProvisionalReportDay, ReportDay
 from .shop import (
     Charge,
     Customer,
@@ -38,7 +38,7 @@ __all__ = [
     "FollowUp", "ReplyEmailOptOut",
     "InboundEmail", "OutboundEmail", "UndeliverableAddress",
     "Rating",
-    "ReportDay", "DigestOptIn", "DigestSent",
+    "ReportDay", "ProvisionalReportDay", "DigestOptIn", "DigestSent",
     "LiveProfile", "ProfileRelease", "ProfileVersion",
     "DraftTest",
     "CopilotRun",

@@ -131,8 +131,11 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["conversation", "seq"]
-        # Reports: a conversation's first customer, agent and staff messages, and whether one came after a time.
-        indexes = [models.Index(fields=["conversation", "author", "created_at"], name="message_conv_author_at")]
+        # Reports: a conversation's first customer, agent and staff messages, and whether one came after a time;
+        # whether a person wrote in it (reports/scope.py: person_involved), without reading its other messages.
+        indexes = [models.Index(fields=["conversation", "author", "created_at"], name="message_conv_author_at"),
+                   models.Index(fields=["conversation"], condition=Q(author="staff") | Q(author_user__isnull=False),
+                                name="message_conv_by_a_person")]
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique"),
             models.UniqueConstraint(fields=["conversation", "client_id"], condition=Q(client_id__isnull=False),
@@ -150,6 +153,12 @@ class Message(models.Model):
         return m
 
 
+# A run that gave its conversation to a person (docs/reports.md): it stopped for any reason but an answer or a
+# take-over (the desk's "stalled" included), or it answered saying it handed over.
+HANDOVER_STOPS = tuple(r for r in (*agent.STOP_REASONS, "stalled") if r not in (agent.ANSWERED, agent.TAKEN_OVER))
+HANDED_OVER = Q(stop_reason__in=HANDOVER_STOPS) | Q(outcome=agent.HANDED_TO_PERSON)
+
+
 class Run(models.Model):
     QUEUED, RUNNING, AWAITING_APPROVAL, STOPPED = "queued", "running", agent.AWAITING_APPROVAL, agent.STOPPED
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, AWAITING_APPROVAL, STOPPED)]
@@ -157,6 +166,7 @@ class Run(models.Model):
     # The loop's stop reasons, and one of the desk's: the worker kept dying and recovery gave up.
     STALLED = "stalled"
     STOP_REASONS = [(r, r) for r in (*agent.STOP_REASONS, STALLED)]
+    HANDOVER_STOPS, HANDED_OVER = HANDOVER_STOPS, HANDED_OVER
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
@@ -185,8 +195,17 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        # Reports: a conversation's last run (its outcome, stop reason, end).
-        indexes = [models.Index(fields=["conversation", "created_at"], name="run_conv_created_at")]
+        # Reports: a conversation's last run (its outcome, stop reason, end); the runs that handed over (with
+        # the reason) and those a take-over stopped: partial, a few in a hundred runs, so today's reports read
+        # them without reading every run.
+        indexes = [models.Index(fields=["conversation", "created_at"], name="run_conv_created_at"),
+                   models.Index(fields=["conversation", "stop_reason"], condition=HANDED_OVER,
+                                name="run_conv_handed_over"),
+                   models.Index(fields=["conversation"], condition=Q(stop_reason=agent.TAKEN_OVER),
+                                name="run_conv_taken_over"),
+                   # a conversation's runs by key alone, so "has a run with an expired approval" probes two
+                   # indexes per conversation instead of joining every run to every expired approval
+                   models.Index(fields=["conversation", "id"], name="run_conv_id")]
         constraints = [
             # One active run per conversation, whatever races the application code loses.
             models.UniqueConstraint(fields=["conversation"], condition=Q(status__in=["queued", "running",
@@ -309,6 +328,8 @@ class Approval(models.Model):
 
     class Meta:
         ordering = ["requested_at"]
+        # Reports: whether a run's approval expired (a hand-over), without reading every approval.
+        indexes = [models.Index(fields=["run"], condition=Q(decision="expired"), name="approval_run_expired")]
         constraints = [
             # Something to decide: a call of the agent's (with its run), or a staff member's action.
             models.CheckConstraint(condition=Q(tool_call__isnull=False, run__isnull=False)

@@ -8,7 +8,7 @@ never asked of a person, so none of these count it; its refund counts as automat
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q, QuerySet
+from django.db.models import DurationField, ExpressionWrapper, F, Q, QuerySet
 
 from support.models import Approval
 
@@ -58,13 +58,15 @@ def decision_times(approvals: QuerySet) -> dict:
     """Time to decision in seconds (asked to decided; a four-eyes request to its second decision), p50 and
     p90, over the approvals a person decided, by decider (their name) and by channel (console, slack, email;
     an older decision that named no channel is `unknown`). Expired ones are left out: nobody decided."""
-    rows = approvals.filter(BY_A_PERSON, decided_at__isnull=False).values_list(
-        "requested_at", "decided_at", "decided_by_id", "decided_via")
+    # The database subtracts: one duration a row reads faster than two datetimes converted to the time zone.
+    rows = approvals.filter(BY_A_PERSON, decided_at__isnull=False).annotate(
+        took=ExpressionWrapper(F("decided_at") - F("requested_at"), output_field=DurationField()),
+    ).values_list("took", "decided_by_id", "decided_via")
     by_decider: dict[int, list[float]] = {}
     by_channel: dict[str, list[float]] = {}
     every = []
-    for asked, decided, who, via in rows:
-        seconds = max((decided - asked).total_seconds(), 0.0)
+    for took, who, via in rows:
+        seconds = max(took.total_seconds(), 0.0)
         every.append(seconds)
         by_decider.setdefault(who, []).append(seconds)
         by_channel.setdefault(CHANNEL_OF.get(via, "unknown"), []).append(seconds)

@@ -20,11 +20,11 @@ from django.db.models.functions import TruncDate
 
 from support.ops.replica import on_replica
 
-from . import copilot, decisions, money, outcomes, rollup, scope, timing
+from . import copilot, decisions, formats, money, outcomes, parts, rollup, scope, timing
 from .scope import Filters
-from .stats import ratio
+from .stats import counted_p50_p90, ratio
 
-__all__ = ["Filters", "COUNTS", "count_figures", "report", "series", "conversations_behind"]
+__all__ = ["Filters", "COUNTS", "count_figures", "report", "series", "charts", "conversations_behind"]
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,12 @@ def conversations_behind(filters: Filters, figure: str) -> QuerySet:
 def count_figures(filters: Filters) -> dict[str, int]:
     """Every count figure of COUNTS: the closed days from the daily roll-up, the other days counted live
     (rollup.py says which days are closed and which filters it serves); the same numbers either way."""
-    sums, live = rollup.rolled(filters)
-    counts = {key: sums.get(key, 0) for key in COUNTS}
+    rolled_up = rollup.rolled_days(filters)
+    return _counted(filters, rolled_up.per_day, rolled_up.live)
+
+
+def _counted(filters: Filters, per_day: dict[date, dict], live: list[tuple[date, date]]) -> dict[str, int]:
+    counts = {key: sum(day.get(key, 0) for day in per_day.values()) for key in COUNTS}
     for start, end in live:
         part = replace(filters, start=start, end=end)
         for key in COUNTS:
@@ -97,11 +101,13 @@ def _row(group: str, label: str, value, unit: str, drill: str | None = None) -> 
 def report(filters: Filters) -> dict:
     """Every figure, JSON-ready: {"filters": ..., "figures": {key: {group, label, value, unit, drill}}} in the
     page's order. unit: count, rate (0..1), seconds, usd, eur, score; drill: the figure whose rows
-    conversations_behind lists (None for a derived figure). The page, its CSV and the digest read this."""
-    conversations = scope.conversations(filters)
-    refunds = scope.refunds(filters)
-    approvals = scope.approvals(filters)
-    counts = count_figures(filters)
+    conversations_behind lists (None for a derived figure); "provisional": the days read from provisional rows
+    and as of when ({"days": [iso], "as_of": iso}), or None. The page, its CSV and the digest read this."""
+    rolled_up = rollup.rolled_days(filters)
+    per_day, live = rolled_up.per_day, rolled_up.live
+    counts = _counted(filters, per_day, live)
+    rolled_parts = rollup.rolled_parts(filters, rolled_up) if per_day else []
+    made = parts.merged(rolled_parts + [parts.of(replace(filters, start=start, end=end)) for start, end in live])
     figures = {key: _row(c.group, c.label, counts[key], "count", key) for key, c in COUNTS.items()}
     figures["involvement_rate"] = _row("Conversations", "Agent involvement", ratio(
         counts["agent_involved"], counts["new_conversations"]), "rate")
@@ -109,24 +115,31 @@ def report(filters: Filters) -> dict:
         counts["resolved_by_agent"], counts["agent_involved"]), "rate")
     figures["handover_rate"] = _row("Hand-overs", "Hand-over rate (of worked)", ratio(
         counts["handed_over"], counts["agent_involved"]), "rate")
-    for reason, n in outcomes.handover_reasons(outcomes.handed_over(conversations, filters)):
-        figures[f"handover_reason:{reason}"] = _row("Hand-over reasons", reason.replace("_", " "), n, "count")
-    _times(figures, "Time to decision", decisions.decision_times(approvals))
-    for key in ("refunds_automatic", "refunds_by_approval", "refunds_by_staff"):
+    for reason, n in made["handover_reasons"]:
+        figures[f"handover_reason:{reason}"] = _row("Hand-over reasons", formats.handover_reason(reason), n, "count")
+    _times(figures, "Time to decision", decisions.decision_times(scope.approvals(filters)))
+    for key in parts.REFUND_KINDS:
         figures[f"{key}_amount"] = _row("Refunds", f"{COUNTS[key].label}, amount", str(
-            money.amount(COUNTS[key].select(refunds, filters))), "eur")
-    _satisfaction(figures, conversations)
-    for name, split in (("first_response", timing.first_response(conversations)),
-                        ("time_to_resolution", timing.time_to_resolution(conversations, filters))):
+            made["refund_amounts"][key].quantize(money.CENT)), "eur")
+    _satisfaction(figures, made["ratings"])
+    for name in parts.TIMES:
         _times(figures, name.replace("_", " ").capitalize(), {"by_who": [
-            {"who": who, **split[who]} for who in ("agent", "people")]})
-    cost = money.model_cost(conversations)
+            {"who": who, **counted_p50_p90(made[name][who])} for who in ("agent", "people")]})
+    cost = made["model_cost"].quantize(money.MICRO)
     figures["model_cost"] = _row("Cost", "Model cost", str(cost), "usd")
     figures["cost_per_conversation"] = _row("Cost", "Per conversation worked", ratio(cost, counts["agent_involved"]),
                                             "usd")
     figures["cost_per_resolution"] = _row("Cost", "Per resolution", ratio(cost, counts["resolved_by_agent"]), "usd")
     figures.update(copilot.copilot_figures(filters, _row))  # the staff's copilot, costed apart
-    return {"filters": _filters_data(filters), "figures": figures}
+    return {"filters": _filters_data(filters), "figures": figures, "provisional": _provisional(rolled_up)}
+
+
+def _provisional(rolled_up: rollup.Rolled) -> dict | None:
+    """The days read from provisional rows and the moment the oldest of them was counted at, or None."""
+    if not rolled_up.provisional:
+        return None
+    return {"days": sorted(day.isoformat() for day in rolled_up.provisional),
+            "as_of": min(rolled_up.provisional.values()).isoformat()}
 
 
 SPLITS = {"all": "All decisions", "agent": "The agent", "people": "People", "console": "In the console",
@@ -144,10 +157,9 @@ def _times(figures: dict, group: str, times: dict) -> None:
                 figures[f"{slug}:{split}:{name}:{p}"] = _row(group, f"{said}, {words}", row[p], "seconds")
 
 
-def _satisfaction(figures: dict, conversations: QuerySet) -> None:
-    for key, rated in (("agent_only", timing.rated_agent_only(conversations)),
-                       ("with_person", timing.rated_with_person(conversations))):
-        result = timing.csat(rated)
+def _satisfaction(figures: dict, ratings: dict) -> None:
+    for key in parts.RATED:
+        result = timing.csat_of(ratings[key])
         who = key.replace("_", " ")
         figures[f"csat_{key}"] = _row("Satisfaction", f"CSAT, {who}", result["csat"], "rate")
         figures[f"csat_{key}_average"] = _row("Satisfaction", f"Average score, {who}", result["average"], "score")
@@ -164,8 +176,20 @@ def series(filters: Filters, figure: str, by: str = "day") -> list[tuple[date, i
     """A count figure over days or weeks (weeks start on Monday), every bucket of the range listed, empty ones
     as 0. Each bucket counts the rows conversations_behind lists, by the day (in the time zone) they started or
     were asked or made."""
+    return charts(filters, (figure,), by)[figure]
+
+
+@on_replica
+def charts(filters: Filters, charted: tuple[str, ...], by: str = "day") -> dict[str, list[tuple[date, int]]]:
+    """series() of several count figures at once: the closed days of all of them from one read of the roll-up,
+    the other days grouped in SQL per figure."""
     if by not in ("day", "week"):
         raise ValueError("by is day or week")
+    per_day, live, _ = rollup.rolled_days(filters)  # closed and provisional days rolled up, the others counted
+    return {figure: _series(filters, figure, by, per_day, live) for figure in charted}
+
+
+def _series(filters: Filters, figure: str, by: str, per_day: dict[date, dict], live: list) -> list[tuple[date, int]]:
     tz = ZoneInfo(filters.time_zone)
     dated = _DATED[COUNTS[figure].scope]
     buckets: dict[date, int] = {}
@@ -173,13 +197,15 @@ def series(filters: Filters, figure: str, by: str = "day") -> list[tuple[date, i
     while day <= filters.end:
         buckets[day] = 0
         day += timedelta(days=1 if by == "day" else 7)
-    per_day, live = rollup.rolled_days(filters)  # closed days from the roll-up, the others counted here
     counted = [{"day": day, "n": counts.get(figure, 0)} for day, counts in per_day.items()]
     for start, end in live:
-        rows = conversations_behind(replace(filters, start=start, end=end), figure)
-        # Grouped in SQL, over the drill-down's rows taken by key (its annotations stay out of the GROUP BY).
-        counted += (rows.model.objects.filter(pk__in=rows.values("pk")).annotate(day=TruncDate(dated, tzinfo=tz))
-                    .values("day").annotate(n=models.Count("pk")).order_by())
+        part = replace(filters, start=start, end=end)
+        rows, (first, after) = conversations_behind(part, figure), part.bounds()
+        # Grouped in SQL, over the drill-down's rows taken by key (its annotations stay out of the GROUP BY);
+        # the range again on the outer rows (they are in it) lets it read them by index, not scan the table.
+        counted += (rows.model.objects.filter(pk__in=rows.values("pk"), **{f"{dated}__gte": first,
+                                                                           f"{dated}__lt": after})
+                    .annotate(day=TruncDate(dated, tzinfo=tz)).values("day").annotate(n=models.Count("pk")).order_by())
     for row in counted:
         buckets[_bucket(row["day"], by)] += row["n"]
     return list(buckets.items())

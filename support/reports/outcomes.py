@@ -10,13 +10,13 @@ from __future__ import annotations
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from support.agent import types as agent
-from support.models import Approval, Conversation, Message, Run
+from support.models import Approval, Conversation, Message, Rating, Run
 
 from .scope import Filters, person_involved
 
 RESOLVED, WAITING_ON_CUSTOMER = "resolved", "waiting_on_customer"
 # A run that stopped for one of these gave the conversation to a person (docs/events.md: stop reasons).
-HANDOVER_STOPS = tuple(r for r in (*agent.STOP_REASONS, Run.STALLED) if r not in (agent.ANSWERED, agent.TAKEN_OVER))
+HANDOVER_STOPS = Run.HANDOVER_STOPS
 APPROVAL_EXPIRED = "approval_expired"  # the reason an expired approval hands a conversation over by
 
 
@@ -64,19 +64,29 @@ def resolved_by_agent(conversations: QuerySet, filters: Filters) -> QuerySet:
 def resolved_confirmed(conversations: QuerySet, filters: Filters) -> QuerySet:
     """Customer-confirmed resolutions (counted apart, also inside resolved by the agent): resolved by the agent,
     and the customer rated it 4 or 5 when the widget offered the rating after the agent's resolution."""
-    return resolved_by_agent(conversations, filters).filter(rating__occasion="resolved", rating__score__gte=4)
+    # EXISTS looks up each resolved conversation's rating by its key; a join let the planner scan every rating
+    # once per resolved conversation.
+    return resolved_by_agent(conversations, filters).filter(Exists(Rating.objects.filter(
+        conversation=OuterRef("pk"), occasion="resolved", score__gte=4)))
 
 
 def _handover_runs() -> QuerySet:
-    return Run.objects.filter(Q(stop_reason__in=HANDOVER_STOPS) | Q(outcome=agent.HANDED_TO_PERSON))
+    return Run.objects.filter(Run.HANDED_OVER)
+
+
+def _expired_approval() -> Exists:
+    """The run has an approval nobody decided in time (the partial index approval_run_expired answers it)."""
+    return Exists(Approval.objects.filter(run=OuterRef("pk"), decision=Approval.EXPIRED))
 
 
 def handed_over(conversations: QuerySet, filters: Filters) -> QuerySet:
     """Handed over: the new conversations the agent gave to a person at least once: a run stopped for a reason
     other than an answer or a take-over (escalated, a limit, an error), or said it handed over, or an approval
     on it expired. Counted once however many times; a later hand-back does not undo it."""
-    expired = Approval.objects.filter(run__conversation=OuterRef("pk"), decision=Approval.EXPIRED)
-    return conversations.filter(Exists(_handover_runs().filter(conversation=OuterRef("pk"))) | Exists(expired))
+    # One EXISTS over the conversation's runs: two, OR-ed, made the planner hash every expired approval's run
+    # (a scan of all runs) however few conversations the range has.
+    return conversations.filter(Exists(Run.objects.filter(Run.HANDED_OVER | _expired_approval(),
+                                                          conversation=OuterRef("pk"))))
 
 
 def handover_reasons(conversations: QuerySet) -> list[tuple[str, int]]:
@@ -89,8 +99,8 @@ def handover_reasons(conversations: QuerySet) -> list[tuple[str, int]]:
     for row in runs:
         reason = row["stop_reason"] if row["stop_reason"] in HANDOVER_STOPS else agent.HANDED_TO_PERSON
         counts[reason] = counts.get(reason, 0) + row["n"]
-    expired = Approval.objects.filter(run__conversation__in=conversations.values("pk"), decision=Approval.EXPIRED)
-    if n := expired.values("run__conversation").distinct().count():
+    expired = conversations.filter(Exists(Run.objects.filter(_expired_approval(), conversation=OuterRef("pk"))))
+    if n := expired.count():
         counts[APPROVAL_EXPIRED] = n
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 

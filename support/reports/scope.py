@@ -57,14 +57,17 @@ def first_channel() -> Subquery:
                     .order_by("seq").values("channel")[:1])
 
 
+# A staff message, or the notice a take-over writes in the person's name (author_user). The partial index
+# message_conv_by_a_person has this condition, so whether a person wrote in a conversation is one index probe.
+WRITTEN_BY_A_PERSON = Q(author=Message.STAFF) | Q(author_user__isnull=False)
+
+
 def person_involved() -> Q:
     """A person took part: a staff message to the customer, a staff action (a refund, a seller message), an
     assignment (now or ever), or a take-over (even one handed back without a word). Deciding an approval and
     closing are not taking part."""
     return (Q(assignee__isnull=False) | Q(status=Conversation.TAKEN_OVER)
-            # A staff message, or the notice a take-over writes in the person's name (author_user).
-            | Exists(Message.objects.filter(Q(author=Message.STAFF) | Q(author_user__isnull=False),
-                                            conversation=OuterRef("pk")))
+            | Exists(Message.objects.filter(WRITTEN_BY_A_PERSON, conversation=OuterRef("pk")))
             | Exists(StaffAction.objects.filter(conversation=OuterRef("pk")))
             | Exists(InboxEvent.objects.filter(conversation=OuterRef("pk"), kind=InboxEvent.ASSIGNED))
             | Exists(Run.objects.filter(conversation=OuterRef("pk"), stop_reason=agent.TAKEN_OVER)))

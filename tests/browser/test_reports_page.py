@@ -1,6 +1,8 @@
 """The Reports page in a browser: the week of tests/reports_dataset.py as cards and uPlot charts, under the
 site's real CSP, a number opening the conversations behind it; accessible and readable at 1280 and 390 px."""
 
+from datetime import timedelta
+
 from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
@@ -47,3 +49,27 @@ def test_a_lead_reads_the_week_clicks_a_number_and_sees_the_conversations(site, 
     shot(page, "report-drill-390")
     page.get_by_test_id("drill-row").get_by_role("link", name="Open the conversation").click()
     expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
+
+
+def test_the_page_says_as_of_when_yesterdays_figures_were_counted(site, staff_page):
+    from django.conf import settings
+    from django.utils import timezone
+
+    from support.models import ProvisionalReportDay, ReportDay
+
+    yesterday, now = timezone.localdate() - timedelta(days=1), timezone.now()
+    row, _ = ProvisionalReportDay.objects.update_or_create(
+        day=yesterday, time_zone=settings.TIME_ZONE, dimension=ReportDay.ALL, value="",
+        defaults={"counts": {"new_conversations": 3}, "parts": {}, "as_of": now})
+    try:
+        page = staff_page("/console/reports/")
+        as_of = page.get_by_test_id("reports-as-of")
+        expect(as_of).to_contain_text(f"Figures for {yesterday:%-d %b} as of {timezone.localtime(now):%H:%M}")
+        assert_accessible(page, "reports-as-of")
+        page.set_viewport_size({"width": 1280, "height": 900})
+        shot(page, "reports-as-of-1280")
+        page.set_viewport_size({"width": 390, "height": 844})
+        shot(page, "reports-as-of-390")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        row.delete()

@@ -9,7 +9,7 @@ neutralises a leading formula character.
 from __future__ import annotations
 
 import csv
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 
 from django import forms
 from django.conf import settings
@@ -23,7 +23,8 @@ from support.desk.audit import csv_safe
 from support.models import ProfileVersion
 from support.reports import digest
 from support.reports.formats import shown
-from support.reports.figures import COUNTS, Filters, conversations_behind, report, series
+from support.reports.figures import COUNTS, Filters, conversations_behind, report
+from support.reports.figures import charts as charted_series
 from support.web.views.console import console_page, staff_member_required
 
 LONGEST_RANGE = 366  # days
@@ -96,13 +97,22 @@ def page(request):
     """The filters, the figures as cards (each count a link to its drill-down), the charts and the CSV link."""
     filters, form, by = _filters(request)
     data = report(filters)
-    charts = [{"figure": key, "label": COUNTS[key].label,
-               "points": [(day.isoformat(), n) for day, n in series(filters, key, by)]} for key in CHARTED]
+    charts = [{"figure": key, "label": COUNTS[key].label, "points": [(day.isoformat(), n) for day, n in points]}
+              for key, points in charted_series(filters, CHARTED, by).items()]
     status = 400 if form.is_bound and not form.is_valid() else 200
     return console_page(request, "reports.html", "reports", status=status, form=form, filters=filters,
                         groups=_groups(data["figures"]), charts=charts, by=by, query=request.GET.urlencode(),
+                        provisional=_provisional(data["provisional"]),
                         lead=digest.is_lead(request.user), digest_on=digest.digest_wanted(request.user),
                         digest_hour=settings.REPORTS_DIGEST_HOUR)
+
+
+def _provisional(provisional: dict | None) -> dict | None:
+    """The days read from provisional rows and as of when, as dates and a datetime for the template."""
+    if provisional is None:
+        return None
+    return {"days": [date.fromisoformat(day) for day in provisional["days"]],
+            "as_of": datetime.fromisoformat(provisional["as_of"])}
 
 
 @require_safe
