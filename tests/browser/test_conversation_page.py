@@ -305,6 +305,9 @@ def test_closing_from_the_page_tells_the_customer_then_asks_for_the_rating(custo
     expect(staff.get_by_test_id("reopen-conversation-button")).to_be_focused()
     expect(close).to_be_hidden()
     expect(staff.get_by_test_id("hand-back-button")).to_be_hidden()  # closed: nothing to hand back
+    expect(staff.get_by_test_id("reply-hint")).to_contain_text(
+        "The conversation is closed: a reply still reaches the customer, and it opens again when they write.")
+    expect(staff.get_by_test_id("reply-hint")).not_to_contain_text("hand back")
     expect(staff.get_by_test_id("conversation-id")).to_have_count(0)  # the customer's name, no hash beside it
     expect(staff.locator("h1")).to_have_text("Maya Okafor")
     closing = (f"{STAFF_NAME} aus unserem Team hat dieses Gespräch abgeschlossen. Wenn Sie noch etwas brauchen, "

@@ -354,9 +354,11 @@ export class ConversationPage {
     closed.hidden = !someoneElse;
     closed.textContent = someoneElse ? `${c.assignee || "A colleague"} has this conversation. Assign it to yourself to reply.` : "";
     $("reply-send").textContent = "Send";
-    $("reply-hint").textContent = mineNow
-      ? "Enter sends · Shift+Enter for a new line · / for a saved reply. The agent is silent until you hand back."
-      : "Enter sends · Shift+Enter for a new line · / for a saved reply. Sending assigns the conversation to you: the agent stops.";
+    const keys = "Enter sends · Shift+Enter for a new line · / for a saved reply.";
+    $("reply-hint").textContent = c.closed
+      ? `${keys} The conversation is closed: a reply still reaches the customer, and it opens again when they write.`
+      : mineNow ? `${keys} The agent is silent until you hand back.`
+        : `${keys} Sending assigns the conversation to you: the agent stops.`;
     this.copilot?.setOwner(c, mineNow);
     if (mineNow && this.focusReply) this.replyInput.focus();
     this.focusReply = false;
