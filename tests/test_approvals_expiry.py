@@ -95,3 +95,26 @@ def test_the_api_answers_a_late_decision_409_saying_it_expired(client, sam, appr
     assert response.status_code == 409
     assert response.json()["error"].startswith("This approval expired: no one decided within")
     assert_expired_by_the_system(approval, queued)
+
+
+@pytest.mark.parametrize("approve", [True, False])
+def test_the_decision_s_event_carries_the_seq_as_of_the_decision_even_when_the_run_answered_before_it_went_out(
+        approval, sam, queued, monkeypatch, approve):
+    """The resumed run may answer between the decision's commit and its event's sending: the event still says
+    where the conversation stood when the decision was made, so the widget knows the answer came after it."""
+    from support.desk import serializers
+
+    at_decision = Conversation.objects.get(pk=approval.run.conversation_id).last_seq
+    sent, publish = [], serializers.publish_approval
+
+    def answered_first(decided):
+        services.message_append(conversation=Conversation.objects.get(pk=decided.run.conversation_id),
+                                wire={"role": "assistant", "content": "The answer."}, author="agent")
+        monkeypatch.setattr(serializers.events.publisher, "send", lambda groups, event: sent.append(event))
+        publish(decided)
+
+    monkeypatch.setattr(serializers, "publish_approval", answered_first)
+    fresh = Approval.objects.get(pk=approval.pk)  # as a view reads it: nothing of its run loaded
+    gate.approval_decide(approval=fresh, user=sam, approve=approve, reason="" if approve else "no")
+    [decided] = [e for e in sent if e["type"] == "approval.decided" and "status" in e]
+    assert decided["seq"] == at_decision

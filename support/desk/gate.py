@@ -106,6 +106,7 @@ def approval_decide(*, approval: Approval, user, approve: bool, arguments=None, 
             metrics.approval_decided(approval)
             tracing.approval_decided(approval)
             _on_decided(approval)
+            serializers.as_decided(approval)
             transaction.on_commit(lambda: serializers.publish_approval(approval))
         else:
             _expire(approval, now)  # too late, if still pending: expired now, as the sweeper would
@@ -250,6 +251,7 @@ def _expire(approval: Approval, now) -> bool:
     conversation_flag(conversation_id=conversation_id, reason=f"approval expired: {reason}")
     _resume_when_decided(approval.run_id)
     approval.refresh_from_db()
+    serializers.as_decided(approval)
     transaction.on_commit(lambda: serializers.publish_approval(approval))
     return True
 

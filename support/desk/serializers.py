@@ -265,6 +265,16 @@ def publish_step(step: Step, *, started: bool) -> None:
     _staff(conversation, _event(conversation, event_type, step=step_json(step)))
 
 
+def as_decided(approval: Approval) -> None:
+    """Read the approval's conversation now, in the decision's transaction, so the event sent after the commit
+    carries the conversation's seq as of the decision: read later, the resumed run may have answered already,
+    and the widget would take the decision for news that came after the answer (its banner left showing)."""
+    if approval.staff_action_id:
+        approval.staff_action.conversation
+    else:
+        approval.run.conversation
+
+
 def publish_approval(approval: Approval) -> None:
     kind = "approval.requested" if approval.pending else "approval.decided"
     data = approval_json(approval)
