@@ -11,6 +11,7 @@ from django.core.management import call_command
 
 from support.agent.tools import ToolContext
 from support.models import Customer, Order
+from tests import flush
 from tests.imap_fixture import imap_server  # noqa: F401  (fixture: a small IMAP server, for the polled mailbox)
 from tests.redis_fixture import limits_redis, limits_redis_server  # noqa: F401  (fixtures)
 from tests.shop_fixture import reference_shop, reference_shop_server  # noqa: F401  (fixtures)
@@ -29,6 +30,8 @@ settings.DATABASES["default"]["OPTIONS"].pop("pool", None)
 settings.DB_POOLED = False
 # Passwords hashed with PBKDF2's name but few rounds (tests/hashers.py): hashing is not what the tests test.
 settings.PASSWORD_HASHERS = ["tests.hashers.QuickPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
+# The tables a committed test wrote are emptied with DELETE, not TRUNCATE, on PostgreSQL (tests/flush.py).
+flush.install()
 
 
 @pytest.fixture(scope="session", autouse=True)
