@@ -181,11 +181,16 @@ def ensure_groups() -> dict:
     from django.contrib.auth.models import Group, Permission
     from django.contrib.contenttypes.models import ContentType
 
+    # One read when they are all there (every seed_demo of the tests, every start of a site); made when missing.
+    there = {(p.content_type.model, p.codename): p for p in Permission.objects.select_related("content_type").filter(
+        content_type__app_label="support", codename__in=PERMISSIONS)}
     perms = {}
     for codename, (model, name) in PERMISSIONS.items():
-        content_type, _ = ContentType.objects.get_or_create(app_label="support", model=model)
-        perms[codename] = Permission.objects.get_or_create(content_type=content_type, codename=codename,
-                                                           defaults={"name": name})[0]
+        perms[codename] = there.get((model, codename))
+        if perms[codename] is None:
+            content_type, _ = ContentType.objects.get_or_create(app_label="support", model=model)
+            perms[codename] = Permission.objects.get_or_create(content_type=content_type, codename=codename,
+                                                               defaults={"name": name})[0]
     perms.update(_model_permissions({c for codenames in GROUPS.values() for c in codenames} - set(perms)))
     groups = {}
     for name, codenames in GROUPS.items():
