@@ -363,3 +363,20 @@ def test_orders_of_with_a_limit_reads_only_the_pages_it_needs(shopify_shop, fake
     pages = len([r for r in fake_shopify.requests() if r["status"] == 200]) - before
     assert [o.number for o in newest] == [o.number for o in everything[:5]]
     assert pages == 2  # 3 orders a page: the newest 5 are on the first two of four
+
+
+def test_the_orders_in_brief_say_what_the_full_orders_say_in_one_cheap_read(shopify_shop, fake_shopify):
+    """What every run asks first (known_orders): a brief's fields only, in one request, for a fraction of the
+    bucket the full orders take."""
+    shop = shopify_shop()
+    maya = shop.customer_by_email("maya@example.com")
+    full = shop.orders_of(maya.id, limit=5)
+    served = [r for r in fake_shopify.requests() if r["status"] == 200]
+    before = len(served)
+    briefs = shop.order_briefs(maya.id, limit=5)
+    assert briefs == [port.brief(o) for o in full] and len(briefs) == 5
+    cost = [r["cost"] for r in fake_shopify.requests() if r["status"] == 200][before:]
+    assert len(cost) == 1 and cost[0] * 4 < sum(r["cost"] for r in served[1:])  # the full orders: two pages
+    everything = shop.order_briefs(maya.id)
+    assert [b.number for b in everything] == [o.number for o in shop.orders_of(maya.id)]
+    assert shop.order_briefs("12") == [] and shop.order_briefs("gid://shopify/Customer/x") == []
