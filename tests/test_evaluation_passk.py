@@ -213,3 +213,13 @@ def test_every_trial_counts_rate_limits_from_zero_and_the_plumbing_logs_no_error
     assert [r.passed for r in runs] == [True] * 4, [(r.failed, r.error) for r in runs]
     assert ev.pass_hat()["4"] == 1.0
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+
+
+def test_reports_started_in_the_same_second_are_each_kept(settings, tmp_path):
+    """CI runs its evaluations at once: two reports with the same start and model keep two files, not one."""
+    settings.VAR_DIR = tmp_path
+    data = report.as_json(_made({"a": [True]}))
+    paths = [report.keep(data), report.keep(data), report.keep(data)]
+    assert len(set(paths)) == 3
+    assert sorted(p.name for p in report.kept()) == sorted(p.name for p in paths)
+    assert all(json.loads(p.read_text())["started_at"] == data["started_at"] for p in paths)

@@ -35,12 +35,16 @@ def keep(report: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     stamp = "".join(ch for ch in str(report.get("started_at", "")) if ch.isalnum())[:15] or "report"
     model = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in str((report.get("model") or {}).get("name")))
-    path = folder / f"{stamp}-{model[:40]}.json"
+    text = json.dumps(report, indent=1, ensure_ascii=False)
     n = 1
-    while path.exists():
-        n += 1
-        path = folder / f"{stamp}-{model[:40]}-{n}.json"
-    path.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    while True:  # created exclusively: evaluations started in the same second (CI runs three at once) keep each
+        path = folder / (f"{stamp}-{model[:40]}.json" if n == 1 else f"{stamp}-{model[:40]}-{n}.json")
+        try:
+            with path.open("x", encoding="utf-8") as out:
+                out.write(text)
+            break
+        except FileExistsError:
+            n += 1
     for old in kept()[HISTORY_KEPT:]:
         old.unlink(missing_ok=True)
     return path
