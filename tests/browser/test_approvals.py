@@ -4,6 +4,7 @@ Neither page is reloaded: every change reaches them over their websockets."""
 import re
 from decimal import Decimal
 
+import pytest
 from playwright.sync_api import expect
 
 from support.models import Approval, Refund
@@ -18,6 +19,10 @@ from tests.browser.conftest import (
     widget_conversation,
 )
 from tests.browser.test_approval_cards import snap
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 SAME_DOCUMENT = "window.__sameDocument = true"  # gone if the page reloads or navigates
 

@@ -5,10 +5,15 @@ at 1280x800 and 390x844 go to tests/artifacts/bulk-*.png."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import expect
 
 from support.models import Approval, Customer
 from tests.browser.conftest import ARTIFACTS, SocketCutter, no_earlier_decisions
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 SIZES = ({"width": 1280, "height": 800}, {"width": 390, "height": 844})
 

@@ -10,6 +10,7 @@ import re
 import time
 from email.header import decode_header, make_header
 
+import pytest
 from playwright.sync_api import expect
 
 from support.models import Approval, ApprovalEmailOptIn
@@ -23,6 +24,10 @@ from tests.browser.conftest import (
     widget_conversation,
 )
 from tests.browser.test_a11y import audit
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 SAM_EMAIL = "sam@sundry.example"
 SIZES = {"1280x800": (1280, 800), "390x844": (390, 844)}

@@ -28,6 +28,10 @@ from tests.browser.conftest import (
     refundable_again,
 )
 
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
+
 LEE = ("lee", "lee-lead-pw-1")
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 

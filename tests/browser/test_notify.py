@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from django.db import transaction
 from playwright.sync_api import expect
 
@@ -14,6 +15,10 @@ from support.live import events
 from support.models import Conversation
 from tests.browser.conftest import agent_messages, ask, open_widget, refundable_again, widget_conversation
 from tests.browser.inbox_helpers import ALEX, alex_user, login, row, screens
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 # Desktop notifications shown by the page are recorded (Chromium headless shows none).
 RECORD_NOTIFICATIONS = """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from support.models import Conversation, Run
@@ -15,6 +16,10 @@ from tests.browser.conftest import STAFF_NAME
 from tests.browser.inbox_helpers import ALEX, alex_user, login, row, screens
 from tests.browser.test_a11y import serious_violations
 from tests.browser.test_conversation_page import DESKTOP, handed_over
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 AGENT = re.compile("^(With the agent|Agent working)$")
 

@@ -4,6 +4,7 @@ message exactly once, in order, as the database has them (docs/events.md: resume
 import re
 from collections import Counter
 
+import pytest
 from playwright.sync_api import expect
 
 from support.models import Conversation, Message, Run, Step
@@ -16,6 +17,10 @@ from tests.browser.conftest import (
     shot,
     wait_for_streaming,
 )
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 WIDGET_MESSAGES = """(nodes) => nodes.map((n) => ({
     seq: n.dataset.seq === undefined ? null : Number(n.dataset.seq),

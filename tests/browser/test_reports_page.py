@@ -3,10 +3,15 @@ site's real CSP, a number opening the conversations behind it; accessible and re
 
 from datetime import timedelta
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import shot
 from tests.browser.test_a11y import assert_accessible
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 WEEK = "/console/reports/?start=2026-11-23&end=2026-11-29"
 

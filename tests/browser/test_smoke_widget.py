@@ -3,9 +3,14 @@ watches it work (a step label) and write (the reply streams in before it is save
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import agent_messages, ask, open_widget, shot, wait_for_streaming
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 STEP_LABELS = {"Thinking…", "Looking up your order…", "Checking the carrier's tracking…", "Reading our policies…",
                "Contacting the seller…", "Wrapping up…"}

@@ -4,10 +4,15 @@ Each of the two is one notice in both transcripts; after the hand-back the agent
 import json
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from support.models import Message, Run
 from tests.browser.conftest import STAFF_NAME, agent_messages, ask, open_widget, shot, widget_conversation
+
+# Also run on PostgreSQL in CI: what two people, two sockets or the database's own SQL decide here
+# (docs/testing.md#on-postgresql-and-the-scale-out-test).
+pytestmark = pytest.mark.every_database
 
 SAME_DOCUMENT = "window.__sameDocument = true"
 
