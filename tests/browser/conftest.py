@@ -315,10 +315,12 @@ def refundable_again(*numbers: str) -> None:
     """Earlier tests of the session share this database and may have refunded these demo orders; a test that
     needs a refund to wait for approval takes those refunds back first (the desk refuses to ask a person
     for a refund the balance no longer allows)."""
-    from support.models import Refund
+    from support.models import Approval, Refund
 
     Refund.objects.filter(order__number__in=numbers).delete()
     no_earlier_decisions(*numbers)
+    # And the requests earlier tests left waiting on them: a test counts the cards of its order in the queue.
+    Approval.objects.filter(requested_arguments__order_id__in=numbers, decided_at__isnull=True).delete()
 
 
 def no_earlier_decisions(*numbers: str) -> None:
