@@ -104,7 +104,7 @@ def imap_server(settings):
     """A running server with an empty INBOX; the desk's settings point at it."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.mailbox = Mailbox()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     settings.INBOUND_IMAP_HOST = "127.0.0.1"
     settings.INBOUND_IMAP_PORT = server.server_address[1]

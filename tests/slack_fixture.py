@@ -96,7 +96,7 @@ def slack_api(settings, announced):
     """Slack's Web API, here; the desk's Slack settings set and pointed at it."""
     fake = FakeSlack()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET = BOT_TOKEN, SIGNING_SECRET
     settings.SLACK_APPROVALS_CHANNEL = CHANNEL

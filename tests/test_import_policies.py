@@ -233,7 +233,7 @@ def site(settings):
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     site.url = f"http://127.0.0.1:{server.server_address[1]}"
     yield site

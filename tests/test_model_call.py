@@ -201,7 +201,7 @@ def _sse_server(bodies: list[bytes], *, short_by: int = 0):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
     return server
 
 
