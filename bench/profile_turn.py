@@ -1,0 +1,172 @@
+"""Where a new customer turn's CPU goes: first_token.py's one-live loop (a conversation created over the API, its
+socket opened and replayed, one message, its run of two model calls and a record_outcome), with py-spy sampling
+daphne and the Celery worker while it runs.
+
+It prints, for each process, the CPU per turn (measured, not sampled) and how the samples divide: by the code
+a sample was in (the innermost frame's package: Django, Channels, daphne and Twisted, psycopg, ...), and by the
+desk's own entry points that were on the stack (inclusive). That is the profile behind bench/RESULTS.md's "CPU per
+new customer turn" and what a missed target's floor is read from.
+
+`python bench/profile_turn.py [--turns 60] [--rate 500]` (py-spy from bench/requirements.txt; root or ptrace
+allowed). Prints markdown; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.clients import close_widgets, create_conversations, customer_tokens, open_widgets  # noqa: E402
+from bench.common import PY, Proc, Stack, django_setup, start_daphne, start_worker  # noqa: E402
+from bench.first_token import TEXT, WORKER_THREADS  # noqa: E402
+from bench.measure import CpuMeter, md_table  # noqa: E402
+
+# The innermost frame's file decides where a sample's CPU went; the first match wins.
+PACKAGES = [
+    ("psycopg (PostgreSQL driver)", ("/psycopg/", "/psycopg_pool/")),
+    ("redis client", ("/redis/",)),
+    ("Channels", ("/channels/", "/channels_redis/")),
+    ("daphne, Twisted, autobahn (HTTP and websocket server)", ("/daphne/", "/twisted/", "/autobahn/", "/txaio/")),
+    ("asgiref (sync/async bridges)", ("/asgiref/",)),
+    ("Django ORM", ("/django/db/",)),
+    ("Django templates", ("/django/template/",)),
+    ("Django, other (requests, middleware, signals)", ("/django/",)),
+    ("Celery, kombu, billiard", ("/celery/", "/kombu/", "/billiard/", "/vine/")),
+    ("openai, httpx, httpcore, pydantic (model client)", ("/openai/", "/httpx/", "/httpcore/", "/pydantic",
+                                                          "/h11/", "/anyio/")),
+    ("msgpack, json (encoding)", ("/msgpack/", "/json/")),
+    ("asyncio, threading, selectors, socket, ssl (standard library)", ("/asyncio/", "/threading.py",
+                                                                       "/selectors.py", "/socket.py",
+                                                                       "/concurrent/")),
+    ("the desk's own code (support/, agentsite/)", ("/support/", "/agentsite/")),
+]
+# The desk's entry points: a sample counts for each one on its stack.
+ENTRY_POINTS = {
+    "daphne": [("POST /api/conversations (the conversation created)", ("conversations", "support/web/views/customer.py")),
+               ("websocket connect and replay", ("connect", "support/web/consumers.py")),
+               ("websocket: the customer's message (post)", ("post", "support/web/consumers.py")),
+               ("websocket: events sent to the socket", ("desk_event", "support/web/consumers.py")),
+               ("channel layer (Redis pub/sub)", (None, "support/live/channel_layer.py")),
+               ("Django's request handling (any request)", (None, "django/core/handlers/"))],
+    "worker": [("the run (runner._work)", ("_work", "support/desk/runner.py")),
+               ("the model call, streamed (agent/llm.py)", (None, "support/agent/llm.py")),
+               ("events published", (None, "support/live/events.py")),
+               ("journal writes (messages, steps)", (None, "support/desk/journal.py")),
+               ("the run's context (run_context)", ("run_context", "support/desk/assistant.py")),
+               ("Celery's own task handling", (None, "celery/app/trace.py"))],
+}
+
+
+def _package(frame: str) -> str:
+    for name, marks in PACKAGES:
+        if any(mark in frame for mark in marks):
+            return name
+    return "other (interpreter, other libraries)"
+
+
+def _read_raw(path: Path) -> list[tuple[list[str], int]]:
+    """py-spy's raw format: one line per stack, `frame;frame;...;frame count`, outermost first."""
+    stacks = []
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            stacks.append((stack.split(";"), int(count)))
+    return stacks
+
+
+def _tables(name: str, stacks, cpu_ms_per_turn: float) -> str:
+    total = sum(n for _, n in stacks) or 1
+    by_package = collections.Counter()
+    for frames, n in stacks:
+        by_package[_package(frames[-1])] += n
+    rows = [[pkg, f"{n / total:.0%}", f"{cpu_ms_per_turn * n / total:.1f}"] for pkg, n in by_package.most_common()]
+    out = [f"### {name}: {cpu_ms_per_turn:.1f} ms of CPU per new turn ({total} samples)\n",
+           md_table(["where the sample was (innermost frame)", "share", "ms per turn"], rows)]
+    entries = []
+    for label, mark in ENTRY_POINTS.get(name, []):
+        function, where = mark
+        n = sum(count for frames, count in stacks
+                if any(where in f and (function is None or f.startswith(function + " ")) for f in frames))
+        entries.append([label, f"{n / total:.0%}", f"{cpu_ms_per_turn * n / total:.1f}"])
+    if entries:
+        out += ["", md_table(["with this on the stack (inclusive)", "share", "ms per turn"], entries)]
+    return "\n".join(out)
+
+
+async def _turns(base: str, tokens: list[str], n: int) -> list[str]:
+    errors: list[str] = []
+    for _ in range(n):
+        conversations, errs = await create_conversations(base, 1, tokens)
+        errors += errs
+        widgets, errs = await open_widgets(base, conversations)
+        errors += errs
+        try:
+            await asyncio.gather(*(w.send(TEXT) for w in widgets))
+            await asyncio.gather(*(w.wait_stopped(30) for w in widgets))
+        finally:
+            await close_widgets(widgets)
+    return errors
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--rate", type=int, default=500, help="py-spy samples a second")
+    args = parser.parse_args(argv)
+    spy = shutil.which("py-spy") or str(Path(PY).parent / "py-spy")
+    if not Path(spy).exists():
+        raise SystemExit("py-spy is needed: pip install -r bench/requirements.txt")
+    with Stack() as stack:
+        database_url = stack.database("bench_profile_turn")
+        django_setup(stack, database_url)
+        stack.flush_redis()
+        stack.standin_reset(latency_ms=0, token_delay_ms=0, outcome_style="with_content")
+        procs: list[Proc] = []
+        try:
+            worker = start_worker(stack, database_url, "pt-worker", concurrency=WORKER_THREADS)
+            procs.append(worker)
+            daphne, base = start_daphne(stack, database_url, "pt-daphne")
+            procs.append(daphne)
+            tokens = customer_tokens()
+            asyncio.run(_turns(base, tokens, 3))  # warm-up: imports, pools
+            spies = {}
+            for name, pid in (("daphne", daphne.pid), ("worker", worker.pid)):
+                out = stack.work / f"profile-{name}.txt"
+                spies[name] = (subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", str(args.rate),
+                                                 "--format", "raw", "--output", str(out), "--nonblocking"],
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out)
+            time.sleep(1.0)  # py-spy attached
+            meter = CpuMeter({"daphne": daphne.pid, "worker": worker.pid, **stack.service_pids()}).start()
+            errors = asyncio.run(_turns(base, tokens, args.turns))
+            meter.stop()
+            for proc, _ in spies.values():
+                proc.send_signal(signal.SIGINT)
+            for proc, _ in spies.values():
+                proc.wait(30)
+        finally:
+            for p in reversed(procs):
+                p.stop()
+        per_turn = {k: v * 1000 / args.turns for k, v in meter.used.items()}
+        print(f"## Where a new customer turn's CPU goes ({args.turns} turns, one at a time; py-spy at "
+              f"{args.rate} Hz)\n")
+        print(md_table(["process", "CPU ms per new turn"], [[k, f"{v:.1f}"] for k, v in per_turn.items()]))
+        for name, (_, out) in spies.items():
+            print()
+            print(_tables(name, _read_raw(out), per_turn[name]) if out.exists() else f"{name}: no profile written")
+        if errors:
+            print(f"\nErrors: {len(errors)}: {errors[:3]}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()
