@@ -2,7 +2,8 @@
 socket opened and replayed, one message, its run of two model calls and a record_outcome), with py-spy sampling
 daphne and the Celery worker while it runs.
 
-It prints, for each process, the CPU per turn (measured, not sampled) and how the samples divide: by the code
+It prints, for each process, the CPU per turn (measured, not sampled) and how the samples divide (py-spy's
+`--gil`: only a thread holding the interpreter lock, waits left out): by the code
 a sample was in (the innermost frame's package: Django, Channels, daphne and Twisted, psycopg, ...), and by the
 desk's own entry points that were on the stack (inclusive). That is the profile behind bench/RESULTS.md's "CPU per
 new customer turn" and what a missed target's floor is read from.
@@ -67,20 +68,42 @@ ENTRY_POINTS = {
 }
 
 
+def _split(frame: str) -> tuple[str, str]:
+    """py-spy's `Class.function (path/file.py:123)` as ("Class.function", "/path/file.py"): the path with a
+    leading slash, so a mark like "/django/" matches a module path from its first folder."""
+    function, _, where = frame.rpartition(" (")
+    return function, "/" + where.rsplit(":", 1)[0].lstrip("/")
+
+
 def _package(frame: str) -> str:
+    _, path = _split(frame)
     for name, marks in PACKAGES:
-        if any(mark in frame for mark in marks):
+        if any(mark in path for mark in marks):
             return name
     return "other (interpreter, other libraries)"
 
 
+def _on_stack(frames: list[str], function: str | None, where: str) -> bool:
+    for frame in frames:
+        name, path = _split(frame)
+        if where in path and (function is None or name == function or name.endswith("." + function)):
+            return True
+    return False
+
+
+# Where a thread waits (with the GIL just taken or about to be let go): not CPU spent on the turn.
+WAITS = ("EpollSelector.select", "_worker (concurrent/futures/thread.py", "Condition.wait", "Event.wait")
+
+
 def _read_raw(path: Path) -> list[tuple[list[str], int]]:
-    """py-spy's raw format: one line per stack, `frame;frame;...;frame count`, outermost first."""
+    """py-spy's raw format: one line per stack, `frame;frame;...;frame count`, outermost first; samples of a
+    thread waiting left out."""
     stacks = []
     for line in path.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
-        if stack and count.isdigit():
-            stacks.append((stack.split(";"), int(count)))
+        frames = stack.split(";")
+        if stack and count.isdigit() and not frames[-1].startswith(WAITS):
+            stacks.append((frames, int(count)))
     return stacks
 
 
@@ -94,9 +117,7 @@ def _tables(name: str, stacks, cpu_ms_per_turn: float) -> str:
            md_table(["where the sample was (innermost frame)", "share", "ms per turn"], rows)]
     entries = []
     for label, mark in ENTRY_POINTS.get(name, []):
-        function, where = mark
-        n = sum(count for frames, count in stacks
-                if any(where in f and (function is None or f.startswith(function + " ")) for f in frames))
+        n = sum(count for frames, count in stacks if _on_stack(frames, *mark))
         entries.append([label, f"{n / total:.0%}", f"{cpu_ms_per_turn * n / total:.1f}"])
     if entries:
         out += ["", md_table(["with this on the stack (inclusive)", "share", "ms per turn"], entries)]
@@ -143,7 +164,7 @@ def main(argv=None) -> None:
             for name, pid in (("daphne", daphne.pid), ("worker", worker.pid)):
                 out = stack.work / f"profile-{name}.txt"
                 spies[name] = (subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", str(args.rate),
-                                                 "--format", "raw", "--output", str(out), "--nonblocking"],
+                                                 "--format", "raw", "--output", str(out), "--nonblocking", "--gil"],
                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out)
             time.sleep(1.0)  # py-spy attached
             meter = CpuMeter({"daphne": daphne.pid, "worker": worker.pid, **stack.service_pids()}).start()
