@@ -72,6 +72,17 @@ def serious_violations(page) -> list[dict]:
     return page.evaluate(_RUN_AXE)
 
 
+# Every animation that ends (a panel sliding or fading in after the resize), finished: axe reads colours as they are
+# drawn, and a header half faded in over the page reads lighter than it is. Endless ones (a spinner) are left.
+_SETTLED = """() => Promise.all(document.getAnimations()
+    .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity)
+    .map(a => a.finished.catch(() => null)))"""
+
+
+def settled(page) -> None:
+    page.evaluate(_SETTLED)
+
+
 def audit(page, name: str, *, ready=None) -> list[str]:
     """At 1280 and 390 px: screenshots, axe's serious and critical violations, and (at 390) sideways scroll.
     Returns what is wrong, in words a person can act on; `ready(page)` waits for the state after a resize."""
@@ -82,6 +93,7 @@ def audit(page, name: str, *, ready=None) -> list[str]:
         page.wait_for_timeout(250)
         if ready:
             ready(page)
+        settled(page)
         for v in serious_violations(page):
             problems.append(f"{name} at {width} px: {v['impact']} {v['id']}: {v['help']} ({v['helpUrl']}); "
                             f"{v['count']} element(s):\n    " + "\n    ".join(v["nodes"]))
