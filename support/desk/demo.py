@@ -121,57 +121,68 @@ def demo_staff_user(*, password: str | None = None, username: str = DEMO_STAFF_U
 
 def _seed_orders_anew(customers: dict, sellers: dict, ago) -> None:
     """What _seed_order makes of every demo order, on a database that has none of them: each kind of row in one
-    INSERT. A refund is saved on its own (Refund.save draws its reference)."""
-    orders = Order.objects.bulk_create(
-        Order(number=spec.number, customer=customers[spec.customer], seller=sellers[spec.seller], status=spec.status,
-              placed_at=ago(spec.placed), currency="EUR", shipping_fee=Decimal(spec.shipping_fee), note="")
-        for spec in ORDERS)
-    items, charges, parcels = [], [], []
+    INSERT."""
+    orders = Order.objects.bulk_create(_order(spec, customers[spec.customer], sellers[spec.seller], ago)
+                                       for spec in ORDERS)
+    parcels = Parcel.objects.bulk_create(_parcel(spec, order) for spec, order in zip(ORDERS, orders, strict=True))
+    OrderItem.objects.bulk_create(i for spec, order in zip(ORDERS, orders, strict=True) for i in _items(spec, order))
+    Charge.objects.bulk_create(c for spec, order in zip(ORDERS, orders, strict=True) for c in _charges(spec, order))
+    Scan.objects.bulk_create(s for spec, parcel in zip(ORDERS, parcels, strict=True) for s in _scans(spec, parcel, ago))
     for spec, order in zip(ORDERS, orders, strict=True):
-        for sku, title, qty, price, description in spec.items:
-            items.append(OrderItem(order=order, sku=sku, title=title, qty=qty, unit_price=Decimal(price),
-                                   seller_description=description))
-            charges.append(Charge(order=order, kind=Charge.Kind.ITEM, amount=Decimal(price) * qty))
-        if Decimal(spec.shipping_fee):
-            charges.append(Charge(order=order, kind=Charge.Kind.SHIPPING, amount=Decimal(spec.shipping_fee)))
-        parcels.append(Parcel(order=order, tracking=spec.parcel.tracking, carrier=spec.parcel.carrier,
-                              status=spec.parcel.status))
-    OrderItem.objects.bulk_create(items)
-    Charge.objects.bulk_create(charges)
-    Parcel.objects.bulk_create(parcels)
-    Scan.objects.bulk_create(Scan(parcel=parcel, at=ago(hours), event=event, detail=detail, location=place)
-                             for spec, parcel in zip(ORDERS, parcels, strict=True)
-                             for hours, event, detail, place in spec.parcel.scans())
-    for spec, order in zip(ORDERS, orders, strict=True):
-        for amount, reason, hours in spec.refunds:
-            Refund.objects.create(order=order, amount=Decimal(amount), reason=reason, created_at=ago(hours))
+        _refunds(spec, order, ago)
 
 
 def _seed_order(spec: DemoOrder, customer: Customer, seller: Seller, ago) -> None:
-    fee = Decimal(spec.shipping_fee)
+    made = _order(spec, customer, seller, ago)
     order, _ = Order.objects.update_or_create(
-        number=spec.number,
-        defaults={"customer": customer, "seller": seller, "status": spec.status, "placed_at": ago(spec.placed),
-                  "currency": "EUR", "shipping_fee": fee, "note": ""},
-    )
+        number=spec.number, defaults={f: getattr(made, f) for f in ORDER_FIELDS})
     # A reseed resets the demo: what agents refunded or sent in earlier demos goes too.
     for related in (order.refunds, order.seller_messages, order.items, order.charges):
         related.all().delete()
-    for sku, title, qty, price, description in spec.items:
-        OrderItem.objects.create(order=order, sku=sku, title=title, qty=qty, unit_price=Decimal(price),
-                                 seller_description=description)
-        Charge.objects.create(order=order, kind=Charge.Kind.ITEM, amount=Decimal(price) * qty)
-    if fee:
-        Charge.objects.create(order=order, kind=Charge.Kind.SHIPPING, amount=fee)
-    p = spec.parcel
-    order.parcels.exclude(tracking=p.tracking).delete()
+    OrderItem.objects.bulk_create(_items(spec, order))
+    Charge.objects.bulk_create(_charges(spec, order))
+    order.parcels.exclude(tracking=spec.parcel.tracking).delete()
+    made = _parcel(spec, order)
     parcel, _ = Parcel.objects.update_or_create(
-        tracking=p.tracking, defaults={"order": order, "carrier": p.carrier, "status": p.status}
-    )
+        tracking=made.tracking, defaults={"order": order, "carrier": made.carrier, "status": made.status})
     parcel.scans.all().delete()
-    Scan.objects.bulk_create(
-        Scan(parcel=parcel, at=ago(hours), event=event, detail=detail, location=place)
-        for hours, event, detail, place in p.scans()
-    )
+    Scan.objects.bulk_create(_scans(spec, parcel, ago))
+    _refunds(spec, order, ago)
+
+
+# -- a demo order's rows, unsaved: both ways of seeding write these ----------------------------------------
+
+ORDER_FIELDS = ("customer", "seller", "status", "placed_at", "currency", "shipping_fee", "note")
+
+
+def _order(spec: DemoOrder, customer: Customer, seller: Seller, ago) -> Order:
+    return Order(number=spec.number, customer=customer, seller=seller, status=spec.status,
+                 placed_at=ago(spec.placed), currency="EUR", shipping_fee=Decimal(spec.shipping_fee), note="")
+
+
+def _items(spec: DemoOrder, order: Order) -> list[OrderItem]:
+    return [OrderItem(order=order, sku=sku, title=title, qty=qty, unit_price=Decimal(price),
+                      seller_description=description) for sku, title, qty, price, description in spec.items]
+
+
+def _charges(spec: DemoOrder, order: Order) -> list[Charge]:
+    charges = [Charge(order=order, kind=Charge.Kind.ITEM, amount=Decimal(price) * qty)
+               for _, _, qty, price, _ in spec.items]
+    if Decimal(spec.shipping_fee):
+        charges.append(Charge(order=order, kind=Charge.Kind.SHIPPING, amount=Decimal(spec.shipping_fee)))
+    return charges
+
+
+def _parcel(spec: DemoOrder, order: Order) -> Parcel:
+    return Parcel(order=order, tracking=spec.parcel.tracking, carrier=spec.parcel.carrier, status=spec.parcel.status)
+
+
+def _scans(spec: DemoOrder, parcel: Parcel, ago) -> list[Scan]:
+    return [Scan(parcel=parcel, at=ago(hours), event=event, detail=detail, location=place)
+            for hours, event, detail, place in spec.parcel.scans()]
+
+
+def _refunds(spec: DemoOrder, order: Order, ago) -> None:
+    """Made outside the agent, each saved on its own (Refund.save draws its reference)."""
     for amount, reason, hours in spec.refunds:
         Refund.objects.create(order=order, amount=Decimal(amount), reason=reason, created_at=ago(hours))

@@ -429,7 +429,7 @@ def _order(node: dict) -> port.Order:
     vendors = [_text(i, "vendor", optional=True) for i in _path(node, "lineItems", "nodes")]
     return port.Order(
         number=_text(node, "name"), customer_id=_text(_path(node, "customer"), "id") if node.get("customer") else "",
-        status=_status(node, parcels), placed_at=_time(node, "processedAt"), currency=_text(node, "currencyCode"),
+        status=_status(node), placed_at=_time(node, "processedAt"), currency=_text(node, "currencyCode"),
         seller=_seller(vendors), items=items, shipping_fee=_money(node, "totalShippingPriceSet"),
         total=_money(node, "totalPriceSet"), refunded=_money(node, "totalRefundedSet"), refundable=refundable,
         note=_text(node, "note", optional=True), parcels=parcels, refunds=tuple(sorted(refunds, key=lambda r: r.created_at)))
@@ -439,7 +439,7 @@ def _brief(node: dict) -> port.OrderBrief:
     _text(node, "id")  # as _order: an order without one is not an answer to trust
     lines = _path(node, "lineItems", "nodes")
     return port.OrderBrief(
-        number=_text(node, "name"), status=_status(node, ()), placed_at=_time(node, "processedAt"),
+        number=_text(node, "name"), status=_status(node), placed_at=_time(node, "processedAt"),
         seller_name=_seller([_text(i, "vendor", optional=True) for i in lines]).name,
         item_titles=tuple(_text(i, "title") for i in lines), total=_money(node, "totalPriceSet"),
         currency=_text(node, "currencyCode"))
@@ -453,7 +453,7 @@ def _seller(vendors: list[str]) -> port.Seller:
     return next((s for s in sellers if s.is_marketplace), None) or (sellers[0] if sellers else own)
 
 
-def _status(node: dict, parcels: tuple[port.Parcel, ...]) -> str:
+def _status(node: dict) -> str:
     if node.get("cancelledAt"):
         return "cancelled"
     shown = [f.get("displayStatus") for f in _path(node, "fulfillments")]

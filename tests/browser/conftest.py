@@ -318,9 +318,8 @@ def refundable_again(*numbers: str) -> None:
     from support.models import Approval, Refund
 
     Refund.objects.filter(order__number__in=numbers).delete()
-    no_earlier_decisions(*numbers)
-    # And the requests earlier tests left waiting on them: a test counts the cards of its order in the queue.
-    Approval.objects.filter(requested_arguments__order_id__in=numbers, decided_at__isnull=True).delete()
+    # And every request on them, decided (no_earlier_decisions) or left waiting: a test counts its order's cards.
+    Approval.objects.filter(requested_arguments__order_id__in=numbers).delete()
 
 
 def no_earlier_decisions(*numbers: str) -> None:
