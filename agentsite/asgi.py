@@ -2,10 +2,11 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
-django_asgi_app = get_asgi_application()
+
+from support.web.asgi_handler import sync_chain_asgi_application  # noqa: E402
+
+django_asgi_app = sync_chain_asgi_application()  # get_asgi_application(), its middleware run in one thread
 
 from django.conf import settings  # noqa: E402
 

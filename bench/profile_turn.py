@@ -143,6 +143,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--rate", type=int, default=500, help="py-spy samples a second")
+    parser.add_argument("--raw", type=Path, help="a folder to keep py-spy's raw stacks in (profile-daphne.txt, "
+                                                 "profile-worker.txt)")
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(PY).parent / "py-spy")
     if not Path(spy).exists():
@@ -184,6 +186,11 @@ def main(argv=None) -> None:
         for name, (_, out) in spies.items():
             print()
             print(_tables(name, _read_raw(out), per_turn[name]) if out.exists() else f"{name}: no profile written")
+        if args.raw:
+            args.raw.mkdir(parents=True, exist_ok=True)
+            for _, out in spies.values():
+                if out.exists():
+                    shutil.copy(out, args.raw / out.name)
         if errors:
             print(f"\nErrors: {len(errors)}: {errors[:3]}")
 

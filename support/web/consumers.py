@@ -13,6 +13,7 @@ from collections import deque
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.conf import settings
 
@@ -96,6 +97,17 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
         self.recent_ids: deque[str] = deque(maxlen=256)  # events reaching us through two groups
         await self.accept()
         metrics.socket_opened(self)
+
+    async def dispatch(self, message):
+        """Channels' own dispatch, less its `aclose_old_connections()` before every message: that is a hop to
+        the process's one thread-sensitive thread (shared with every request's view) for each event relayed,
+        and it has nothing to close here. Every database call of these consumers goes through db(), whose
+        thread gives its connection back (to the pool, or closes it) when the call ends.
+        tests/test_consumers_dispatch.py fails if Channels' dispatch changes."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def disconnect(self, code):
         metrics.socket_closed(self)
