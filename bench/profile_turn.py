@@ -124,7 +124,8 @@ def _tables(name: str, stacks, cpu_ms_per_turn: float) -> str:
     return "\n".join(out)
 
 
-async def _turns(base: str, tokens: list[str], n: int) -> list[str]:
+async def _turns(base: str, tokens: list[str], n: int, received: collections.Counter | None = None) -> list[str]:
+    """`received`: counts the events the customers' sockets received after their message, by type."""
     errors: list[str] = []
     for _ in range(n):
         conversations, errs = await create_conversations(base, 1, tokens)
@@ -134,6 +135,8 @@ async def _turns(base: str, tokens: list[str], n: int) -> list[str]:
         try:
             await asyncio.gather(*(w.send(TEXT) for w in widgets))
             await asyncio.gather(*(w.wait_stopped(30) for w in widgets))
+            if received is not None:
+                received.update(event.get("type") for w in widgets for _, event in w.events)
         finally:
             await close_widgets(widgets)
     return errors
@@ -170,7 +173,8 @@ def main(argv=None) -> None:
                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out)
             time.sleep(1.0)  # py-spy attached
             meter = CpuMeter({"daphne": daphne.pid, "worker": worker.pid, **stack.service_pids()}).start()
-            errors = asyncio.run(_turns(base, tokens, args.turns))
+            received = collections.Counter()
+            errors = asyncio.run(_turns(base, tokens, args.turns, received))
             meter.stop()
             for proc, _ in spies.values():
                 proc.send_signal(signal.SIGINT)
@@ -186,6 +190,8 @@ def main(argv=None) -> None:
         for name, (_, out) in spies.items():
             print()
             print(_tables(name, _read_raw(out), per_turn[name]) if out.exists() else f"{name}: no profile written")
+        print("\nEvents a customer's socket received per turn, after its message: " + ", ".join(
+            f"{kind} {n / args.turns:g}" for kind, n in received.most_common()))
         if args.raw:
             args.raw.mkdir(parents=True, exist_ok=True)
             for _, out in spies.values():

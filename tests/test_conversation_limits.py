@@ -91,6 +91,31 @@ def test_writing_again_does_not_renew_the_conversations_daily_budget(desk, queue
     assert "budget" in Run.objects.filter(conversation=conversation).first().detail
 
 
+def test_the_daily_budget_counts_the_last_24_hours_by_the_databases_clock(desk, queued, monkeypatch, settings):
+    """run_read sums the conversation's other runs created in the last 24 hours (Now() in the statement): a run of
+    25 hours ago does not count, one of 23 hours ago does."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from support.desk import run_start
+
+    settings.CONVERSATION_MAX_STEPS_PER_DAY = 3
+    conversation = services.conversation_start(customer=desk.maya)
+    for hours, turns in ((25, 40), (23, 2)):
+        old = Run.objects.create(conversation=conversation, status=Run.STOPPED, turns=turns, prompt_tokens=10 * turns,
+                                 cost_usd="0.5")
+        Run.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=hours))
+    script(monkeypatch, reply(calls=[call("get_order", {"order_id": "SU-41210"})]), *answer("Delivered."))
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    run_id = queued[-1]
+    Run.objects.filter(pk=run_id).update(status=Run.RUNNING)
+    spent = run_start.spent_today(run_start.run_read(run_id))
+    assert (spent.turns, spent.prompt_tokens, float(spent.cost_usd)) == (2, 20, 0.5)
+    Run.objects.filter(pk=run_id).update(status=Run.QUEUED)
+    assert runner.run_execute(queued.pop()) == "conversation_budget"  # 2 before + 1 of its own reach 3
+
+
 # -- requests waiting for a person -------------------------------------------------------------------------
 
 def held_to_seller(n):

@@ -5,11 +5,11 @@ approvals a run starts from."""
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 from django.db.models import DecimalField, Exists, IntegerField, OuterRef, Q, Subquery, Sum
-from django.db.models.functions import Coalesce
-from django.utils import timezone
+from django.db.models.functions import Coalesce, Now
 
 from support.agent import types as agent
 from support.models import Approval, Conversation, Run
@@ -21,8 +21,15 @@ DAY_TOTALS = {"day_turns": "turns", "day_prompt_tokens": "prompt_tokens",
 
 def run_read(run_id: int) -> Run:
     """The run with everything its start needs, read once (after its claim, so the totals are the claim's)."""
-    since = timezone.now() - timedelta(days=1)
-    others = Run.objects.filter(conversation=OuterRef("conversation"), created_at__gte=since).exclude(
+    return _run_start_query().get(pk=run_id)
+
+
+@functools.cache
+def _run_start_query():
+    """run_read's query, built once per process: its expressions are resolved once, not at every run's start.
+    "The last 24 hours" is the database's clock (Now()), so nothing in it changes from one run to the next."""
+    others = Run.objects.filter(conversation=OuterRef("conversation"),
+                                created_at__gte=Now() - timedelta(days=1)).exclude(
         pk=OuterRef("pk")).order_by().values("conversation")
 
     def day_total(column: str):
@@ -32,8 +39,7 @@ def run_read(run_id: int) -> Run:
 
     return (Run.objects.select_related("conversation__customer", "conversation__follow_up", "profile_version")
             .annotate(has_approvals=Exists(Approval.objects.filter(run__conversation=OuterRef("conversation"))),
-                      **{name: day_total(column) for name, column in DAY_TOTALS.items()})
-            .get(pk=run_id))
+                      **{name: day_total(column) for name, column in DAY_TOTALS.items()}))
 
 
 def spent_today(run: Run) -> agent.Spent:

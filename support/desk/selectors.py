@@ -36,13 +36,19 @@ def approval_by_public_id(public_id) -> Approval | None:
 
 def messages_after(conversation: Conversation, after_seq: int, *, staff: bool) -> list[Message]:
     """Messages with seq > after_seq in order; a customer sees only what serializers.customer_can_see allows."""
+    if not staff:
+        # Narrowed in the database, then the one rule applied, so the two can never disagree. No run: a
+        # customer is not shown which run wrote what.
+        messages = _customer_visible(conversation.messages.filter(seq__gt=after_seq)).select_related(
+            "author_user").prefetch_related("attachments")
+        return [m for m in messages.order_by("seq") if serializers.customer_can_see(m)]
     messages = conversation.messages.filter(seq__gt=after_seq).select_related("author_user", "run").prefetch_related(
         "attachments")
-    if not staff:
-        # Narrowed in the database, then the one rule applied, so the two can never disagree.
-        messages = messages.filter(role__in=("user", "assistant")).exclude(content__isnull=True).exclude(content="")
-        return [m for m in messages.order_by("seq") if serializers.customer_can_see(m)]
     return list(messages.order_by("seq"))
+
+
+def _customer_visible(messages):
+    return messages.filter(role__in=("user", "assistant")).exclude(content__isnull=True).exclude(content="")
 
 
 def latest_run(conversation: Conversation) -> Run | None:
@@ -64,26 +70,35 @@ def run_summary(run: Run | None, *, staff: bool = False) -> dict | None:
 RUN_STATE = ("public_id", "status", "stop_reason", "outcome")  # what run_summary shows a customer
 
 
-def conversation_state(conversation: Conversation) -> dict:
+def conversation_state(conversation: Conversation, *, newer_than: int | None = None, staff: bool = False) -> dict:
     """What a client needs besides the messages after it (re)connects: who answers, and what the run is at.
 
     One statement: the conversation's row (`conversation` is refreshed with its status, assignee and last seq),
-    its newest run's state and its count of approvals waiting, as correlated subqueries."""
+    its newest run's state and its count of approvals waiting, as correlated subqueries. `newer_than`: also
+    whether the conversation has a message after that seq the client sees (`staff` or a customer), in the
+    same statement; the answer is in the dict as "newer" (a replay with nothing to send reads no messages)."""
     newest = Run.objects.filter(conversation=OuterRef("pk")).order_by("-created_at", "-pk")
     pending = (Approval.objects.filter(run__conversation=OuterRef("pk"), decided_at__isnull=True).order_by()
                .values("run__conversation").annotate(n=Count("pk")).values("n"))
+    extra = {}
+    if newer_than is not None:
+        newer = Message.objects.filter(conversation=OuterRef("pk"), seq__gt=newer_than)
+        extra["newer"] = Exists(newer if staff else _customer_visible(newer))
     row = (Conversation.objects.select_related("assignee").only("status", "last_seq", "assignee")
            .annotate(pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
-                     **{f"run_{name}": Subquery(newest.values(name)[:1]) for name in RUN_STATE})
+                     **{f"run_{name}": Subquery(newest.values(name)[:1]) for name in RUN_STATE}, **extra)
            .get(pk=conversation.pk))
     conversation.status, conversation.last_seq, conversation.assignee = row.status, row.last_seq, row.assignee
     run = Run(**{name: getattr(row, f"run_{name}") for name in RUN_STATE}) if row.run_public_id else None
-    return {
+    state = {
         "status": conversation.status,
         "assignee": serializers.staff_name(conversation.assignee),
         "run": run_summary(run),
         "pending_approvals": row.pending_approvals,
     }
+    if newer_than is not None:
+        state["newer"] = row.newer
+    return state
 
 
 # -- approvals ------------------------------------------------------------------------------------------

@@ -471,9 +471,9 @@ def _replay_read(conversation, after_seq: int, staff: bool, seen: bool):
     pool. The seq is read first, with the state: a seq is handed out in the transaction that saves its
     message, so every message up to it is in the read that follows. `seen`: the customer's presence is
     recorded too."""
-    state = selectors.conversation_state(conversation)  # refreshes conversation.last_seq
+    state = selectors.conversation_state(conversation, newer_than=after_seq, staff=staff)  # refreshes last_seq
     last_seq = conversation.last_seq
-    messages = selectors.messages_after(conversation, after_seq, staff=staff)
+    messages = selectors.messages_after(conversation, after_seq, staff=staff) if state.pop("newer") else []
     if seen:
         _record_presence(conversation)
     return last_seq, messages, state
