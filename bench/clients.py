@@ -23,8 +23,10 @@ def customer_tokens() -> list[str]:
 
 
 async def create_conversations(base: str, n: int, tokens: list[str], *, limit: int = 20,
-                               customer_index=None) -> tuple[list[dict], list[str]]:
-    """POST /api/conversations n times (at most `limit` at once). Returns ([{id, token}], errors)."""
+                               customer_index=None, message: str | None = None) -> tuple[list[dict], list[str]]:
+    """POST /api/conversations n times (at most `limit` at once). Returns ([{id, token}], errors). `message`: each
+    conversation opens with it, as the widget sends a customer's first message (then each dict also has the
+    moment it was sent: sent_at on the perf_counter clock, sent_wall on the wall clock)."""
     out: list[dict | None] = [None] * n
     errors: list[str] = []
     limits = httpx2.Limits(max_connections=limit, max_keepalive_connections=limit)
@@ -32,20 +34,29 @@ async def create_conversations(base: str, n: int, tokens: list[str], *, limit: i
     async with httpx2.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
         async def one(i: int):
             token = tokens[(customer_index(i) if customer_index else i) % len(tokens)]
+            body = {"customer_token": token}
+            if message is not None:
+                body["message"] = {"text": message, "client_id": uuid.uuid4().hex}
             async with sem:
+                sent_at, sent_wall = time.perf_counter(), time.time()
                 try:
-                    r = await client.post("/api/conversations", json={"customer_token": token})
+                    r = await client.post("/api/conversations", json=body)
                 except httpx2.HTTPError as e:
                     errors.append(f"create: {type(e).__name__}: {e}")
                     return
             if r.status_code != 201:
                 errors.append(f"create: HTTP {r.status_code} {r.text[:200]}")
                 return
-            body = r.json()
-            out[i] = {"id": body["conversation"]["id"], "token": body["token"]}
+            answer = r.json()
+            out[i] = {"id": answer["conversation"]["id"], "token": answer["token"]}
+            if message is not None:
+                out[i].update(sent_at=sent_at, sent_wall=sent_wall)
 
         await asyncio.gather(*(one(i) for i in range(n)))
     return [c for c in out if c is not None], errors
+
+
+STOPPED = ("stopped", "awaiting_approval")  # a run's statuses that end a turn
 
 
 class Widget:
@@ -57,8 +68,8 @@ class Widget:
         self.conversation = conversation
         self.ws = None
         self.events: list[tuple[float, dict]] = []
-        self.sent_at: float | None = None
-        self.sent_wall: float | None = None  # the same instant on the wall clock, to compare with database times
+        self.sent_at: float | None = conversation.get("sent_at")  # set: it opened with its first message
+        self.sent_wall: float | None = conversation.get("sent_wall")  # the same instant on the wall clock
         self.error: str | None = None
         self._reader: asyncio.Task | None = None
         self._stopped = asyncio.Event()
@@ -77,32 +88,39 @@ class Widget:
         deadline = time.monotonic() + timeout
         while True:
             event = json.loads(await asyncio.wait_for(self.ws.recv(), max(0.01, deadline - time.monotonic())))
+            if self.sent_at is not None:  # it opened with a message: its run's events may come before the replay's end
+                self._take(time.perf_counter(), event)
             if event.get("type") == "replay.done":
+                run = (event.get("state") or {}).get("run") or {}
+                if self.sent_at is not None and self.stopped_at is None and run.get("status") in STOPPED:
+                    self.stopped_at, self.stop_event = time.perf_counter(), {"type": "run.status", **run}
+                    self._stopped.set()  # it ended before the replay read it: no event for it comes
                 break
         self._reader = asyncio.create_task(self._read())
+
+    def _take(self, now: float, event: dict) -> None:
+        self.events.append((now, event))
+        kind = event.get("type")
+        if kind == "token.delta" and event.get("text") and self.first_token_at is None:
+            self.first_token_at = now
+            self._first_token.set()
+        elif kind == "message.accepted" and self.accepted_at is None:
+            self.accepted_at = now
+        elif kind == "message.rejected":
+            self.error = f"rejected: {event.get('error')}"
+            self._stopped.set()
+            self._first_token.set()
+        elif kind == "run.status":
+            if event.get("status") == "running" and self.running_at is None:
+                self.running_at = now
+            if event.get("status") in STOPPED and self.sent_at is not None and self.stopped_at is None:
+                self.stopped_at, self.stop_event = now, event
+                self._stopped.set()
 
     async def _read(self) -> None:
         try:
             async for raw in self.ws:
-                now = time.perf_counter()
-                event = json.loads(raw)
-                self.events.append((now, event))
-                kind = event.get("type")
-                if kind == "token.delta" and event.get("text") and self.first_token_at is None:
-                    self.first_token_at = now
-                    self._first_token.set()
-                elif kind == "message.accepted" and self.accepted_at is None:
-                    self.accepted_at = now
-                elif kind == "message.rejected":
-                    self.error = f"rejected: {event.get('error')}"
-                    self._stopped.set()
-                    self._first_token.set()
-                elif kind == "run.status":
-                    if event.get("status") == "running" and self.running_at is None:
-                        self.running_at = now
-                    if event.get("status") in ("stopped", "awaiting_approval") and self.sent_at is not None:
-                        self.stopped_at, self.stop_event = now, event
-                        self._stopped.set()
+                self._take(time.perf_counter(), json.loads(raw))
         except Exception as e:  # noqa: BLE001 - the socket closed under us: an error of the run's client
             if not self._stopped.is_set():
                 self.error = f"socket: {type(e).__name__}: {e}"

@@ -124,16 +124,19 @@ def _tables(name: str, stacks, cpu_ms_per_turn: float) -> str:
     return "\n".join(out)
 
 
-async def _turns(base: str, tokens: list[str], n: int, received: collections.Counter | None = None) -> list[str]:
-    """`received`: counts the events the customers' sockets received after their message, by type."""
+async def _turns(base: str, tokens: list[str], n: int, received: collections.Counter | None = None, *,
+                 widget: bool = False) -> list[str]:
+    """`received`: counts the events the customers' sockets received after their message, by type. `widget`: the
+    first message goes with the conversation's POST and the socket opens after it, as the widget does."""
     errors: list[str] = []
     for _ in range(n):
-        conversations, errs = await create_conversations(base, 1, tokens)
+        conversations, errs = await create_conversations(base, 1, tokens, message=TEXT if widget else None)
         errors += errs
         widgets, errs = await open_widgets(base, conversations)
         errors += errs
         try:
-            await asyncio.gather(*(w.send(TEXT) for w in widgets))
+            if not widget:
+                await asyncio.gather(*(w.send(TEXT) for w in widgets))
             await asyncio.gather(*(w.wait_stopped(30) for w in widgets))
             if received is not None:
                 received.update(event.get("type") for w in widgets for _, event in w.events)
@@ -146,6 +149,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--rate", type=int, default=500, help="py-spy samples a second")
+    parser.add_argument("--widget", action="store_true", help="the first message with the conversation's POST, the "
+                                                                 "socket opened after it (the widget's way)")
     parser.add_argument("--raw", type=Path, help="a folder to keep py-spy's raw stacks in (profile-daphne.txt, "
                                                  "profile-worker.txt)")
     args = parser.parse_args(argv)
@@ -164,7 +169,7 @@ def main(argv=None) -> None:
             daphne, base = start_daphne(stack, database_url, "pt-daphne")
             procs.append(daphne)
             tokens = customer_tokens()
-            asyncio.run(_turns(base, tokens, 3))  # warm-up: imports, pools
+            asyncio.run(_turns(base, tokens, 3, widget=args.widget))  # warm-up: imports, pools
             spies = {}
             for name, pid in (("daphne", daphne.pid), ("worker", worker.pid)):
                 out = stack.work / f"profile-{name}.txt"
@@ -174,7 +179,7 @@ def main(argv=None) -> None:
             time.sleep(1.0)  # py-spy attached
             meter = CpuMeter({"daphne": daphne.pid, "worker": worker.pid, **stack.service_pids()}).start()
             received = collections.Counter()
-            errors = asyncio.run(_turns(base, tokens, args.turns, received))
+            errors = asyncio.run(_turns(base, tokens, args.turns, received, widget=args.widget))
             meter.stop()
             for proc, _ in spies.values():
                 proc.send_signal(signal.SIGINT)
@@ -185,7 +190,7 @@ def main(argv=None) -> None:
                 p.stop()
         per_turn = {k: v * 1000 / args.turns for k, v in meter.used.items()}
         print(f"## Where a new customer turn's CPU goes ({args.turns} turns, one at a time; py-spy at "
-              f"{args.rate} Hz)\n")
+              f"{args.rate} Hz; {'the first message with the POST' if args.widget else 'the message on the socket'})\n")
         print(md_table(["process", "CPU ms per new turn"], [[k, f"{v:.1f}"] for k, v in per_turn.items()]))
         for name, (_, out) in spies.items():
             print()
