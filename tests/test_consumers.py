@@ -79,6 +79,53 @@ def test_it_replays_only_what_the_customer_may_see(chat):
     assert "tool data" not in str(got) and "get_order" not in str(got) and "Sundry's customer support" not in str(got)
 
 
+@pytest.mark.parametrize("last_seq, reads, shown", [
+    (0, 1, [2, 5]),  # both of what the customer sees
+    (4, 1, [5]),  # the answer after the tool's result
+    (2, 1, [5]),
+    (5, 0, []),  # has everything: the state's statement says so and no message is read
+])
+def test_a_replay_reads_messages_only_when_one_the_client_may_see_is_newer(chat, monkeypatch, last_seq, reads, shown):
+    from support.desk import selectors
+
+    calls = []
+    real = selectors.messages_after
+    monkeypatch.setattr(selectors, "messages_after", lambda *a, **k: calls.append(a) or real(*a, **k))
+
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(chat), "last_seq": last_seq})
+        got = await received_until_replay_done(ws)
+        await ws.disconnect()
+        return got
+
+    got = run(go)
+    assert [e["seq"] for e in got if e["type"] == "message.saved"] == shown
+    assert len(calls) == reads
+    assert got[-1]["seq"] == 5  # every seq up to the last is with the client either way
+
+
+def test_a_replay_after_a_message_the_customer_does_not_see_reads_none(chat, monkeypatch):
+    """The agent's tool call and its result (seqs 3 and 4) are not the customer's to see."""
+    from support.desk import selectors
+
+    Message.objects.filter(conversation=chat, seq=5).delete()
+    calls = []
+    monkeypatch.setattr(selectors, "messages_after", lambda *a, **k: calls.append(a) or [])
+
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(chat), "last_seq": 2})
+        got = await received_until_replay_done(ws)
+        await ws.disconnect()
+        return got
+
+    got = run(go)
+    assert calls == [] and [e["type"] for e in got] == ["replay.done"] and got[-1]["seq"] == 5
+
+
 def test_it_replays_only_after_the_seq_the_client_has_and_drops_live_duplicates(chat):
     async def go():
         ws = customer_socket(chat)
