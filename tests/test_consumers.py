@@ -182,6 +182,42 @@ def test_a_token_for_another_conversation_is_refused(chat, demo):
     assert run(go) == {"type": "websocket.close", "code": 4401}
 
 
+def test_a_refused_token_leaves_the_conversations_group_and_relays_nothing(chat, demo, monkeypatch):
+    """The group is joined before the token is read (one database call for both): a socket whose token is
+    refused gets none of the conversation's events, not even one sent while its token was being read."""
+    from support.web import consumers
+
+    other = services.conversation_start(customer=demo.tom)
+    group = events.conversation_group(chat.public_id)
+    real = consumers._resume_read
+
+    def read_while_an_event_comes(*args):
+        async_to_sync(get_channel_layer().group_send)(group, {"type": "desk.event", "event": {
+            "type": "message.saved", "conversation": str(chat.public_id), "seq": 6,
+            "message": {"seq": 6, "role": "assistant", "content": "secret reply"}}})
+        return real(*args)
+
+    monkeypatch.setattr(consumers, "_resume_read", read_while_an_event_comes)
+
+    async def go():
+        ws = customer_socket(chat)
+        await ws.connect()
+        await ws.send_json_to({"type": "resume", "token": identity.conversation_token(other), "last_seq": 0})
+        got = []
+        while True:
+            out = await ws.receive_output(timeout=3)
+            got.append(out)
+            if out["type"] == "websocket.close":
+                break
+        assert await ws.receive_nothing(timeout=0.3)  # nor after the close
+        layer = get_channel_layer()
+        return got, [name for name, members in layer.groups.items() if members and name == group]
+
+    got, still_in = run(go)
+    assert got == [{"type": "websocket.close", "code": 4401}]
+    assert "secret reply" not in str(got) and still_in == []
+
+
 def test_nothing_is_sent_before_the_customer_authenticates(chat):
     async def go():
         ws = customer_socket(chat)

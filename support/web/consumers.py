@@ -134,14 +134,22 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
             self.joined.add(group)
 
-    async def replay(self, conversation, last_seq: int, *, seen: bool = False) -> None:
-        """`seen`: also record that the customer is here (mark_seen), in the same database call."""
+    async def leave_all(self) -> None:
+        for group in list(self.joined):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.joined.clear()
+
+    async def replay(self, conversation, last_seq: int, *, seen: bool = False, read=None) -> None:
+        """`seen`: also record that the customer is here (mark_seen), in the same database call. `read`: what
+        _replay_read returned, when the caller read it already (with the token, in one database call)."""
         key = str(conversation.public_id)
         delivered = self.delivered.setdefault(key, Delivered())
         delivered.cover(last_seq)
         if seen:
             self._seen_written = asyncio.get_running_loop().time()
-        read_to, messages, state = await db(_replay_read)(conversation, last_seq, self.staff, seen)
+        if read is None:
+            read = await db(_replay_read)(conversation, last_seq, self.staff, seen)
+        read_to, messages, state = read
         # All of them, even one this socket sent before: the client says it lacks what is after last_seq
         # (a message lost on its way to the page is asked for too); it drops a seq it has already.
         for m in messages:
@@ -237,16 +245,30 @@ class CustomerConsumer(ReplayingConsumer):
 
     async def resume(self, content):
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
-        access = await db(identity.access_for_token)(content.get("token"), public_id)
+        wanted = identity.parse_uuid(public_id)
+        # The group is joined before the token is read, so the token's check and the replay's read are one
+        # database call and nothing falls between the join and the read. Nothing reaches the socket before the
+        # token is good (desk_event; a consumer handles one message at a time, so events wait for this one),
+        # and the group is left again when it is not.
+        if wanted is not None:
+            await self.join(events.conversation_group(wanted))
+        last_seq = _seq(content.get("last_seq"))
+        access, read = await db(_resume_read)(content.get("token"), public_id, last_seq)
         conversation = access.conversation if access else None
         if conversation is None or (self.conversation is not None and conversation.pk != self.conversation.pk):
             security_log.warning("customer socket refused from %s: no valid token for conversation %s",
                                  self.address, str(public_id)[:40])
+            if self.conversation is None:
+                await self.leave_all()
             await self.close(code=UNAUTHORIZED)
             return
         self.conversation, self.link_version = conversation, access.link_version
-        await self.join(events.conversation_group(conversation.public_id))
-        await self.replay(conversation, _seq(content.get("last_seq")), seen=True)
+        await self.replay(conversation, last_seq, seen=True, read=read)
+
+    async def desk_event(self, message):
+        if self.conversation is None:
+            return  # joined while its token is read, and that token was no good
+        await super().desk_event(message)
 
     async def link_still_valid(self) -> bool:
         """Read again on every frame: a revocation whose broadcast was lost still closes the socket."""
@@ -380,9 +402,7 @@ class StaffConsumer(ReplayingConsumer):
         permissions.log_refusal(self.scope.get("user"), permissions.scope_address(self.scope),
                                 f"staff socket closed: {reason}")
         await self.offline()
-        for group in list(self.joined):
-            await self.channel_layer.group_discard(group, self.channel_name)
-        self.joined.clear()
+        await self.leave_all()
         self.watched.clear()
         await self.close(code=permissions.REVOKED)
 
@@ -477,6 +497,15 @@ def _replay_read(conversation, after_seq: int, staff: bool, seen: bool):
     if seen:
         _record_presence(conversation)
     return last_seq, messages, state
+
+
+def _resume_read(token, public_id, after_seq: int):
+    """(access, the replay's read) when the token opens the conversation, else (None, None): the customer's
+    resume in one trip to the thread pool and one loan of a database connection."""
+    access = identity.access_for_token(token, public_id)
+    if access is None:
+        return None, None
+    return access, _replay_read(access.conversation, after_seq, False, True)
 
 
 def _record_presence(conversation) -> None:
