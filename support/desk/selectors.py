@@ -9,6 +9,7 @@ from django.db.models.functions import Coalesce
 
 from support.customers.identity import parse_uuid
 from support.desk import serializers
+from support.ops.prepared import Prepared
 from support.models import Approval, Conversation, Message, Run, Step
 
 APPROVAL_STATUSES = ("pending", "decided", "all")
@@ -74,31 +75,48 @@ def conversation_state(conversation: Conversation, *, newer_than: int | None = N
     """What a client needs besides the messages after it (re)connects: who answers, and what the run is at.
 
     One statement: the conversation's row (`conversation` is refreshed with its status, assignee and last seq),
-    its newest run's state and its count of approvals waiting, as correlated subqueries. `newer_than`: also
-    whether the conversation has a message after that seq the client sees (`staff` or a customer), in the
-    same statement; the answer is in the dict as "newer" (a replay with nothing to send reads no messages)."""
-    newest = Run.objects.filter(conversation=OuterRef("pk")).order_by("-created_at", "-pk")
-    pending = (Approval.objects.filter(run__conversation=OuterRef("pk"), decided_at__isnull=True).order_by()
-               .values("run__conversation").annotate(n=Count("pk")).values("n"))
-    extra = {}
-    if newer_than is not None:
-        newer = Message.objects.filter(conversation=OuterRef("pk"), seq__gt=newer_than)
-        extra["newer"] = Exists(newer if staff else _customer_visible(newer))
-    row = (Conversation.objects.select_related("assignee").only("status", "last_seq", "assignee")
-           .annotate(pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
-                     **{f"run_{name}": Subquery(newest.values(name)[:1]) for name in RUN_STATE}, **extra)
-           .get(pk=conversation.pk))
-    conversation.status, conversation.last_seq, conversation.assignee = row.status, row.last_seq, row.assignee
-    run = Run(**{name: getattr(row, f"run_{name}") for name in RUN_STATE}) if row.run_public_id else None
+    its newest run's state, its count of approvals waiting and the seq of the last message the client sees
+    (`staff`, or a customer), as correlated subqueries, compiled once per process (support/ops/prepared.py).
+    `newer_than`: the dict also says, as "newer", whether a message after that seq is one the client sees (a
+    replay with nothing to send reads no messages)."""
+    found = _STATE[staff].rows(pk=conversation.pk)
+    if not found:
+        raise Conversation.DoesNotExist(f"conversation {conversation.pk} is gone")
+    row = found[0]
+    conversation.status, conversation.last_seq = row["status"], row["last_seq"]
+    conversation.assignee_id = row["assignee_id"]  # a different id drops a cached assignee
+    run = Run(**{name: row[f"run_{name}"] for name in RUN_STATE}) if row["run_public_id"] else None
     state = {
         "status": conversation.status,
-        "assignee": serializers.staff_name(conversation.assignee),
+        "assignee": (row["assignee__first_name"] or row["assignee__username"]) if row["assignee_id"] else None,
         "run": run_summary(run),
-        "pending_approvals": row.pending_approvals,
+        "pending_approvals": row["pending_approvals"],
     }
     if newer_than is not None:
-        state["newer"] = row.newer
+        last_seen = row["last_seq"] if staff else row["last_seen"]
+        state["newer"] = last_seen is not None and last_seen > newer_than
     return state
+
+
+def _state_query(*, staff: bool):
+    def build(pk):
+        newest = Run.objects.filter(conversation=OuterRef("pk")).order_by("-created_at", "-pk")
+        pending = (Approval.objects.filter(run__conversation=OuterRef("pk"), decided_at__isnull=True).order_by()
+                   .values("run__conversation").annotate(n=Count("pk")).values("n"))
+        seen = {}
+        if not staff:  # staff see every message: the last seq is the conversation's own
+            visible = _customer_visible(Message.objects.filter(conversation=OuterRef("pk")))
+            seen["last_seen"] = Subquery(visible.order_by("-seq").values("seq")[:1])
+        return (Conversation.objects.filter(pk=pk)
+                .annotate(pending_approvals=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
+                          **{f"run_{name}": Subquery(newest.values(name)[:1]) for name in RUN_STATE}, **seen)
+                .values("status", "last_seq", "assignee_id", "assignee__first_name", "assignee__username",
+                        "pending_approvals", *(f"run_{name}" for name in RUN_STATE), *seen))
+
+    return Prepared(Conversation, build, "pk")
+
+
+_STATE = {staff: _state_query(staff=staff) for staff in (False, True)}
 
 
 # -- approvals ------------------------------------------------------------------------------------------

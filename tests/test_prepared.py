@@ -1,0 +1,109 @@
+"""support/ops/prepared.py: a values() query compiled once, run with new values, gives what the ORM gives.
+
+Each type the desk's prepared reads carry (UUIDs, datetimes, decimals, booleans, NULLs, text, counts) comes
+back as the ORM's own values() returns it, on this test's database (the suite runs on SQLite and PostgreSQL);
+the statement is compiled once; a placeholder that does not reach the parameters once is refused. If an
+upgrade of Django changes the compiler parts Prepared reads, these fail.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.test.utils import CaptureQueriesContext
+
+from support.desk import selectors, services
+from support.models import Approval, Conversation, Message, Run
+from support.ops.prepared import Prepared
+
+pytestmark = pytest.mark.django_db
+
+
+def _rich(pk):
+    newest = Run.objects.filter(conversation=OuterRef("pk")).order_by("-created_at", "-pk")
+    pending = (Approval.objects.filter(run__conversation=OuterRef("pk"), decided_at__isnull=True).order_by()
+               .values("run__conversation").annotate(n=Count("pk")).values("n"))
+    return (Conversation.objects.filter(pk=pk)
+            .annotate(run_id_=Subquery(newest.values("public_id")[:1]),
+                      run_cost=Subquery(newest.values("cost_usd")[:1]),
+                      run_created=Subquery(newest.values("created_at")[:1]),
+                      pending=Coalesce(Subquery(pending, output_field=IntegerField()), 0),
+                      has_messages=Exists(Message.objects.filter(conversation=OuterRef("pk"))))
+            .values("public_id", "status", "created_at", "assignee_id", "assignee__username", "run_id_", "run_cost",
+                    "run_created", "pending", "has_messages"))
+
+
+def test_rows_are_what_the_orms_values_gives_for_every_type(demo):
+    staff = User.objects.create_user("rowan", first_name="Rowan", is_staff=True)
+    full = services.conversation_start(customer=demo.maya)
+    services.conversation_post_message(conversation=full, text="Where is SU-41210?")
+    Run.objects.filter(conversation=full).update(cost_usd=Decimal("0.012345"))
+    Conversation.objects.filter(pk=full.pk).update(assignee=staff)
+    bare = Conversation.objects.create(customer=demo.tom)  # no message, no run, no assignee: NULLs and False
+    prepared = Prepared(Conversation, _rich, "pk")
+    for conversation in (full, bare, full):
+        got = prepared.rows(pk=conversation.pk)
+        assert got == list(_rich(conversation.pk)), conversation
+    row = prepared.rows(pk=full.pk)[0]
+    assert row["run_cost"] == Decimal("0.012345") and row["has_messages"] is True
+    assert row["assignee__username"] == "rowan" and row["run_created"].tzinfo is not None
+    assert str(row["run_id_"]) == str(Run.objects.get(conversation=full).public_id)
+    assert prepared.rows(pk=bare.pk)[0]["has_messages"] is False and prepared.rows(pk=-1) == []
+
+
+def test_the_statement_is_built_and_compiled_once_and_runs_as_any_query(demo):
+    built = []
+
+    def build(pk):
+        built.append(pk)
+        return _rich(pk)
+
+    prepared = Prepared(Conversation, build, "pk")
+    conversations = [services.conversation_start(customer=demo.maya) for _ in range(3)]
+    with CaptureQueriesContext(connection) as queries:
+        for conversation in conversations:
+            assert prepared.rows(pk=conversation.pk)[0]["public_id"] == conversation.public_id
+    assert len(built) == 1  # the placeholder's build, once
+    # logged as Django's own queries are, the same statement each time
+    assert len({q["sql"].replace(f'= {c.pk} ', "= ? ") for q, c in zip(queries, conversations)}) == 1
+    assert len(queries) == 3
+
+
+def test_a_placeholder_must_reach_the_parameters_once(demo):
+    twice = Prepared(Conversation, lambda pk: Conversation.objects.filter(pk=pk).exclude(customer_id=pk).values("pk"),
+                     "pk")
+    with pytest.raises(ValueError, match="2 times"):
+        twice.rows(pk=1)
+    never = Prepared(Conversation, lambda pk: Conversation.objects.values("pk"), "pk")
+    with pytest.raises(ValueError, match="0 times"):
+        never.rows(pk=1)
+
+
+def test_the_replays_state_is_the_conversations_as_the_orm_reads_it(demo, queued):
+    staff = User.objects.create_user("rowan", first_name="Rowan", is_staff=True)
+    conversation = services.conversation_start(customer=demo.maya)
+    services.conversation_post_message(conversation=conversation, text="My parcel SU-41310 never came.")
+    run = Run.objects.get(conversation=conversation)
+    Run.objects.filter(pk=run.pk).update(status=Run.AWAITING_APPROVAL)
+    gate_call = services.message_append(conversation=conversation, author=Message.AGENT, wire={
+        "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "issue_refund", "arguments": '{"order_id": "SU-41310", "amount": "5.00", "reason": "lost"}'}}]})
+    assert gate_call.seq == 3
+    Approval.objects.create(run=run, tool_call=run.tool_calls.create(call_id="c1", name="issue_refund",
+                                                                     arguments={}), requested_arguments={})
+    Conversation.objects.filter(pk=conversation.pk).update(assignee=staff)
+    stale = Conversation.objects.get(pk=conversation.pk)
+    stale.last_seq = 0
+    state = selectors.conversation_state(stale, newer_than=2)
+    assert state == {"status": "open", "assignee": "Rowan", "pending_approvals": 1,
+                     "run": {"id": str(run.public_id), "status": Run.AWAITING_APPROVAL, "stop_reason": None,
+                             "outcome": None},
+                     "newer": False}  # seq 3 is the agent's call: not the customer's to see
+    assert stale.last_seq == 3 and stale.assignee == staff
+    assert selectors.conversation_state(stale, newer_than=2, staff=True)["newer"] is True
+    assert selectors.conversation_state(stale, newer_than=1)["newer"] is True  # the customer's message, seq 2
