@@ -55,6 +55,22 @@ def test_the_orders_in_brief_say_what_the_orders_say(demo, demo_shop):
     assert demo_shop.order_briefs("not-an-id") == [] and demo_shop.order_briefs("999999") == []
 
 
+def test_the_briefs_of_all_orders_an_empty_one_and_two_of_one_moment_match_the_orders(demo, demo_shop):
+    """One read of the orders with their items (a row per item): an order without items, and orders placed at
+    the same moment, come out as orders_of says them, in its order."""
+    from support import models
+
+    first = demo.orders["SU-41207"]
+    empty = models.Order.objects.create(number="SU-49999", customer=demo.maya, seller=first.seller,
+                                        placed_at=first.placed_at, shipping_fee="4.95")
+    maya = str(demo.maya.pk)
+    assert demo_shop.order_briefs(maya) == [port.brief(o) for o in demo_shop.orders_of(maya)]
+    brief = next(b for b in demo_shop.order_briefs(maya) if b.number == empty.number)
+    assert brief.item_titles == () and str(brief.total) == "4.95"
+    for limit in (1, 2, 4):
+        assert demo_shop.order_briefs(maya, limit=limit) == [port.brief(o) for o in demo_shop.orders_of(maya, limit=limit)]
+
+
 def test_a_limit_gives_the_newest_orders_only(demo, demo_shop):
     assert [o.number for o in demo_shop.orders_of(str(demo.maya.pk), limit=2)] == MAYA_NEWEST_FIRST[:2]
     assert [o.number for o in demo_shop.orders_of(str(demo.tom.pk), limit=5)] == ["SU-41444"]
