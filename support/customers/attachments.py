@@ -282,6 +282,7 @@ def has_files():
 
 def none_yet(message: Message) -> None:
     """A message just saved with words only: it has no files, so what shows it (message_fields) reads none."""
+    message.has_files = False  # as the has_files() annotation says it
     message._prefetched_objects_cache = {**getattr(message, "_prefetched_objects_cache", {}),
                                          "attachments": message.attachments.none()}
 
@@ -289,7 +290,7 @@ def none_yet(message: Message) -> None:
 def message_fields(message: Message, *, staff: bool) -> dict:
     """What message_json adds for a customer's message with files: the files, and whether its text is only
     our placeholder (the widget then shows the files alone). {} for every other message, with no query."""
-    if message.author != Message.CUSTOMER or message.role != "user":
+    if message.author != Message.CUSTOMER or message.role != "user" or getattr(message, "has_files", None) is False:
         return {}
     items = list(message.attachments.all())  # prefetched by selectors, or one query
     if not items:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from support.models import LiveProfile, ProfileVersion
+from support.ops.prepared import Prepared
 from support.profiles import caps
 from django.conf import settings
 
@@ -52,8 +53,8 @@ def _pointer() -> tuple | None:
     memo = _scope.get()
     found = memo.get("pointer", _UNREAD) if memo is not None else _UNREAD
     if found is _UNREAD:
-        found = LiveProfile.objects.filter(pk=POINTER, version__isnull=False).values_list(
-            "version_id", "version__published_at").first()
+        row = _live_pointer()
+        found = (row["version_id"], row["version__published_at"]) if row is not None else None
         if memo is not None:
             memo["pointer"] = found
     return found
@@ -67,9 +68,22 @@ def live_version_id() -> int | None:
 def live_version() -> ProfileVersion | None:
     """The live version's row without its data (its id, number and publish time), or None: what a new run
     records and its events show, in one read."""
-    pointer = (LiveProfile.objects.filter(pk=POINTER).select_related("version")
-               .only("version__id", "version__number", "version__published_at").first())
-    return pointer.version if pointer is not None else None
+    row = _live_pointer()
+    if row is None:
+        return None
+    return ProfileVersion.from_db(ProfileVersion.objects.db, ["id", "number", "published_at"],
+                                  [row["version_id"], row["version__number"], row["version__published_at"]])
+
+
+# The pointer and its version's id, number and publish time, in one statement compiled once per process (it is
+# read for every request and every customer message).
+_POINTER = Prepared(LiveProfile, lambda: LiveProfile.objects.filter(pk=POINTER, version__isnull=False).values(
+    "version_id", "version__number", "version__published_at"))
+
+
+def _live_pointer() -> dict | None:
+    found = _POINTER.rows()
+    return found[0] if found else None
 
 
 def gone_live() -> bool:
