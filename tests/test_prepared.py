@@ -84,7 +84,7 @@ def test_a_placeholder_must_reach_the_parameters_once(demo):
         never.rows(pk=1)
 
 
-def test_the_replays_state_is_the_conversations_as_the_orm_reads_it(demo, queued):
+def test_the_replays_state_is_the_conversations_as_the_orm_reads_it(demo):
     staff = User.objects.create_user("rowan", first_name="Rowan", is_staff=True)
     conversation = services.conversation_start(customer=demo.maya)
     services.conversation_post_message(conversation=conversation, text="My parcel SU-41310 never came.")
@@ -107,3 +107,41 @@ def test_the_replays_state_is_the_conversations_as_the_orm_reads_it(demo, queued
     assert stale.last_seq == 3 and stale.assignee == staff
     assert selectors.conversation_state(stale, newer_than=2, staff=True)["newer"] is True
     assert selectors.conversation_state(stale, newer_than=1)["newer"] is True  # the customer's message, seq 2
+
+
+def _fields(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields} if obj is not None else None
+
+
+@pytest.mark.parametrize("with_rows", [True, False])
+def test_a_runs_start_read_is_the_run_as_select_related_reads_it(demo, with_rows, django_assert_num_queries):
+    """run_read: the run, its conversation, customer, follow-up row and profile version from one prepared
+    statement, each field as the ORM reads it, the relations cached (reading them asks nothing more); without
+    a follow-up row or a profile version, each is None, cached as such."""
+    from support.customers import notify
+    from support.desk import run_start
+    from support.models import ProfileVersion
+
+    conversation = services.conversation_start(customer=demo.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    if with_rows:
+        notify.set_time_zone(conversation, "Europe/Lisbon")
+    else:
+        Run.objects.filter(conversation=conversation).update(profile_version=None)
+    run_id = Run.objects.get(conversation=conversation).pk
+    expected = Run.objects.select_related("conversation__customer", "conversation__follow_up",
+                                          "profile_version").get(pk=run_id)
+    with django_assert_num_queries(1):
+        run = run_start.run_read(run_id)
+        assert _fields(run) == _fields(expected)
+        assert _fields(run.conversation) == _fields(expected.conversation)
+        assert _fields(run.conversation.customer) == _fields(expected.conversation.customer)
+        follow_up = getattr(run.conversation, "follow_up", None)
+        assert _fields(follow_up) == _fields(getattr(expected.conversation, "follow_up", None))
+        assert _fields(run.profile_version) == _fields(expected.profile_version)
+        assert notify.zone_of(run.conversation) == notify.zone_of(expected.conversation)
+    assert (run.profile_version is not None) is with_rows and isinstance(run.profile_version, (ProfileVersion,
+                                                                                              type(None)))
+    assert (follow_up is not None) is with_rows and run.conversation.customer.email == "maya@example.com"
+    assert run.has_approvals is False and (run.day_turns, run.day_prompt_tokens) == (0, 0)
+    assert str(run.day_cost_usd) in ("0", "0.000000") and run.conversation.public_id == conversation.public_id

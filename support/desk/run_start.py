@@ -5,14 +5,14 @@ approvals a run starts from."""
 
 from __future__ import annotations
 
-import functools
 from datetime import timedelta
 
 from django.db.models import DecimalField, Exists, IntegerField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce, Now
 
 from support.agent import types as agent
-from support.models import Approval, Conversation, Run
+from support.models import Approval, Conversation, Customer, FollowUp, ProfileVersion, Run
+from support.ops.prepared import Prepared
 from support.tools import tool_by_name
 
 DAY_TOTALS = {"day_turns": "turns", "day_prompt_tokens": "prompt_tokens",
@@ -20,14 +20,47 @@ DAY_TOTALS = {"day_turns": "turns", "day_prompt_tokens": "prompt_tokens",
 
 
 def run_read(run_id: int) -> Run:
-    """The run with everything its start needs, read once (after its claim, so the totals are the claim's)."""
-    return _run_start_query().get(pk=run_id)
+    """The run with everything its start needs, read once (after its claim, so the totals are the claim's): the
+    statement is compiled once per process (support/ops/prepared.py), its row made into the run with its
+    conversation, customer, follow-up row and profile version cached on it, as select_related leaves them."""
+    found = _RUN_START.rows(pk=run_id)
+    if not found:
+        raise Run.DoesNotExist(f"run {run_id} is gone")
+    row = found[0]
+    run = _instance(Run, row, "")
+    conversation = _instance(Conversation, row, "conversation__")
+    run.conversation = conversation
+    conversation.customer = _instance(Customer, row, "conversation__customer__")
+    Conversation.follow_up.related.set_cached_value(conversation, None)
+    follow_up = _instance(FollowUp, row, "conversation__follow_up__")
+    if follow_up is not None:
+        conversation.follow_up = follow_up
+    run.profile_version = _instance(ProfileVersion, row, "profile_version__")
+    for name in ("has_approvals", *DAY_TOTALS):
+        setattr(run, name, row[name])
+    return run
 
 
-@functools.cache
-def _run_start_query():
-    """run_read's query, built once per process: its expressions are resolved once, not at every run's start.
-    "The last 24 hours" is the database's clock (Now()), so nothing in it changes from one run to the next."""
+_RELATED = {Run: "", Conversation: "conversation__", Customer: "conversation__customer__",
+            FollowUp: "conversation__follow_up__", ProfileVersion: "profile_version__"}
+
+
+def _columns(model) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
+def _instance(model, row: dict, prefix: str):
+    """The model's instance from its columns in the row (None for a missing row of a nullable relation), as
+    Django makes one from a database row (Model.from_db)."""
+    names = _columns(model)
+    if row[prefix + model._meta.pk.attname] is None:
+        return None
+    return model.from_db(Run.objects.db, names, [row[prefix + name] for name in names])
+
+
+def _run_start_values(pk):
+    """run_read's statement: the run's row joined to the rows it starts from, what the conversation's other runs
+    spent in the last 24 hours (the database's clock) and whether the conversation has any approval."""
     others = Run.objects.filter(conversation=OuterRef("conversation"),
                                 created_at__gte=Now() - timedelta(days=1)).exclude(
         pk=OuterRef("pk")).order_by().values("conversation")
@@ -37,9 +70,14 @@ def _run_start_query():
         return Coalesce(Subquery(others.annotate(total=Sum(column)).values("total")[:1], output_field=output), 0,
                         output_field=output)
 
-    return (Run.objects.select_related("conversation__customer", "conversation__follow_up", "profile_version")
+    return (Run.objects.filter(pk=pk)
             .annotate(has_approvals=Exists(Approval.objects.filter(run__conversation=OuterRef("conversation"))),
-                      **{name: day_total(column) for name, column in DAY_TOTALS.items()}))
+                      **{name: day_total(column) for name, column in DAY_TOTALS.items()})
+            .values(*(prefix + name for model, prefix in _RELATED.items() for name in _columns(model)),
+                    "has_approvals", *DAY_TOTALS))
+
+
+_RUN_START = Prepared(Run, _run_start_values, "pk")
 
 
 def spent_today(run: Run) -> agent.Spent:
