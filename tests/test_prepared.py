@@ -145,3 +145,20 @@ def test_a_runs_start_read_is_the_run_as_select_related_reads_it(demo, with_rows
     assert (follow_up is not None) is with_rows and run.conversation.customer.email == "maya@example.com"
     assert run.has_approvals is False and (run.day_turns, run.day_prompt_tokens) == (0, 0)
     assert str(run.day_cost_usd) in ("0", "0.000000") and run.conversation.public_id == conversation.public_id
+
+
+def test_a_text_placeholder_takes_any_text_as_a_value_never_as_sql(demo):
+    """The e-mail of a shop's token goes into a prepared statement as a parameter: quotes, percent signs,
+    backslashes and the placeholder's own look-alike are only text."""
+    from support.models import Customer
+    from support.ops.prepared import columns
+
+    by_email = Prepared(Customer, lambda email: Customer.objects.filter(email=email).order_by("pk").values(
+        *columns(Customer))[:1], text=("email",))
+    odd = ["o'brien@example.com", "100%_sure@example.com", "back\\slash@example.com",
+           "\x1fprepared email\x1f", "x' OR '1'='1"]
+    made = {email: Customer.objects.create(email=email, name="Odd") for email in odd}
+    for email, customer in made.items():
+        assert [c.pk for c in by_email.instances(email=email)] == [customer.pk]
+    assert by_email.instances(email="maya@example.com")[0] == demo.maya
+    assert by_email.instances(email="MAYA@example.com") == [] and by_email.instances(email="%") == []

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce, Now
 
 from support.agent import types as agent
 from support.models import Approval, Conversation, Customer, FollowUp, ProfileVersion, Run
-from support.ops.prepared import Prepared
+from support.ops.prepared import Prepared, columns, instance
 from support.tools import tool_by_name
 
 DAY_TOTALS = {"day_turns": "turns", "day_prompt_tokens": "prompt_tokens",
@@ -27,15 +27,15 @@ def run_read(run_id: int) -> Run:
     if not found:
         raise Run.DoesNotExist(f"run {run_id} is gone")
     row = found[0]
-    run = _instance(Run, row, "")
-    conversation = _instance(Conversation, row, "conversation__")
+    run = instance(Run, row)
+    conversation = instance(Conversation, row, "conversation__")
     run.conversation = conversation
-    conversation.customer = _instance(Customer, row, "conversation__customer__")
+    conversation.customer = instance(Customer, row, "conversation__customer__")
     Conversation.follow_up.related.set_cached_value(conversation, None)
-    follow_up = _instance(FollowUp, row, "conversation__follow_up__")
+    follow_up = instance(FollowUp, row, "conversation__follow_up__")
     if follow_up is not None:
         conversation.follow_up = follow_up
-    run.profile_version = _instance(ProfileVersion, row, "profile_version__")
+    run.profile_version = instance(ProfileVersion, row, "profile_version__")
     for name in ("has_approvals", *DAY_TOTALS):
         setattr(run, name, row[name])
     return run
@@ -43,19 +43,6 @@ def run_read(run_id: int) -> Run:
 
 _RELATED = {Run: "", Conversation: "conversation__", Customer: "conversation__customer__",
             FollowUp: "conversation__follow_up__", ProfileVersion: "profile_version__"}
-
-
-def _columns(model) -> list[str]:
-    return [field.attname for field in model._meta.concrete_fields]
-
-
-def _instance(model, row: dict, prefix: str):
-    """The model's instance from its columns in the row (None for a missing row of a nullable relation), as
-    Django makes one from a database row (Model.from_db)."""
-    names = _columns(model)
-    if row[prefix + model._meta.pk.attname] is None:
-        return None
-    return model.from_db(Run.objects.db, names, [row[prefix + name] for name in names])
 
 
 def _run_start_values(pk):
@@ -73,7 +60,7 @@ def _run_start_values(pk):
     return (Run.objects.filter(pk=pk)
             .annotate(has_approvals=Exists(Approval.objects.filter(run__conversation=OuterRef("conversation"))),
                       **{name: day_total(column) for name, column in DAY_TOTALS.items()})
-            .values(*(prefix + name for model, prefix in _RELATED.items() for name in _columns(model)),
+            .values(*(name for model, prefix in _RELATED.items() for name in columns(model, prefix)),
                     "has_approvals", *DAY_TOTALS))
 
 

@@ -27,11 +27,12 @@ PLACEHOLDER_BASE = 2_147_000_000
 
 class Prepared:
     """`build(**placeholders)` returns the QuerySet (a .values() one) with the named arguments in place; each
-    placeholder (an integer) must reach the SQL's parameters once, unchanged: a lookup on an integer column."""
+    placeholder must reach the SQL's parameters once, unchanged: an integer for a name in `names` (a lookup on
+    an integer column), a string for one in `text` (an exact lookup on a text column)."""
 
-    def __init__(self, model, build: Callable, *names: str):
+    def __init__(self, model, build: Callable, *names: str, text: tuple[str, ...] = ()):
         """`model`: the model the QuerySet reads (the database router picks the alias by it, as for the ORM)."""
-        self.model, self.build, self.names = model, build, names
+        self.model, self.build, self.names, self.text = model, build, names, text
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
 
@@ -60,8 +61,14 @@ class Prepared:
             out.append(dict(zip(columns, row)))
         return out
 
+    def instances(self, **values) -> list:
+        """The rows as instances of the model, as the ORM makes them (Model.from_db): the QuerySet's values()
+        must be columns(model)."""
+        return [instance(self.model, row) for row in self.rows(**values)]
+
     def _compile(self, alias: str) -> tuple:
         placeholders = {name: PLACEHOLDER_BASE + i for i, name in enumerate(self.names)}
+        placeholders.update({name: f"\x1fprepared {name}\x1f" for name in self.text})
         query = self.build(**placeholders).query
         compiler = query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
@@ -80,3 +87,18 @@ class Prepared:
         compiled = (sql, tuple(params), slots, columns, converters)
         self._compiled[alias] = compiled
         return compiled
+
+
+def columns(model, prefix: str = "") -> list[str]:
+    """The names a values() call gives for every column of the model (reached through `prefix`, as
+    "conversation__"), in the order of its fields."""
+    return [prefix + field.attname for field in model._meta.concrete_fields]
+
+
+def instance(model, row: dict, prefix: str = ""):
+    """The model's instance from its columns in a row of values() (None when its primary key is None: a row of
+    a nullable relation that is not there), as the ORM makes one from a database row (Model.from_db)."""
+    if row[prefix + model._meta.pk.attname] is None:
+        return None
+    names = [field.attname for field in model._meta.concrete_fields]
+    return model.from_db(model._default_manager.db, names, [row[prefix + name] for name in names])

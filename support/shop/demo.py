@@ -14,8 +14,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Prefetch, Subquery
 
 from support import models
-from support.ops.prepared import Prepared
+from support.ops.prepared import Prepared, columns
 from support.shop import port
+
+
+# The customer of an exact address (compiled once: read at every run's start for the known-orders line).
+_EXACT_CUSTOMER = Prepared(models.Customer, lambda email: models.Customer.objects.filter(email=email).order_by(
+    "pk").values(*columns(models.Customer))[:1], text=("email",))
 
 
 @functools.cache
@@ -43,7 +48,8 @@ class DemoShop:
 
     def customer_by_email(self, email: str) -> port.ShopCustomer | None:
         # The exact address first; otherwise a case-insensitive match, but only when it is unambiguous.
-        row = models.Customer.objects.filter(email=email).first()
+        found = _EXACT_CUSTOMER.instances(email=email)
+        row = found[0] if found else None
         if row is None:
             matches = list(models.Customer.objects.filter(email__iexact=email)[:2])
             row = matches[0] if len(matches) == 1 else None
