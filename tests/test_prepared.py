@@ -162,3 +162,21 @@ def test_a_text_placeholder_takes_any_text_as_a_value_never_as_sql(demo):
         assert [c.pk for c in by_email.instances(email=email)] == [customer.pk]
     assert by_email.instances(email="maya@example.com")[0] == demo.maya
     assert by_email.instances(email="MAYA@example.com") == [] and by_email.instances(email="%") == []
+
+
+def test_a_runs_history_is_the_conversations_messages_as_the_orm_reads_them(demo, django_assert_num_queries):
+    """attachments.messages_with_files: every field, has_files and the conversation, as the related manager with
+    the annotation gives them, in one statement."""
+    from support.customers import attachments
+
+    conversation = services.conversation_start(customer=demo.maya)
+    services.conversation_post_message(conversation=conversation, text="Where is SU-41210?")
+    services.message_append(conversation=conversation, author=Message.AGENT, wire={
+        "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_order", "arguments": '{"order_id": "SU-41210"}'}}]})
+    expected = list(conversation.messages.annotate(has_files=attachments.has_files()).order_by("seq"))
+    with django_assert_num_queries(1):
+        got = attachments.messages_with_files(conversation)
+        assert [_fields(m) for m in got] == [_fields(m) for m in expected] and len(got) == 3
+        assert [m.has_files for m in got] == [m.has_files for m in expected] == [False, False, False]
+        assert all(m.conversation is conversation for m in got) and got[2].tool_calls[0]["id"] == "c1"

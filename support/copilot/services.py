@@ -141,7 +141,7 @@ def _work(run: CopilotRun, observer: _Observer, found: tools.Reads) -> agent.Run
         return agent.RunResult(status=agent.STOPPED, stop_reason=agent.MODEL_ERROR, detail=problem)
     conversation = run.conversation
     profile = profiles.live()
-    messages = list(conversation.messages.annotate(has_files=attachments.has_files()).order_by("seq"))
+    messages = attachments.messages_with_files(conversation)
     history, held = runner.history_for_model(messages, notes=True)
     history = assistant.with_profile([*history, *held], conversation, profile)
     person = staff_name(run.requested_by) if run.requested_by_id else "a colleague"

@@ -29,6 +29,7 @@ from support.customers import cleaning, photos
 from support.models import Attachment, Message
 from support.models.attachments import attachment_storage, remove_stored
 from support.ops import limits
+from support.ops import prepared as prepared_sql
 
 log = logging.getLogger(__name__)
 
@@ -278,6 +279,22 @@ def attachment_json(attachment: Attachment, *, staff: bool) -> dict:
 def has_files():
     """An annotation for a query of messages: whether each has files (so model_wires asks only when one has)."""
     return Exists(Attachment.objects.filter(message=OuterRef("pk")))
+
+
+def messages_with_files(conversation) -> list[Message]:
+    """The conversation's messages in order, each with has_files (as the annotation above) and its conversation:
+    what a run reads before its first model call, in one statement compiled once per process."""
+    out = []
+    for row in _WITH_FILES.rows(pk=conversation.pk):
+        message = prepared_sql.instance(Message, row)
+        message.has_files = row["has_files"]
+        message.conversation = conversation  # as the conversation's related manager leaves it
+        out.append(message)
+    return out
+
+
+_WITH_FILES = prepared_sql.Prepared(Message, lambda pk: Message.objects.filter(conversation_id=pk).annotate(
+    has_files=has_files()).order_by("seq").values(*prepared_sql.columns(Message), "has_files"), "pk")
 
 
 def none_yet(message: Message) -> None:

@@ -17,7 +17,6 @@ from functools import partial
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, connections, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from support import profiles
@@ -371,12 +370,25 @@ def _with_fault_pause(tools: list[Tool]) -> list[Tool]:
 def run_execute(run_id: int) -> str:
     """Claim the run if it is queued, work it until it stops or pauses. Returns what happened, for logs."""
     lease = uuid.uuid4().hex
-    if not Run.objects.filter(pk=run_id, status=Run.QUEUED).update(
-            status=Run.RUNNING, lease=lease, attempts=F("attempts") + 1, heartbeat_at=timezone.now()):
+    if not _claim(run_id, lease):
         return "not claimed"  # a duplicate or late task: someone else has it, or it is over
     run = run_start.run_read(run_id)
     with tracing.run_span(run), profiles.read_once():  # the live limits read once per run; the next run rereads
         return _execute(run, lease)
+
+
+def _claim(run_id: int, lease: str) -> bool:
+    """The run is ours if it is still queued: one conditional UPDATE (written out, as the run's end is: the
+    ORM's would build the same statement each time)."""
+    meta = Run._meta
+    col = {name: rows.q(meta.get_field(name).column) for name in ("status", "lease", "attempts", "heartbeat_at")}
+    now = meta.get_field("heartbeat_at").get_db_prep_save(timezone.now(), connection)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {rows.q(meta.db_table)} SET {col['status']} = %s, {col['lease']} = %s, "
+                       f"{col['attempts']} = {col['attempts']} + 1, {col['heartbeat_at']} = %s "
+                       f"WHERE {rows.q(meta.pk.column)} = %s AND {col['status']} = %s",
+                       [Run.RUNNING, lease, now, run_id, Run.QUEUED])
+        return cursor.rowcount == 1
 
 
 def _execute(run: Run, lease: str) -> str:
@@ -403,7 +415,7 @@ def _work(run: Run, lease: str) -> str:
     if problem:  # refused before any spending: a cost cap that cannot count is no cap
         log.error("run %s not started: %s", run.public_id, problem)
         return _stop_with(run, lease, agent.MODEL_ERROR, problem)
-    messages = list(conversation.messages.annotate(has_files=attachments.has_files()).order_by("seq"))
+    messages = attachments.messages_with_files(conversation)
     # The version live when the run was queued, read with the run.
     profile = profiles.version_profile(run.profile_version_id, version=run.profile_version)
     history, held = history_for_model(messages, images=settings.MODEL_ACCEPTS_IMAGES, notes=True)
