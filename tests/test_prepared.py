@@ -180,3 +180,23 @@ def test_a_runs_history_is_the_conversations_messages_as_the_orm_reads_them(demo
         assert [_fields(m) for m in got] == [_fields(m) for m in expected] and len(got) == 3
         assert [m.has_files for m in got] == [m.has_files for m in expected] == [False, False, False]
         assert all(m.conversation is conversation for m in got) and got[2].tool_calls[0]["id"] == "c1"
+
+
+def test_a_uuid_placeholder_finds_by_public_id_in_the_databases_own_form(demo, django_assert_num_queries):
+    """A UUID goes to SQLite as its hex and to PostgreSQL as itself; the prepared statement binds each value so.
+    The customer's socket reads its conversation this way, its customer with it."""
+    import uuid
+
+    from support.customers import identity
+
+    conversation = services.conversation_start(customer=demo.maya)
+    by_id = Prepared(Conversation, lambda public_id: Conversation.objects.filter(public_id=public_id).values(
+        "pk", "public_id"), uuids=("public_id",))
+    for value in (conversation.public_id, str(conversation.public_id), str(conversation.public_id).upper()):
+        assert by_id.rows(public_id=value) == [{"pk": conversation.pk, "public_id": conversation.public_id}]
+    assert by_id.rows(public_id=uuid.uuid4()) == []
+    token = identity.conversation_token(conversation)
+    with django_assert_num_queries(1):
+        access = identity.access_for_token(token, str(conversation.public_id))
+        assert access.conversation.pk == conversation.pk and access.conversation.customer.email == "maya@example.com"
+    assert identity.access_for_token(token, str(uuid.uuid4())) is None

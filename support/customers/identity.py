@@ -13,7 +13,7 @@ from django.core import signing
 
 from support.customers.cleaning import token_or_none
 from support.models import Conversation, Customer, FollowUp
-from support.ops.prepared import Prepared, columns
+from support.ops.prepared import Prepared, columns, instance
 from support.shop import port, shop
 
 CUSTOMER_SALT = "sundry.customer"
@@ -52,6 +52,11 @@ def _customer_by_email(email: str) -> Customer | None:
 # The customer record of an exact address (compiled once: read for every shop token a page opens a chat with).
 _EXACT = Prepared(Customer, lambda email: Customer.objects.filter(email=email).order_by("pk").values(
     *columns(Customer))[:1], text=("email",))
+
+
+# A conversation by its public id with its customer (compiled once: read for every socket a customer opens).
+_WITH_CUSTOMER = Prepared(Conversation, lambda public_id: Conversation.objects.filter(public_id=public_id).values(
+    *columns(Conversation), *columns(Customer, "customer__"))[:1], uuids=("public_id",))
 
 
 # -- order number + e-mail ----------------------------------------------------------------------------
@@ -169,8 +174,12 @@ def access_for_token(token, public_id) -> Access | None:
     if link_version is not None and (not isinstance(link_version, int) or link_version != current_link_version(wanted)):
         return None
     # With its customer: the socket's events describe the conversation with it (serializers.conversation_json).
-    conversation = Conversation.objects.filter(public_id=wanted).select_related("customer").first()
-    return Access(conversation, link_version) if conversation is not None else None
+    found = _WITH_CUSTOMER.rows(public_id=wanted)
+    if not found:
+        return None
+    conversation = instance(Conversation, found[0])
+    conversation.customer = instance(Customer, found[0], "customer__")
+    return Access(conversation, link_version)
 
 
 def conversation_for_token(token, public_id) -> Conversation | None:

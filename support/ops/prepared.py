@@ -16,6 +16,7 @@ fails if an upgrade changes what they give.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 
 from django.db import connections
@@ -30,9 +31,11 @@ class Prepared:
     placeholder must reach the SQL's parameters once, unchanged: an integer for a name in `names` (a lookup on
     an integer column), a string for one in `text` (an exact lookup on a text column)."""
 
-    def __init__(self, model, build: Callable, *names: str, text: tuple[str, ...] = ()):
-        """`model`: the model the QuerySet reads (the database router picks the alias by it, as for the ORM)."""
-        self.model, self.build, self.names, self.text = model, build, names, text
+    def __init__(self, model, build: Callable, *names: str, text: tuple[str, ...] = (), uuids: tuple[str, ...] = ()):
+        """`model`: the model the QuerySet reads (the database router picks the alias by it, as for the ORM).
+        `uuids`: names whose values are UUIDs (an exact lookup on a UUID column: the database's own form of
+        one, text on SQLite, is found and made from each value as Django makes it)."""
+        self.model, self.build, self.names, self.text, self.uuids = model, build, names, text, uuids
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
 
@@ -44,8 +47,8 @@ class Prepared:
                 compiled = self._compiled.get(alias) or self._compile(alias)
         sql, params, slots, columns, converters = compiled
         params = list(params)
-        for name, index in slots:
-            params[index] = values[name]
+        for name, index, form in slots:
+            params[index] = form(values[name])
         connection = connections[alias]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
@@ -69,15 +72,19 @@ class Prepared:
     def _compile(self, alias: str) -> tuple:
         placeholders = {name: PLACEHOLDER_BASE + i for i, name in enumerate(self.names)}
         placeholders.update({name: f"\x1fprepared {name}\x1f" for name in self.text})
+        placeholders.update({name: uuid.UUID(int=PLACEHOLDER_BASE + i) for i, name in enumerate(self.uuids)})
         query = self.build(**placeholders).query
         compiler = query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
         slots = []
         for name, placeholder in placeholders.items():
-            found = [i for i, p in enumerate(params) if p == placeholder]
+            forms = [(placeholder, _same)]
+            if isinstance(placeholder, uuid.UUID):  # as the backend binds a UUID: itself, or its hex (SQLite)
+                forms += [(placeholder.hex, _uuid_hex), (str(placeholder), _uuid_str)]
+            found = [(i, form) for i, p in enumerate(params) for value, form in forms if p == value]
             if len(found) != 1:
                 raise ValueError(f"{name!r} reaches the SQL's parameters {len(found)} times, not once")
-            slots.append((name, found[0]))
+            slots.append((name, *found[0]))
         columns = list(query.selected) if query.selected else [*query.extra_select, *query.values_select,
                                                                  *query.annotation_select]
         expressions = [s[0] for s in compiler.select[0:compiler.col_count]]
@@ -87,6 +94,18 @@ class Prepared:
         compiled = (sql, tuple(params), slots, columns, converters)
         self._compiled[alias] = compiled
         return compiled
+
+
+def _same(value):
+    return value
+
+
+def _uuid_hex(value) -> str:
+    return uuid.UUID(str(value)).hex
+
+
+def _uuid_str(value) -> str:
+    return str(uuid.UUID(str(value)))
 
 
 def columns(model, prefix: str = "") -> list[str]:
