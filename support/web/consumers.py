@@ -92,11 +92,14 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
     staff = False
 
     async def connect(self):
+        self.prepare()
+        await self.accept()
+        metrics.socket_opened(self)
+
+    def prepare(self) -> None:
         self.delivered: dict[str, Delivered] = {}
         self.joined: set[str] = set()
         self.recent_ids: deque[str] = deque(maxlen=256)  # events reaching us through two groups
-        await self.accept()
-        metrics.socket_opened(self)
 
     async def dispatch(self, message):
         """Channels' own dispatch, less its `aclose_old_connections()` before every message: that is a hop to
@@ -330,13 +333,17 @@ class StaffConsumer(ReplayingConsumer):
             permissions.log_refusal(user, permissions.scope_address(self.scope), f"staff socket: {reason}")
             await self.close(code=permissions.REVOKED)
             return
-        await super().connect()
+        self.prepare()
         self.user_id, self.session_key = user.pk, self.scope["session"].session_key
         self.revoked, self.checked_at = False, self.now()
         self.watched: dict[str, Conversation] = {}
         self.with_pending: set[str] = set()  # conversations whose approval cards may change
+        # Joined before the handshake completes: a console reloads what it shows when its socket opens, so
+        # every change is in that reload or in an event after it (events wait until this handler returns).
         await self.join(events.STAFF_GROUP)
         await self.join(permissions.staff_user_group(user.pk))
+        await self.accept()
+        metrics.socket_opened(self)
         self.with_pending |= await db(_conversations_with_pending_approvals)()
         self.rechecks = asyncio.ensure_future(self.recheck_while_open())
         await self.mark_online()  # before the first frame is read: the client's pong means it is online

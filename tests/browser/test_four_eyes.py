@@ -210,3 +210,46 @@ def test_a_leads_own_large_refund_waits_for_a_colleague(console, lee):
     expect(row).to_have_attribute("data-status", "done")
     expect(row.get_by_test_id("trace-action-people")).to_have_text(" · Sam, approved by Lee")
     refundable_again("SU-41533")
+
+
+def test_a_first_approval_heard_while_the_queue_reloads_is_not_undone_by_the_reload(console, new_context,
+                                                                                      four_eyes_site, lee):
+    """Lee's console reloads the queue when its socket opens. Sam's first approval lands while that list is on
+    its way, read before it: the card shows the event's "1 of 2 approvals", and the older list, arriving after,
+    does not put "Needs 2 approvals" back."""
+    import re
+
+    from tests.desk_factories import pending_refund_approval, start_conversation
+
+    refundable_again("SU-41444")
+    approval = pending_refund_approval(start_conversation(Customer.objects.get(email="tom@example.com")),
+                                       {"order_id": "SU-41444", "amount": "112.00", "reason": "never arrived"})
+    only_these_waiting(approval)
+    sam = console("staff", "sundry-demo", "/console/approvals/")
+    expect(card_of(sam, approval).get_by_test_id("approval-four-eyes")).to_have_text("Needs 2 approvals")
+
+    held = []  # (route, the server's answer when it was asked): the list, read before Sam approves
+    page = new_context(viewport=SIZES["desktop"]).new_page()
+    page.route(re.compile(r"/api/staff/approvals\?status=pending"), lambda route: held.append((route, route.fetch())))
+    page.goto(four_eyes_site + "/accounts/login/?next=/console/approvals/")
+    page.locator("input[name=username]").fill(LEE[0])
+    page.locator("input[name=password]").fill(LEE[1])
+    page.get_by_test_id("login-button").click()
+    expect(page.get_by_test_id("connection-status")).to_have_attribute("data-state", "live")
+    for _ in range(200):  # the route's handler runs while Playwright waits
+        if held:
+            break
+        page.wait_for_timeout(25)
+    assert held, "the queue asked for its list when the socket opened"
+    expect(page.get_by_test_id("approvals-badge")).to_have_text("…")  # the list is still on its way
+
+    card_of(sam, approval).get_by_test_id("approve-button").click()
+    expect(card_of(sam, approval).get_by_test_id("approval-four-eyes")).to_have_text("1 of 2 approvals")
+    theirs = card_of(page, approval)
+    expect(theirs.get_by_test_id("approval-four-eyes")).to_have_text("1 of 2 approvals")  # the event
+
+    for route, answer in held:
+        route.fulfill(response=answer)  # the list as it was before Sam's approval
+    expect(page.get_by_test_id("approvals-badge")).to_have_text("1")  # the list has arrived
+    expect(theirs.get_by_test_id("approval-four-eyes")).to_have_text("1 of 2 approvals")
+    expect(theirs.get_by_test_id("approve-button")).to_be_visible()  # Lee may give the second

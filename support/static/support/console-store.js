@@ -10,10 +10,16 @@ export class ApprovalStore {
     this.listeners = new Set();
     this.loaded = false;
     this.refreshing = null;
-    socket.on("approval.requested", (event) => event.approval && this.upsert(event.approval));
-    socket.on("approval.decided", (event) => event.approval && this.upsert(event.approval));
+    this.heard = null; // while a refresh is on its way: the approvals an event told of since it was asked for
+    const told = (event) => {
+      if (!event.approval) return;
+      this.heard?.add(event.approval.id);
+      this.upsert(event.approval);
+    };
+    socket.on("approval.requested", told);
+    socket.on("approval.decided", told);
     // A reminder or an escalation went out (support/desk/nudges.py): the card says so.
-    socket.on("approval.nudged", (event) => event.approval && this.upsert(event.approval));
+    socket.on("approval.nudged", told);
     socket.on("run.status", (event) => {
       // Taking a conversation over expires its run's pending approvals without an approval.decided event;
       // a run that is no longer awaiting approval has none pending, so ask the server what became of them.
@@ -65,15 +71,18 @@ export class ApprovalStore {
     return [...this.items.values()].filter((a) => a.conversation === conversationId);
   }
 
-  /** The pending list from the server; approvals we held as pending but that are not in it were decided. */
+  /** The pending list from the server; approvals we held as pending but that are not in it were decided. An
+   * approval an event told of while the list was on its way is left as the event said: the list may have been
+   * read before that change (a first approval of two, a new request), and every change sends an event after it. */
   refresh() {
     if (this.refreshing) return this.refreshing;
     this.refreshing = (async () => {
+      const heard = (this.heard = new Set());
       try {
         const { approvals } = await staffApi.approvals("pending");
         const now = new Set(approvals.map((a) => a.id));
-        const gone = this.pending().filter((a) => !now.has(a.id));
-        const changed = this.upsertMany(approvals);
+        const gone = this.pending().filter((a) => !now.has(a.id) && !heard.has(a.id));
+        const changed = this.upsertMany(approvals.filter((a) => !heard.has(a.id)));
         if (gone.length) {
           const { approvals: decided } = await staffApi.approvals("decided");
           const byId = new Map(decided.map((a) => [a.id, a]));
@@ -89,6 +98,7 @@ export class ApprovalStore {
         console.warn("console: approvals not refreshed:", error.message);
       } finally {
         this.refreshing = null;
+        this.heard = null;
       }
     })();
     return this.refreshing;
