@@ -103,14 +103,22 @@ async def _measure(stack, base: str, body: bytes, sequential: int, live: int, ro
             await asyncio.gather(*(w.wait_stopped(30) for w in widgets))
         finally:
             await close_widgets(widgets)
-        server = await asyncio.to_thread(_server_times, [w.conversation["id"] for w in widgets])
         out = []
         for w in widgets:
             sample = _sample(w, errors)
-            if sample is not None:
-                out.append({**sample, **{k: (v - w.sent_wall if v is not None else None)
-                                         for k, v in server.get(w.conversation["id"], {}).items()}})
+            if sample is not None:  # its database times are read after the CPU is measured (_with_server_times)
+                out.append({**sample, "_conversation": w.conversation["id"], "_sent_wall": w.sent_wall})
         return out
+
+    async def with_server_times(samples: list[dict]) -> list[dict]:
+        """The database's wall-clock times of each sample's turn, read once the CPU meters have stopped: the
+        benchmark's own reads are not the system's work."""
+        server = await asyncio.to_thread(_server_times, [s["_conversation"] for s in samples])
+        for sample in samples:
+            sent = sample.pop("_sent_wall")
+            sample.update({k: (v - sent if v is not None else None)
+                           for k, v in server.get(sample.pop("_conversation"), {}).items()})
+        return samples
 
     # Warm-up: the worker's first runs (imports, connection pools) and daphne's.
     for _ in range(3):
@@ -127,6 +135,8 @@ async def _measure(stack, base: str, body: bytes, sequential: int, live: int, ro
         many_live += samples
         per_round.append(samples)
     cpu_many.stop()
+    await with_server_times(one_live)
+    await with_server_times(many_live)
 
     # Steady: `live` conversations stay open, each customer writing again a while after each answer.
     conversations, errs = await create_conversations(base, live, tokens)
