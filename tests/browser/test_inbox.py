@@ -197,3 +197,29 @@ def test_the_demo_staff_user_sees_the_shop_in_the_admin(site, new_context):
     staff.goto(site + "/admin/support/order/?q=SU-41310")
     expect(staff.locator("#result_list")).to_contain_text("SU-41310")
     screens(staff, "admin-orders")
+
+
+def test_a_list_read_before_a_close_does_not_bring_the_closed_row_back(site, customer_page, new_context):
+    """A row is read again when an event names its conversation. When such an answer, read before the close,
+    arrives after the row has gone (closed, so no longer among the open ones), it does not put the row back."""
+    customer, conversation = chat(customer_page, "ines@example.com", "Where is my order SU-41620?")
+    staff = login(new_context, site)
+    r = row(staff, conversation)
+    expect(r.get_by_test_id("close-button")).to_be_visible()
+    held = []  # (route, the server's answer when it was asked)
+    one_row = re.compile(r"/api/staff/inbox\?.*ids=")
+    staff.route(one_row, lambda route: held.append((route, route.fetch())) if not held else route.continue_())
+    ask(customer, "And when does SU-41620 arrive?")  # its events read the row again: held, as it was then
+    expect(agent_messages(customer)).to_have_count(2, timeout=20000)  # the run is over: it may be closed
+    for _ in range(200):  # the route's handler runs while Playwright waits
+        if held:
+            break
+        staff.wait_for_timeout(25)
+    assert held, "the customer's message made the inbox read the row again"
+
+    r.get_by_test_id("close-button").click()
+    expect(r).to_have_count(0)  # closed: out of the open ones
+    route, answer = held[0]
+    route.fulfill(response=answer)  # the row as it was before the close
+    staff.wait_for_timeout(300)  # the late answer has been read
+    expect(r).to_have_count(0)

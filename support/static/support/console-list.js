@@ -65,6 +65,7 @@ export class ConversationList {
     this.sortSelect = sort;
     this.more = more;
     this.rows = new Map(); // id -> {data, li}
+    this.gone = new Map(); // id -> the read that took its row away: an older answer, arriving late, does not bring it back
     this.pendingIds = new Set();
     this.reads = 0; // each read of rows takes a number when asked; a row keeps the number of what it shows
     this.colleagues = [];
@@ -173,7 +174,7 @@ export class ConversationList {
       const { conversations } = await inboxApi.list(this.query({ ids, limit: ids.length }));
       const found = new Set(conversations.map((c) => c.id));
       for (const data of conversations) this.upsert(data, true, read);
-      for (const id of ids) if (!found.has(id) && this.rows.has(id) && !this.newer(this.rows.get(id), read)) this.remove(this.rows.get(id));
+      for (const id of ids) if (!found.has(id) && this.rows.has(id) && !this.newer(this.rows.get(id), read)) this.remove(this.rows.get(id), read);
       this.place();
     } catch (error) {
       for (const id of ids) this.pendingIds.add(id); // tried again with the next event or reconnect
@@ -201,7 +202,7 @@ export class ConversationList {
         seen.add(data.id);
         this.upsert(data, this.loadedOnce, read);
       }
-      for (const row of [...this.rows.values()]) if (!seen.has(row.data.id) && !this.newer(row, read)) this.remove(row);
+      for (const row of [...this.rows.values()]) if (!seen.has(row.data.id) && !this.newer(row, read)) this.remove(row, read);
       this.total = count;
       this.loadedOnce = true;
       learnCustomers(conversations.map((c) => ({ id: c.id, customer: c.customer.email }))); // labels approval cards
@@ -238,6 +239,8 @@ export class ConversationList {
   upsert(data, flash, read = ++this.reads) {
     let row = this.rows.get(data.id);
     if (row && this.newer(row, read)) return row;
+    if (!row && (this.gone.get(data.id) || 0) > read) return null; // taken away by a later read (closed, say)
+    this.gone.delete(data.id);
     if (row) row.read = read;
     if (!row) {
       row = { data, read, li: h("li", { class: "inbox-row", "data-testid": "conversation-row", "data-conversation": data.id }) };
@@ -251,9 +254,10 @@ export class ConversationList {
     return row;
   }
 
-  remove(row) {
+  remove(row, read = ++this.reads) {
     row.li.remove();
     this.rows.delete(row.data.id);
+    this.gone.set(row.data.id, read);
     if (this.total) this.total -= 1;
     this.updateCount();
   }
