@@ -333,17 +333,13 @@ class StaffConsumer(ReplayingConsumer):
             permissions.log_refusal(user, permissions.scope_address(self.scope), f"staff socket: {reason}")
             await self.close(code=permissions.REVOKED)
             return
-        self.prepare()
+        await super().connect()
         self.user_id, self.session_key = user.pk, self.scope["session"].session_key
         self.revoked, self.checked_at = False, self.now()
         self.watched: dict[str, Conversation] = {}
         self.with_pending: set[str] = set()  # conversations whose approval cards may change
-        # Joined before the handshake completes: a console reloads what it shows when its socket opens, so
-        # every change is in that reload or in an event after it (events wait until this handler returns).
         await self.join(events.STAFF_GROUP)
         await self.join(permissions.staff_user_group(user.pk))
-        await self.accept()
-        metrics.socket_opened(self)
         self.with_pending |= await db(_conversations_with_pending_approvals)()
         self.rechecks = asyncio.ensure_future(self.recheck_while_open())
         await self.mark_online()  # before the first frame is read: the client's pong means it is online
