@@ -92,14 +92,11 @@ class ReplayingConsumer(AsyncJsonWebsocketConsumer):
     staff = False
 
     async def connect(self):
-        self.prepare()
-        await self.accept()
-        metrics.socket_opened(self)
-
-    def prepare(self) -> None:
         self.delivered: dict[str, Delivered] = {}
         self.joined: set[str] = set()
         self.recent_ids: deque[str] = deque(maxlen=256)  # events reaching us through two groups
+        await self.accept()
+        metrics.socket_opened(self)
 
     async def dispatch(self, message):
         """Channels' own dispatch, less its `aclose_old_connections()` before every message: that is a hop to
