@@ -20,6 +20,7 @@ from agentsite.asgi import application
 from support import profiles
 from support.customers import identity
 from support.desk import inbound_mail, services, uploads
+from support.live import events
 from support.models import Conversation, Customer, InboundEmail, Message, Run
 from tests.desk_factories import make_user
 from tests.hearth_and_loom import UNWANTED
@@ -90,6 +91,9 @@ def test_the_services_refuse_whatever_door_a_client_uses(setting_up, ada):
 def test_the_customer_socket_refuses_a_message_too(setting_up, ada, limits_redis):
     conversation = services.conversation_start(customer=ada)
     token = identity.conversation_token(conversation)
+    # Its conversation.updated goes out now, before the socket joins: otherwise it may come in after the join, and
+    # be the frame read below (it was, once, in a loaded run).
+    events.publisher.flush()
 
     async def go():
         ws = WebsocketCommunicator(application, f"/ws/conversations/{conversation.public_id}/", headers=HEADERS)
