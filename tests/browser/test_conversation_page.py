@@ -183,6 +183,7 @@ def test_at_1280_by_800_the_latest_message_the_reply_box_and_the_order_are_on_sc
     expect(order).to_have_attribute("open", "")
     expect(staff.get_by_test_id("handover-panel")).to_be_visible()
     staff.wait_for_timeout(300)  # laid out
+    snap(staff, "at-1280x800")  # before the checks: a failed one shows what was on screen
     assert on_screen(latest), "the customer's latest message is not on screen"
     assert on_screen(staff.get_by_test_id("reply-input")) and on_screen(staff.get_by_test_id("reply-send"))
     assert on_screen(order), "the order being acted on is not on screen"
@@ -190,7 +191,21 @@ def test_at_1280_by_800_the_latest_message_the_reply_box_and_the_order_are_on_sc
     assert staff.evaluate("() => document.scrollingElement.scrollHeight") <= 800  # the page itself does not scroll
     expect(staff.get_by_test_id("trace-table")).to_be_hidden()  # the run's details are in their own tab
     expect(staff.get_by_test_id("trace-chart")).to_be_hidden()
-    snap(staff, "at-1280x800")
+
+    # The transcript's box changes size without a scroll (here the window; the hand-over summary appearing above
+    # it does the same): the latest message stays in view. A person who scrolled up stays where they are.
+    scroller = staff.locator("[data-transcript-scroller]")
+    staff.set_viewport_size({"width": 1280, "height": 1300})  # all of it fits: at its top
+    staff.wait_for_timeout(200)
+    staff.set_viewport_size(DESKTOP)
+    staff.wait_for_timeout(300)
+    assert on_screen(latest), "a smaller window hid the customer's latest message"
+    scroller.evaluate("el => { el.scrollTop = 0; }")
+    staff.wait_for_timeout(100)
+    staff.set_viewport_size({"width": 1280, "height": 700})
+    staff.wait_for_timeout(300)
+    assert scroller.evaluate("el => el.scrollTop") == 0
+    staff.set_viewport_size(DESKTOP)
 
     # Run details: a tab, by mouse or keyboard, kept across a reload; the conversation is one key away.
     tab, details = staff.get_by_test_id("tab-run-details"), staff.get_by_test_id("tabpanel-run-details")

@@ -81,6 +81,14 @@ export class Transcript {
     this.results = new Map(); // tool call id -> the result's text, for a line drawn after its result came
     this.lastSeq = 0;
     this.customerChannels = []; // [seq, channel] of the customer's messages, for the channel of an answer
+    // Whether the view follows the end: true until a person scrolls up away from it. The box changes size
+    // without a scroll (the hand-over summary appears above it, the window is resized): the end that was in
+    // view stays in view, instead of sliding below the reply box.
+    this.following = true;
+    scroller.addEventListener("scroll", () => { this.following = this.nearBottom(); }, { passive: true });
+    if (window.ResizeObserver) {
+      new ResizeObserver(() => { if (this.following) this.showLatest(); }).observe(scroller);
+    }
   }
 
   /** The channel a message travelled by: its own for a customer's, the customer's last before it for an answer. */
