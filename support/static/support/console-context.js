@@ -20,6 +20,7 @@ export class ContextPanel {
     this.id = id;
     this.mentioned = mentioned || (() => new Set());
     this.data = null;
+    this.drawn = null; // the read last drawn (JSON); null when what is drawn is out of date
     this.open = new Set(); // orders a person opened or closed keep that state across reloads
     this.closed = new Set();
     this.forms = new Map(); // order number -> the form open in its card ({kind, key, values})
@@ -28,7 +29,9 @@ export class ContextPanel {
     this.load = coalesced(async () => {
       try {
         this.data = await deskApi.context(this.id);
-        this.render();
+        // Drawn again only when something in it changed: a redraw for nothing would take away text a person
+        // selected in it (a tracking number being copied) and the very element they are about to click.
+        if (JSON.stringify(this.data) !== this.drawn) this.render();
         this.onLoad(this.data);
       } catch (error) {
         if (!this.data) fill(this.body, h("p", { class: "error", role: "alert" }, `The customer's details could not be read: ${error.message}`));
@@ -39,6 +42,7 @@ export class ContextPanel {
   render() {
     const d = this.data;
     if (!d) return;
+    this.drawn = JSON.stringify(d);
     // Keep what a person is typing: a form with text in it is not redrawn away.
     const active = document.activeElement && this.body.contains(document.activeElement) ? document.activeElement : null;
     const focused = active?.id || null;
@@ -213,6 +217,7 @@ export class ContextPanel {
           announce(`Refunded ${value} ${o.currency} on ${o.number}. The customer has been told.`);
         }
         this.forms.delete(o.number);
+        this.drawn = null; // the form goes, even if the read is as before
         await this.load();
         this.body.querySelector(`[data-order="${o.number}"] summary`)?.focus();
       } catch (err) {
@@ -262,6 +267,7 @@ export class ContextPanel {
         const { action } = await deskApi.messageSeller(this.id, { order_id: o.number, message: text.value.trim(), key: form.key });
         announce(action.result?.status === "already_sent" ? "This message was already sent to the seller." : `Sent to ${o.seller.name}.`);
         this.forms.delete(o.number);
+        this.drawn = null; // the form goes, even if the read is as before
         await this.load();
       } catch (err) {
         form.key = newKey();
