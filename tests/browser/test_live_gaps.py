@@ -281,3 +281,30 @@ def test_a_conversation_event_older_than_the_close_does_not_show_it_open_again(s
     staff.wait_for_timeout(1000)  # the injected frame is handled by then
     assert status.get_attribute("data-status") == "closed"
     expect(staff.get_by_test_id("reopen-conversation-button")).to_be_visible()
+
+
+def test_a_conversation_event_older_than_the_close_does_not_show_it_open_again_in_the_widget(site, customer_page,
+                                                                                          staff_page):
+    # An "updated" published just before the widget's socket joined can reach it after its state was read: the
+    # widget keeps the newer state too, by the seq each event carries; a newer one (the conversation opened
+    # again) still applies.
+    taps = []
+    customer = customer_page(before=lambda p: taps.append(Tap(p, "**/ws/conversations/**")))
+    conversation = live_before_asking(customer)
+    staff = staff_page(f"/console/conversations/{conversation}/")
+    staff.get_by_test_id("take-over-button").click()
+    expect(staff.get_by_test_id("conversation-status")).to_have_attribute("data-status", "taken_over")
+    staff.get_by_test_id("close-conversation-button").click()
+    panel = customer.get_by_test_id("widget-panel")
+    expect(panel).to_have_attribute("data-closed", "true")
+    row = Conversation.objects.get(public_id=conversation)
+
+    def updated(seq, status, closed):
+        return {"type": "conversation.updated", "conversation": conversation, "seq": seq, "status": status,
+                "detail": {"id": conversation, "status": status, "closed": closed}}
+
+    taps[-1].inject(updated(row.last_seq - 1, "taken_over", False))
+    customer.wait_for_timeout(1000)  # the injected frame is handled by then
+    assert panel.get_attribute("data-closed") == "true"
+    taps[-1].inject(updated(row.last_seq + 1, "open", False))
+    expect(panel).to_have_attribute("data-closed", "false")

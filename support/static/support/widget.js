@@ -814,6 +814,7 @@
   function reset() { // a new conversation: clear the old one off the screen
     expired = false; list.textContent = ""; seen.clear(); forgetSeqs(); dropStream(); lastStaffName = null; clearRating();
     state = {run: null, awaiting: false, conversation: "open", assignee: null, label: null, closed: false}; setLabel(null); lastAnswerSeq = 0;
+    stateSeq = 0;
   }
 
   // Events come from the site (a decision, the run it requeues) and from the worker (the run's replies):
@@ -822,6 +823,9 @@
   var lastAnswerSeq = 0;
   var stoppedRuns = {}; // run id -> true once its "stopped" came
   function stale(ev) { return typeof ev.seq === "number" && ev.seq < lastAnswerSeq; }
+  // The conversation's seq when the status shown was true: an update sent before it (published just before this
+  // socket joined, and delivered just after its state was read) would show a closed conversation open again.
+  var stateSeq = 0;
 
   function handle(ev) {
     fitEvent(ev); // typing, the rating (below)
@@ -874,9 +878,12 @@
         if (!state.awaiting) state.decided = ev.status || null;
         return renderState();
       case "conversation.closed": // the closing line came first (its message.saved); then the rating is offered
+        if (typeof ev.seq === "number") stateSeq = Math.max(stateSeq, ev.seq);
         stateEpoch++; state.closed = true; renderState(); return offerRating();
       case "conversation.updated":
       case "conversation.assigned":
+        if (typeof ev.seq === "number" && ev.seq < stateSeq) return; // older than the status shown
+        if (typeof ev.seq === "number") stateSeq = ev.seq;
         stateEpoch++; state.conversation = ev.status || (ev.detail && ev.detail.status) || state.conversation;
         if (ev.detail && typeof ev.detail.closed === "boolean") state.closed = ev.detail.closed;
         if (ev.type === "conversation.assigned") state.assignee = ev.assignee || null;
@@ -904,6 +911,7 @@
       // (a run never leaves "stopped"), so a "queued" of that run arriving late does not show it working again.
       if (c === conv && body.run && body.run.status === "stopped" && body.run.id) stoppedRuns[body.run.id] = true;
       if (epoch !== stateEpoch || c !== conv) return; // a live event was newer
+      if (typeof body.conversation.last_seq === "number") stateSeq = Math.max(stateSeq, body.conversation.last_seq);
       state.conversation = body.conversation.status;
       state.closed = !!body.conversation.closed;
       state.run = body.run ? body.run.status : null;
