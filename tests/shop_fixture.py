@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from standin.shop import ShopServer, start_in_thread
+from support import shop as shop_package
 from support.shop.http import HttpShop
 from support.shop.resilience import Guard
 
@@ -33,8 +34,12 @@ def reference_shop_server(request) -> ShopServer:
 
 @pytest.fixture
 def reference_shop(reference_shop_server) -> ShopServer:
+    """The server as new, and the process's HTTP backend made afresh: one an earlier test left with its circuit
+    open (the shop failed it three times) would refuse this test's first reads."""
     reference_shop_server.reset()
-    return reference_shop_server
+    shop_package.shop_forget("http")
+    yield reference_shop_server
+    shop_package.shop_forget("http")
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from standin.shopify import FakeShopify, start_in_thread
+from support import shop as shop_package
 from support.shop.shopify import ShopifyShop
 
 _shared: FakeShopify | None = None
@@ -40,7 +41,9 @@ def fake_shopify(request, settings) -> FakeShopify:
     settings.SHOP_READ_RETRIES = 2
     settings.SHOP_RETRY_MAX_WAIT_SECONDS = 5.0
     settings.SHOP_CIRCUIT_FAILURES = 50
-    return fake
+    shop_package.shop_forget("shopify")  # as new, like the fake: no circuit or client an earlier test left
+    yield fake
+    shop_package.shop_forget("shopify")
 
 
 @pytest.fixture
