@@ -25,6 +25,7 @@ SENT_KEPT = 1_000  # distinct system messages and tool specs kept (a test reads 
 class ControlState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._counted = 0  # requests since the server started; a reset keeps counting (see log)
         self.reset()
 
     def reset(self) -> None:
@@ -32,7 +33,7 @@ class ControlState:
             self._queue: list[tuple[Fault, str | None]] = []
             self._config = dict(DEFAULT_CONFIG)
             self._log: deque[dict] = deque(maxlen=LOG_SIZE)
-            self._n = 0
+            self._before = self._counted  # requests numbered up to here came before this reset
             self._directive_seen: OrderedDict[str, int] = OrderedDict()
             self._sent: OrderedDict[str, None] = OrderedDict()
             self.prompt_cache = PromptCache()
@@ -103,15 +104,19 @@ class ControlState:
     # --- the request log ------------------------------------------------------------------------
 
     def next_n(self) -> int:
+        """The request's number since the server started (log() numbers its entry from the last reset)."""
         with self._lock:
-            self._n += 1
-            return self._n
+            self._counted += 1
+            return self._counted
 
     def log(self, n: int, status: int, fault: Fault | None, stream: bool, n_messages: int, **extra) -> None:
-        entry = {"n": n, "status": status, "fault": fault.spec if fault else None, "stream": stream,
-                 "n_messages": n_messages, "at": time.time(), **extra}
+        """A request's entry, numbered from the last reset. One that arrived before the reset and ends after
+        it (a stalled answer, its client long gone) is not this test's: left out."""
         with self._lock:
-            self._log.append(entry)
+            if n <= self._before:
+                return
+            self._log.append({"n": n - self._before, "status": status, "fault": fault.spec if fault else None,
+                              "stream": stream, "n_messages": n_messages, "at": time.time(), **extra})
 
     def remember_sent(self, texts: list[str]) -> None:
         with self._lock:

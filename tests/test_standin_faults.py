@@ -125,6 +125,18 @@ def test_it_hangs_a_plain_request_for_a_stall(standin):
             model=MODEL, messages=ASK, tools=TOOLS)
 
 
+def test_a_stalled_request_that_ends_after_a_reset_is_not_in_the_new_log(standin):
+    # The next test's log is its own, even when the one before left a stalled answer running.
+    standin.queue_faults(["stall:seconds=1"])
+    with pytest.raises(openai.APITimeoutError):
+        client_for(standin, timeout=httpx2.Timeout(5.0, read=0.2)).chat.completions.create(
+            model=MODEL, messages=ASK, tools=TOOLS)
+    standin.reset()
+    create(standin)
+    time.sleep(1.2)  # the stalled answer ends meanwhile
+    assert [(e["n"], e["status"], e["fault"]) for e in standin.requests()] == [(1, 200, None)]
+
+
 # --- bent replies ---------------------------------------------------------------------------------------
 
 
