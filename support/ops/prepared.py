@@ -15,6 +15,7 @@ fails if an upgrade changes what they give.
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable
@@ -108,10 +109,15 @@ def _uuid_str(value) -> str:
     return str(uuid.UUID(str(value)))
 
 
+@functools.cache
+def _attnames(model) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
 def columns(model, prefix: str = "") -> list[str]:
     """The names a values() call gives for every column of the model (reached through `prefix`, as
     "conversation__"), in the order of its fields."""
-    return [prefix + field.attname for field in model._meta.concrete_fields]
+    return [prefix + name for name in _attnames(model)]
 
 
 def instance(model, row: dict, prefix: str = ""):
@@ -119,5 +125,5 @@ def instance(model, row: dict, prefix: str = ""):
     a nullable relation that is not there), as the ORM makes one from a database row (Model.from_db)."""
     if row[prefix + model._meta.pk.attname] is None:
         return None
-    names = [field.attname for field in model._meta.concrete_fields]
+    names = _attnames(model)
     return model.from_db(model._default_manager.db, names, [row[prefix + name] for name in names])

@@ -31,7 +31,11 @@ export class ContextPanel {
         this.data = await deskApi.context(this.id);
         // Drawn again only when something in it changed: a redraw for nothing would take away text a person
         // selected in it (a tracking number being copied) and the very element they are about to click.
-        if (JSON.stringify(this.data) !== this.drawn) this.render();
+        const read = JSON.stringify(this.data);
+        if (read !== this.drawn) {
+          this.drawn = read;
+          this.render();
+        }
         this.onLoad(this.data);
       } catch (error) {
         if (!this.data) fill(this.body, h("p", { class: "error", role: "alert" }, `The customer's details could not be read: ${error.message}`));
@@ -42,7 +46,6 @@ export class ContextPanel {
   render() {
     const d = this.data;
     if (!d) return;
-    this.drawn = JSON.stringify(d);
     // Keep what a person is typing: a form with text in it is not redrawn away.
     const active = document.activeElement && this.body.contains(document.activeElement) ? document.activeElement : null;
     const focused = active?.id || null;
