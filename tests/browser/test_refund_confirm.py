@@ -160,5 +160,7 @@ def test_focus_goes_back_to_the_refund_button_drawn_again_while_the_dialog_was_o
     }""")
     dialog.get_by_test_id("refund-confirm-cancel").click()
     expect(dialog).to_have_count(0)
-    expect(order.locator('[data-testid="refund-submit"][data-drawn-again="yes"]')).to_be_focused()
+    # The button as drawn now: this one, or one a real redraw made since (the customer's other conversations,
+    # written by other tests, change the panel's read): never the first one, gone from the page.
+    expect(order.get_by_test_id("refund-submit")).to_be_focused()
 
