@@ -47,8 +47,11 @@ def _release_test_database(django_db_setup, django_db_blocker):
     gc.collect()
     if connection.vendor == "postgresql":
         with django_db_blocker.unblock(), connection.cursor() as cursor:
+            # The tests' own sessions only: an autovacuum worker on this database is the superuser's, which
+            # this role may not end (DROP DATABASE stops it itself).
             cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                           "AND usename = current_user AND backend_type = 'client backend'")
 
 
 @pytest.fixture
